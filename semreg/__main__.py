@@ -1,0 +1,3 @@
+from semreg.cli import main
+
+raise SystemExit(main())

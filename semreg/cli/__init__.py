@@ -1,0 +1,35 @@
+"""The `semreg` command: one sub-command per module in `COMMANDS`.
+
+Each module has `add_parser(subparsers)`, which registers its sub-command(s) and sets `run(args) -> int`.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = ("semreg.cli.serve",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="semreg", description="A semantic service registry.")
+    parser.add_argument("--version", action="version", version=f"semreg {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(name).add_parser(sub)
+    return parser
+
+
+def _version() -> str:
+    from semreg import __version__
+
+    return __version__
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return int(args.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,100 @@
+"""The one error hierarchy of semreg, mapped to HTTP statuses once, in `semreg.api`.
+
+    SemregError                 base; `status` is the HTTP status it maps to
+    ├── BadRequest              400: the client sent something malformed or invalid
+    │   └── InvalidTerm         400: a term that is not an IRI or a known CURIE
+    ├── Unauthorized            401: no valid token
+    ├── Forbidden               403: a valid token without the scope or ownership
+    ├── NotFound                404: no such instance, ontology or concept
+    ├── NotAcceptable           406: no representation matches `Accept`
+    ├── PayloadTooLarge         413: a body past its limit
+    ├── UnsupportedMediaType    415: a body in a media type the route does not take
+    ├── TooManyRequests         429: a token past its rate limit
+    └── Unavailable             503: nothing eligible, or a time limit passed
+
+The domain raises these with one sentence a person can act on; handlers never build error bodies.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class SemregError(Exception):
+    """Base of every error semreg reports to a client."""
+
+    status = 500
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extra = extra
+        self.headers: dict[str, str] = {}
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.message, **self.extra}
+
+
+class BadRequest(SemregError):
+    """The request is malformed or a field is invalid."""
+
+    status = 400
+
+
+class InvalidTerm(BadRequest):
+    """A term is neither an absolute IRI nor a CURIE with a known prefix."""
+
+
+class Unauthorized(SemregError):
+    """No token, or a token that is not known."""
+
+    status = 401
+
+
+class Forbidden(SemregError):
+    """A known token without the scope, or not the owner of the instance."""
+
+    status = 403
+
+
+class NotFound(SemregError):
+    """No such resource."""
+
+    status = 404
+
+
+class NotAcceptable(SemregError):
+    """None of the representations the route has matches the `Accept` header."""
+
+    status = 406
+
+
+class PayloadTooLarge(SemregError):
+    """The body is larger than the route's limit."""
+
+    status = 413
+
+
+class UnsupportedMediaType(SemregError):
+    """The body's media type is not one the route accepts."""
+
+    status = 415
+
+
+class TooManyRequests(SemregError):
+    """The caller is past its request rate."""
+
+    status = 429
+
+    def __init__(self, message: str, retry_after_s: int, **extra: Any) -> None:
+        super().__init__(message, **extra)
+        self.headers["Retry-After"] = str(max(1, retry_after_s))
+
+
+class Unavailable(SemregError):
+    """Nothing can serve the request now; `Retry-After` says when to try again."""
+
+    status = 503
+
+    def __init__(self, message: str, retry_after_s: int = 1, **extra: Any) -> None:
+        super().__init__(message, **extra)
+        self.headers["Retry-After"] = str(max(1, retry_after_s))
