@@ -8,7 +8,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("semreg.cli.serve",)
+COMMANDS = ("semreg.cli.serve", "semreg.cli.bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,283 @@
+"""The route table and thin handlers: parse, call the node, shape the response."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from semreg import ontology
+from semreg.discovery import DiscoverQuery
+from semreg.errors import BadRequest, NotFound
+from semreg.http import JSONResponse, int_param, read_body, read_json, watch_params
+from semreg.matching import parse_match
+from semreg.node import Node
+from semreg.schemas import ID_PATTERN, BatchBody, HeartbeatBody, PrefixBody, TagsBody, validate
+from semreg.terms import ANY, RDF_TYPE, Tag, parse_component
+
+import re
+
+_ID = re.compile(ID_PATTERN)
+
+
+def node_of(request: Request) -> Node:
+    return request.app.state.node
+
+
+def owner_of(request: Request) -> str | None:
+    return getattr(request.state, "token_name", None)
+
+
+def path_id(request: Request) -> str:
+    iid = request.path_params["id"]
+    if not _ID.match(iid):
+        raise BadRequest(f"'{iid[:140]}' is not a valid instance id: 1-128 of A-Z a-z 0-9 . _ : -", field="id")
+    return iid
+
+
+def indexed(body: bytes | Any, index: int, status: int = 200) -> JSONResponse:
+    return JSONResponse(body, status_code=status, headers={"X-Semreg-Index": str(index)})
+
+
+# -- operations ------------------------------------------------------------------------------------
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "alive"})
+
+
+async def readyz(request: Request) -> Response:
+    node = node_of(request)
+    if not node.ready:
+        return JSONResponse({"status": "starting", "error": "the node is still opening its store or reasoning."},
+                            status_code=503, headers={"Retry-After": "1"})
+    return JSONResponse({"status": "ready", "store": "open", "closure": "built", "ring": "joined",
+                         "instances": len(node.registry.instances), "ontologies": len(node.ontologies)})
+
+
+async def cluster(request: Request) -> Response:
+    node = node_of(request)
+    me = f"{node.settings.host}:{node.settings.port}"
+    return JSONResponse({"node": me, "members": [{"id": me, "address": me, "status": "alive"}], "replicas": 1,
+                         "checksum": 0})
+
+
+# -- instances -------------------------------------------------------------------------------------
+async def put_instance(request: Request) -> Response:
+    node = node_of(request)
+    iid = path_id(request)
+    data = await read_json(request, node.settings.json_body_limit_bytes)
+    reg = node.registration(data, iid, owner_of(request))
+    (inst, created), = await node.register([reg])
+    return JSONResponse(inst.view_json(), status_code=201 if created else 200)
+
+
+async def post_instance(request: Request) -> Response:
+    node = node_of(request)
+    data = await read_json(request, node.settings.json_body_limit_bytes)
+    iid = data.get("id") if isinstance(data, dict) else None
+    reg = node.registration(data, None if iid is not None else node.new_id(), owner_of(request))
+    if iid is not None and iid in node.registry.instances:
+        raise BadRequest(f"an instance '{iid}' already exists; replace it with PUT /v1/instances/{iid}.", field="id")
+    (inst, _), = await node.register([reg])
+    return JSONResponse(inst.view_json(), status_code=201, headers={"Location": f"/v1/instances/{inst.id}"})
+
+
+async def batch_instances(request: Request) -> Response:
+    node = node_of(request)
+    data = await read_json(request, node.settings.json_body_limit_bytes)
+    body = validate(BatchBody, data)
+    if len(body.instances) > node.settings.max_batch_instances:
+        raise BadRequest(f"instances: {len(body.instances)} instances is more than the "
+                         f"{node.settings.max_batch_instances} a batch may hold.", field="instances")
+    owner = owner_of(request)
+    regs = []
+    for n, item in enumerate(body.instances):
+        where = f"instances[{n}]"
+        iid = item.get("id") if isinstance(item, dict) else None
+        if iid is None and isinstance(item, dict):
+            iid = node.new_id()
+        regs.append(node.registration(item, iid if isinstance(iid, str) else None, owner, where))
+    if regs:
+        await node.register(regs)
+    return JSONResponse({"registered": len(regs)})
+
+
+async def list_instances(request: Request) -> Response:
+    node = node_of(request)
+    service = request.query_params.get("service") or None
+    index, wait = watch_params(request, node.settings.watch_max_wait_s)
+    topic = node.instances_topic(service)
+    if index is not None:
+        await node.hub.wait(topic, index, wait)
+        topic = node.instances_topic(service)
+    return indexed(topic.body, topic.index)
+
+
+async def get_instance(request: Request) -> Response:
+    return JSONResponse(node_of(request).registry.get(path_id(request)).view_json())
+
+
+async def delete_instance(request: Request) -> Response:
+    await node_of(request).deregister(path_id(request))
+    return Response(status_code=204)
+
+
+async def heartbeat(request: Request) -> Response:
+    node = node_of(request)
+    iid = path_id(request)
+    raw = await read_body(request, node.settings.json_body_limit_bytes)
+    body = HeartbeatBody()
+    if raw.strip():
+        from semreg.schemas import parse_json
+
+        body = validate(HeartbeatBody, parse_json(raw))
+    inst = await node.heartbeat(iid, body.load, body.status)
+    from semreg.instances import rfc3339
+
+    return JSONResponse({"id": inst.id, "status": inst.status, "expires_at": rfc3339(inst.expires_at)})
+
+
+# -- discovery -------------------------------------------------------------------------------------
+def query_tag(request: Request, node: Node) -> Tag:
+    params = request.query_params
+    s = params.get("s")
+    if s is None or not s.strip():
+        raise BadRequest("s is required: the subject term of the pattern to discover (p and o are optional).",
+                         field="s")
+    p, o = params.get("p") or None, params.get("o") or None
+    return Tag(parse_component(s, node.prefixes), parse_component(p, node.prefixes, predicate=True),
+               parse_component(o, node.prefixes))
+
+
+async def discover(request: Request) -> Response:
+    node = node_of(request)
+    params = request.query_params
+    status = params.get("status")
+    if status not in (None, "", "up", "any"):
+        raise BadRequest(f"status takes 'up' (the default) or 'any', not '{status[:40]}'.", field="status")
+    q = DiscoverQuery(query_tag(request, node), parse_match(params.get("match")), params.get("service") or None,
+                      status == "any", int_param(request, "limit", 1, 1_000_000))
+    index, wait = watch_params(request, node.settings.watch_max_wait_s)
+    topic = node.discover_topic(q)
+    if index is not None:
+        await node.hub.wait(topic, index, wait)
+        topic = node.discover_topic(q)
+    return indexed(topic.body, topic.index)
+
+
+async def discover_tags(request: Request) -> Response:
+    node = node_of(request)
+    body = validate(TagsBody, await read_json(request, node.settings.json_body_limit_bytes))
+    raw = [t.model_dump(exclude_none=True) if hasattr(t, "model_dump") else t for t in body.tags]
+    return JSONResponse({"peers": node.discover_tags(raw)})
+
+
+async def tags(request: Request) -> Response:
+    node = node_of(request)
+    index, wait = watch_params(request, node.settings.watch_max_wait_s)
+    topic = node.tags_topic()
+    if index is not None:
+        await node.hub.wait(topic, index, wait)
+        topic = node.tags_topic()
+    return indexed(topic.body, topic.index)
+
+
+async def expand(request: Request) -> Response:
+    node = node_of(request)
+    return JSONResponse(node.expand(query_tag(request, node), parse_match(request.query_params.get("match"))))
+
+
+async def concept(request: Request) -> Response:
+    node = node_of(request)
+    term = request.path_params["term"]
+    iri = RDF_TYPE if term == "a" else parse_component(term, node.prefixes)
+    if iri == ANY:
+        raise BadRequest("sr:Any is the wildcard, not a concept.", field="term")
+    return JSONResponse(node.concept(iri))
+
+
+# -- ontologies ------------------------------------------------------------------------------------
+async def put_ontology(request: Request) -> Response:
+    node = node_of(request)
+    name = ontology.validate_name(request.path_params["name"])
+    ontology.media_type_of(request.headers.get("content-type"))
+    started = time.perf_counter()
+    body = await read_body(request, node.settings.ontology_body_limit_bytes, "the ontology")
+    change = await node.put_ontology(name, body, request.headers.get("content-type"))
+    return JSONResponse({**change.meta.as_json(), "reasoning_ms": round(change.reasoning_ms, 1),
+                         "concepts": change.classes, "ms": round((time.perf_counter() - started) * 1000, 1)},
+                        status_code=201 if change.created else 200)
+
+
+async def list_ontologies(request: Request) -> Response:
+    node = node_of(request)
+    return JSONResponse([m.as_json() for m in sorted(node.ontologies.values(), key=lambda m: m.name)])
+
+
+async def get_ontology(request: Request) -> Response:
+    node = node_of(request)
+    name = request.path_params["name"]
+    if name not in node.ontologies:
+        raise NotFound(f"no ontology named '{name[:128]}'.")
+    media, fmt = ontology.choose_representation(request.headers.get("accept"))
+    data = node.ontology_rdf(name, fmt)
+    return Response(data, media_type=media + ("; charset=utf-8" if media != "application/ld+json" else ""))
+
+
+async def delete_ontology(request: Request) -> Response:
+    await node_of(request).delete_ontology(request.path_params["name"])
+    return Response(status_code=204)
+
+
+# -- prefixes --------------------------------------------------------------------------------------
+async def list_prefixes(request: Request) -> Response:
+    return JSONResponse(node_of(request).prefixes.as_dict())
+
+
+async def put_prefix(request: Request) -> Response:
+    node = node_of(request)
+    body = validate(PrefixBody, await read_json(request, node.settings.json_body_limit_bytes))
+    prefix = request.path_params["prefix"]
+    created = await node.put_prefix(prefix, body.iri)
+    return JSONResponse({"prefix": prefix, "iri": body.iri}, status_code=201 if created else 200)
+
+
+async def get_prefix(request: Request) -> Response:
+    prefix = request.path_params["prefix"]
+    iri = node_of(request).prefixes.get(prefix)
+    if iri is None:
+        raise NotFound(f"no prefix '{prefix[:64]}' is known.")
+    return JSONResponse({"prefix": prefix, "iri": iri})
+
+
+async def delete_prefix(request: Request) -> Response:
+    await node_of(request).delete_prefix(request.path_params["prefix"])
+    return Response(status_code=204)
+
+
+ROUTES = [
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
+    Route("/v1/cluster", cluster, methods=["GET"]),
+    Route("/v1/instances", list_instances, methods=["GET"]),
+    Route("/v1/instances", post_instance, methods=["POST"]),
+    Route("/v1/instances/batch", batch_instances, methods=["POST"]),
+    Route("/v1/instances/{id}", get_instance, methods=["GET"]),
+    Route("/v1/instances/{id}", put_instance, methods=["PUT"]),
+    Route("/v1/instances/{id}", delete_instance, methods=["DELETE"]),
+    Route("/v1/instances/{id}/heartbeat", heartbeat, methods=["PUT"]),
+    Route("/v1/discover", discover, methods=["GET"]),
+    Route("/v1/discover/tags", discover_tags, methods=["POST"]),
+    Route("/v1/tags", tags, methods=["GET"]),
+    Route("/v1/expand", expand, methods=["GET"]),
+    Route("/v1/concepts/{term:path}", concept, methods=["GET"]),
+    Route("/v1/ontologies", list_ontologies, methods=["GET"]),
+    Route("/v1/ontologies/{name}", get_ontology, methods=["GET"]),
+    Route("/v1/ontologies/{name}", put_ontology, methods=["PUT"]),
+    Route("/v1/ontologies/{name}", delete_ontology, methods=["DELETE"]),
+    Route("/v1/prefixes", list_prefixes, methods=["GET"]),
+    Route("/v1/prefixes/{prefix}", get_prefix, methods=["GET"]),
+    Route("/v1/prefixes/{prefix}", put_prefix, methods=["PUT"]),
+    Route("/v1/prefixes/{prefix}", delete_prefix, methods=["DELETE"]),
+]

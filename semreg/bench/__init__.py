@@ -1,0 +1,46 @@
+"""`semreg bench`: speed figures of semreg next to etcd and the Oxigraph server, measured with wrk.
+
+    runner.py     runs the chosen scenarios, stops every peer, prints tables or JSON
+    settings.py   flags and presets (full, --quick) → one frozen BenchSettings
+    peers.py      etcd, Oxigraph and semreg processes on free loopback ports; tools; BenchError
+    wrk.py        running wrk (Lua script for bodies) and parsing its report
+    dataset.py    the synthetic ontology and instances, with the discovery query's known answer
+    context.py    what a scenario gets: lazy peers, data loading, interleaved wrk runs
+    stores.py     the same data into etcd and the Oxigraph server
+    scenarios.py  the scenarios (`@scenario`), each `fn(ctx) -> figures`
+    report.py     targets, machine info, tables
+
+Figures are reported (medians, ratios, and whether each target was met), never asserted: the exit
+status is 0 when every scenario ran, 1 when one failed, 2 for bad flags or a missing tool.
+"""
+from __future__ import annotations
+
+import argparse
+
+from semreg.bench.settings import add_arguments
+
+DESCRIPTION = ("Benchmark semreg: discovery against an etcd prefix read of the same records, SPARQL against the "
+               "Oxigraph server, a 1,000-tag registration and the closure of two real ontologies. Starts every "
+               "peer itself on loopback; needs wrk and etcd (apt-get install -y wrk etcd-server).")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the flags and `run`; cheap, so `semreg --help` does not import the benchmark."""
+    add_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from semreg.bench.runner import run as run_bench
+
+    return run_bench(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="semreg bench", description=DESCRIPTION)
+    configure(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,228 @@
+"""What a scenario gets: the settings, progress, lazily started peers, the data set, and wrk runs.
+
+A scenario is `fn(ctx) -> dict of figures`. Peers start on first use and are shared by the
+scenarios of a run (`ctx.semreg()`, `ctx.etcd()`, `ctx.oxigraph()`), except `ctx.own_semreg()`, a
+server for one scenario alone. Against `--semreg-url` every semreg call goes to that server and what
+the benchmark registered or uploaded there is removed at the end.
+"""
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import httpx
+
+from semreg.bench import wrk
+from semreg.bench.dataset import Dataset
+from semreg.bench.peers import BenchError, PeerProcess, Peers
+from semreg.bench.settings import BenchSettings
+from semreg.bench.ui import Steps
+
+BENCH_ONTOLOGY = "bench"
+
+
+@dataclass(frozen=True)
+class Load:
+    """One HTTP request wrk repeats: a label for the report, then what to send."""
+
+    label: str
+    url: str
+    method: str = "GET"
+    body: bytes | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def expect(response: httpx.Response, *statuses: int) -> httpx.Response:
+    """The response if its status is one of `statuses` (any 2xx when none given); BenchError otherwise."""
+    ok = response.status_code in statuses if statuses else response.is_success
+    if not ok:
+        request = response.request
+        raise BenchError(f"{request.method} {request.url.path} answered {response.status_code}: "
+                         f"{response.text[:500]}")
+    return response
+
+
+def median_figures(runs: list[dict]) -> dict:
+    """The median of every numeric figure over runs (a single run is returned as is)."""
+    if len(runs) == 1:
+        return dict(runs[0])
+    merged = {}
+    for key, value in runs[0].items():
+        values = [run[key] for run in runs if run.get(key) is not None]
+        merged[key] = statistics.median(values) if isinstance(value, (int, float)) and values else value
+    merged["runs_requests_per_s"] = [run["requests_per_s"] for run in runs]
+    return merged
+
+
+class BenchContext:
+    def __init__(self, settings: BenchSettings, ui: Steps, peers: Peers) -> None:
+        self.settings = settings
+        self.ui = ui
+        self.peers = peers
+        self._shared: dict[str, PeerProcess | BaseException] = {}
+        self._ontology_figures: dict | None = None
+        self._instances_figures: dict | None = None
+        self.registered_ids: set[str] = set()  # on an external server: removed at the end
+        self.uploaded_ontologies: set[str] = set()
+
+    # -- peers ------------------------------------------------------------------------------------------
+    def _peer(self, name: str, start) -> str:
+        known = self._shared.get(name)
+        if isinstance(known, BaseException):  # failed once: do not retry for every scenario
+            raise BenchError(f"{name} could not be started earlier in this run: {known}")
+        if known is None:
+            with self.ui.step(f"starting {name}"):
+                try:
+                    known = self._shared[name] = start()
+                except BenchError as exc:
+                    self._shared[name] = exc
+                    raise
+        return known.url
+
+    @property
+    def external(self) -> bool:
+        return self.settings.semreg_url is not None
+
+    def semreg(self) -> str:
+        """The base URL of the semreg server the scenarios share."""
+        if self.settings.semreg_url:
+            return self.settings.semreg_url
+        return self._peer("semreg", self.peers.semreg)
+
+    @contextlib.contextmanager
+    def own_semreg(self) -> Iterator[str]:
+        """A fresh semreg server for one scenario, stopped after it (the external one with --semreg-url)."""
+        if self.settings.semreg_url:
+            yield self.settings.semreg_url
+            return
+        with self.ui.step("starting a fresh semreg"):
+            peer = self.peers.semreg()
+        try:
+            yield peer.url
+        finally:
+            peer.stop()
+
+    def etcd(self) -> str:
+        return self._peer("etcd", self.peers.etcd)
+
+    def oxigraph(self) -> str:
+        return self._peer("oxigraph", self.peers.oxigraph)
+
+    def auth_headers(self, url: str) -> dict[str, str]:
+        token = self.settings.token
+        if token and self.settings.semreg_url and url.startswith(self.settings.semreg_url):
+            return {"Authorization": f"Bearer {token}"}
+        return {}
+
+    def client(self, base_url: str, timeout_s: float = 120.0) -> httpx.Client:
+        return httpx.Client(base_url=base_url, timeout=timeout_s, headers=self.auth_headers(base_url))
+
+    # -- the discovery data set -------------------------------------------------------------------------
+    @cached_property
+    def dataset(self) -> Dataset:
+        s = self.settings
+        return Dataset(classes=s.classes, properties=s.properties, instances=s.instances,
+                       tags_per_instance=s.tags_per_instance, answer_size=min(s.answer_size, s.instances),
+                       seed=s.seed)
+
+    def ensure_ontology(self) -> dict:
+        """Upload the synthetic ontology to the shared server once; its figures."""
+        if self._ontology_figures is None:
+            turtle = self.dataset.turtle().encode()
+            with self.ui.step(f"uploading the synthetic ontology ({self.dataset.classes} classes)"), \
+                    self.client(self.semreg()) as http:
+                started = time.perf_counter()
+                response = expect(http.put(f"/v1/ontologies/{BENCH_ONTOLOGY}", content=turtle,
+                                           headers={"Content-Type": "text/turtle"}), 200, 201)
+                elapsed = time.perf_counter() - started
+            self.uploaded_ontologies.add(BENCH_ONTOLOGY)
+            self._ontology_figures = {"ontology_upload_s": round(elapsed, 3), "ontology_bytes": len(turtle),
+                                      **server_timings(response)}
+        return self._ontology_figures
+
+    def ensure_instances(self) -> dict:
+        """Register the synthetic instances on the shared server once, in batches; their figures."""
+        if self._instances_figures is None:
+            self.ensure_ontology()
+            data, size = self.dataset, self.settings.batch_size
+            elapsed = 0.0
+            with self.ui.step(f"registering {data.instances} instances × {data.tags_per_instance} tags",
+                              total=data.instances) as advance, self.client(self.semreg()) as http:
+                for batch in data.batches(size):
+                    body = {"instances": batch}
+                    started = time.perf_counter()
+                    response = expect(http.post("/v1/instances/batch", json=body))
+                    elapsed += time.perf_counter() - started
+                    registered = response.json().get("registered")
+                    if registered is not None and registered != len(batch):
+                        raise BenchError(f"a batch of {len(batch)} instances answered registered={registered}")
+                    self.registered_ids.update(item["id"] for item in batch)
+                    advance(len(batch))
+            self._instances_figures = {"register_s": round(elapsed, 3),
+                                       "instances_per_s": round(data.instances / elapsed, 1) if elapsed else None}
+        return self._instances_figures
+
+    # -- wrk ----------------------------------------------------------------------------------------------
+    def measure(self, loads: Iterable[Load]) -> dict[str, dict]:
+        """wrk over each load, `rounds` times interleaved; per label the median figures."""
+        loads = list(loads)
+        s = self.settings
+        for load in loads:
+            self._check(load)
+            if s.warmup_s:
+                with self.ui.step(f"wrk warm-up {load.label} ({s.warmup_s} s)"):
+                    self._wrk(load, wrk.WrkSettings(s.threads, s.connections, s.warmup_s))
+        runs: dict[str, list[dict]] = {load.label: [] for load in loads}
+        for round_ in range(s.rounds):
+            for load in loads:
+                of = f", round {round_ + 1}/{s.rounds}" if s.rounds > 1 else ""
+                with self.ui.step(f"wrk {load.label} (-t{s.threads} -c{s.connections} -d{s.duration_s}s{of})"):
+                    result = self._wrk(load, s.wrk)
+                runs[load.label].append(result.figures())
+                self.ui.log(f"  {load.label}: {result.requests_per_s:,.0f} req/s, "
+                            f"p50 {result.percentiles_ms.get('50')} ms, p99 {result.percentiles_ms.get('99')} ms")
+        return {label: median_figures(values) for label, values in runs.items()}
+
+    def _wrk(self, load: Load, settings: wrk.WrkSettings) -> wrk.WrkResult:
+        headers = {**self.auth_headers(load.url), **load.headers}
+        result = wrk.run(load.url, settings, method=load.method, body=load.body, headers=headers)
+        if result.errors > max(0, result.requests // 100):  # past 1 %: the figure would measure failures
+            raise BenchError(f"{load.label}: {result.errors} of {result.requests} requests failed under wrk "
+                             f"(non-2xx/3xx {result.non_2xx_3xx}, socket errors {result.socket_errors})")
+        return result
+
+    def _check(self, load: Load) -> None:
+        """One request by hand first, so a wrong URL fails with the server's answer rather than wrk's count."""
+        headers = {**self.auth_headers(load.url), **load.headers}
+        expect(httpx.request(load.method, load.url, content=load.body, headers=headers, timeout=60))
+
+    # -- the end --------------------------------------------------------------------------------------------
+    def cleanup(self) -> None:
+        """On an external server, remove what the benchmark registered and uploaded."""
+        if not self.external or not (self.registered_ids or self.uploaded_ontologies):
+            return
+        with self.ui.step(f"removing {len(self.registered_ids)} bench instances from {self.semreg()}",
+                          total=len(self.registered_ids)) as advance, self.client(self.semreg()) as http:
+            for instance_id in sorted(self.registered_ids):
+                http.delete(f"/v1/instances/{instance_id}")
+                advance()
+            for name in sorted(self.uploaded_ontologies):
+                http.delete(f"/v1/ontologies/{name}")
+        self.registered_ids.clear()
+        self.uploaded_ontologies.clear()
+
+
+def server_timings(response: httpx.Response) -> dict:
+    """Numeric `*_ms` / `*_s` fields a semreg response reports about itself (e.g. `reasoning_ms`)."""
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    if not isinstance(body, dict):
+        return {}
+    return {f"server_{key}": value for key, value in body.items()
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and key.endswith(("_ms", "_s"))}

@@ -1,0 +1,107 @@
+"""`semreg serve`: run a registry node."""
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from semreg.config import MiB, Settings
+
+log = logging.getLogger("semreg.serve")
+
+
+def env_default(env: Mapping[str, str], name: str, default):
+    return env.get("SEMREG_" + name.upper().replace("-", "_"), default)
+
+
+def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.environ) -> None:
+    p = sub.add_parser("serve", help="run a registry node", description="Run a semreg node. Every flag also reads "
+                       "SEMREG_<FLAG> from the environment (SEMREG_DATA_DIR, SEMREG_PORT, ...).")
+    e = lambda name, default=None: env_default(env, name, default)  # noqa: E731
+    p.add_argument("--host", default=e("host", "127.0.0.1"), help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=int(e("port", 8080)), help="port (default 8080)")
+    store = p.add_mutually_exclusive_group()
+    store.add_argument("--data-dir", default=e("data_dir", "semreg-data"),
+                       help="pyoxigraph store directory (default ./semreg-data)")
+    store.add_argument("--memory", action="store_true", default=_flag(e("memory")),
+                       help="keep everything in memory; nothing survives a restart")
+    p.add_argument("--ontology", action="append", default=_list(e("ontology")), metavar="FILE",
+                   help="preload an ontology file (repeatable; .ttl .n3 .owl .rdf .jsonld .nt)")
+    p.add_argument("--tokens", default=e("tokens_file"), metavar="FILE", help="tokens file (JSON); see the README")
+    p.add_argument("--insecure", action="store_true", default=_flag(e("insecure")),
+                   help="allow listening beyond loopback without tokens")
+    p.add_argument("--peers", default=e("peers", ""), metavar="HOST:PORT,...", help="other cluster nodes")
+    p.add_argument("--replicas", type=int, default=int(e("replicas", 2)), help="replication factor (default 2)")
+    p.add_argument("--json-body-limit", type=int, default=int(e("json_body_limit", 4 * MiB)), metavar="BYTES",
+                   help="largest JSON body (default 4 MiB)")
+    p.add_argument("--ontology-body-limit", type=int, default=int(e("ontology_body_limit", 32 * MiB)),
+                   metavar="BYTES", help="largest ontology upload (default 32 MiB)")
+    p.add_argument("--sparql-time-limit", type=float, default=float(e("sparql_time_limit", 10.0)), metavar="S",
+                   help="SPARQL query time limit in seconds (default 10)")
+    p.add_argument("--sparql-result-limit", type=int, default=int(e("sparql_result_limit", 100_000)),
+                   metavar="N", help="most rows or triples a SPARQL answer may have (default 100000)")
+    p.add_argument("--log-level", default=e("log_level", "info"), choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-format", default=e("log_format", "json"), choices=["json", "text"])
+    p.set_defaults(run=run)
+
+
+def _flag(value) -> bool:
+    return str(value).lower() in ("1", "true", "yes", "on") if value is not None else False
+
+
+def _list(value) -> list[str]:
+    return [v for v in (value or "").split(os.pathsep) if v] if value else []
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    return Settings(
+        host=args.host, port=args.port, data_dir=None if args.memory else Path(args.data_dir),
+        ontologies=tuple(Path(o) for o in args.ontology), tokens_file=Path(args.tokens) if args.tokens else None,
+        insecure=args.insecure, peers=tuple(p for p in args.peers.split(",") if p), replicas=args.replicas,
+        json_body_limit_bytes=args.json_body_limit, ontology_body_limit_bytes=args.ontology_body_limit,
+        sparql_time_limit_s=args.sparql_time_limit, sparql_result_limit=args.sparql_result_limit,
+        log_level=args.log_level, log_format=args.log_format)
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost",):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from semreg import logs
+    from semreg.app import create_app
+    from semreg.store import Store, StoreError
+
+    settings = settings_from(args)
+    logs.configure(settings.log_level, settings.log_format)
+    if settings.tokens_file is None and not settings.insecure and not is_loopback(settings.host):
+        print(f"semreg: refusing to listen on {settings.host} with no tokens: anyone who can reach it could "
+              f"deregister every service. Give --tokens FILE, listen on 127.0.0.1, or pass --insecure.",
+              file=sys.stderr)
+        return 2
+    for path in settings.ontologies:
+        if not path.is_file():
+            print(f"semreg: --ontology {path}: no such file.", file=sys.stderr)
+            return 2
+    try:
+        store = Store(settings.data_dir)
+    except StoreError as exc:
+        print(f"semreg: {exc}", file=sys.stderr)
+        return 1
+    app = create_app(settings, store=store)
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None, access_log=False,
+                            lifespan="on", timeout_graceful_shutdown=10, backlog=4096)
+    server = uvicorn.Server(config)
+    server.run()
+    return 0 if server.started else 1

@@ -1,0 +1,79 @@
+"""HTTP helpers shared by the handlers: bounded bodies, JSON responses, query parameters."""
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from semreg.config import parse_duration_s
+from semreg.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+
+JSON_TYPE = "application/json"
+
+
+class JSONResponse(Response):
+    media_type = JSON_TYPE
+
+    def render(self, content: Any) -> bytes:
+        return content if isinstance(content, bytes) else orjson.dumps(content)
+
+
+async def read_body(request: Request, limit: int, what: str = "the body") -> bytes:
+    """The whole body, or 413 as soon as it passes `limit` bytes (never buffering more than that)."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            if int(declared) > limit:
+                raise PayloadTooLarge(f"{what} is {int(declared)} bytes; the limit is {limit} bytes.", limit=limit)
+        except ValueError:
+            raise BadRequest("the Content-Length header is not a number.") from None
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"{what} is larger than the limit of {limit} bytes.", limit=limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def read_json(request: Request, limit: int) -> Any:
+    from semreg.schemas import parse_json
+
+    content_type = request.headers.get("content-type")
+    if content_type:
+        media = content_type.split(";", 1)[0].strip().lower()
+        if media != JSON_TYPE and not media.endswith("+json"):
+            raise UnsupportedMediaType(f"this route takes application/json, not '{media}'.")
+    return parse_json(await read_body(request, limit, "the JSON body"))
+
+
+def int_param(request: Request, name: str, low: int, high: int) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name} must be a whole number, not '{raw[:50]}'.", field=name) from None
+    if not low <= value <= high:
+        raise BadRequest(f"{name} must be between {low} and {high}.", field=name)
+    return value
+
+
+def watch_params(request: Request, cap_s: float) -> tuple[int | None, float]:
+    """`index` and `wait` of a blocking read; wait defaults to the cap and is bounded by it."""
+    index = int_param(request, "index", 0, 2**63 - 1)
+    raw = request.query_params.get("wait")
+    wait = cap_s
+    if raw:
+        try:
+            wait = parse_duration_s(raw)
+        except ValueError:
+            raise BadRequest(f"wait must be a duration such as 30s, 500ms or 2m, not '{raw[:50]}'.",
+                             field="wait") from None
+    if raw and index is None:
+        raise BadRequest("wait needs index: pass the X-Semreg-Index of your last read.", field="wait")
+    return index, min(wait, cap_s)

@@ -1,0 +1,95 @@
+"""An instance: what a service registered, plus its lease and status; its JSON view and record."""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from semreg.terms import Tag
+
+UP, BLOCKED, DRAINING, CRITICAL = "up", "blocked", "draining", "critical"
+STATUSES = (UP, BLOCKED, DRAINING, CRITICAL)
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What a client registered: immutable; a replacement is a new Registration."""
+
+    id: str
+    service: str
+    address: str
+    port: int
+    scheme: str = "http"
+    tags: tuple[Tag, ...] = ()
+    weight: int = 1
+    capacity: int | None = None
+    ttl_s: float = 30.0
+    deregister_after_s: float = 90.0
+    check: dict[str, Any] | None = None
+    meta: dict[str, str] = field(default_factory=dict)
+    owner: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The durable form: enough to rebuild the registration exactly."""
+        return {"id": self.id, "service": self.service, "address": self.address, "port": self.port,
+                "scheme": self.scheme, "tags": [list(t) for t in self.tags], "weight": self.weight,
+                "capacity": self.capacity, "ttl": self.ttl_s, "deregister_after": self.deregister_after_s,
+                "check": self.check, "meta": self.meta, "owner": self.owner}
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> "Registration":
+        return cls(id=rec["id"], service=rec["service"], address=rec["address"], port=int(rec["port"]),
+                   scheme=rec.get("scheme", "http"), tags=tuple(Tag(*t) for t in rec.get("tags", ())),
+                   weight=int(rec.get("weight", 1)), capacity=rec.get("capacity"),
+                   ttl_s=float(rec.get("ttl", 30)), deregister_after_s=float(rec.get("deregister_after", 90)),
+                   check=rec.get("check"), meta=dict(rec.get("meta") or {}), owner=rec.get("owner"))
+
+
+@dataclass
+class Instance:
+    """A registration with its live state. Mutated only by `semreg.registry.Registry`."""
+
+    reg: Registration
+    registered_at: float
+    last_heartbeat: float
+    expires_at: float | None  # wall-clock seconds; None when ttl is 0
+    admin_status: str = UP  # up | blocked | draining, as the last heartbeat said
+    check_passing: bool = True
+    expired: bool = False
+    load: float = 0.0
+    routes_since_report: int = 0
+    revision: int = 1
+    _view: bytes | None = None
+
+    @property
+    def id(self) -> str:
+        return self.reg.id
+
+    @property
+    def status(self) -> str:
+        return CRITICAL if (self.expired or not self.check_passing) else self.admin_status
+
+    def invalidate_view(self) -> None:
+        self._view = None
+
+    def view(self) -> dict[str, Any]:
+        r = self.reg
+        return {"id": r.id, "service": r.service, "address": r.address, "port": r.port, "scheme": r.scheme,
+                "tags": [t.as_json() for t in r.tags], "weight": r.weight, "capacity": r.capacity,
+                "ttl": r.ttl_s, "deregister_after": r.deregister_after_s, "check": r.check, "meta": r.meta,
+                "status": self.status, "load": self.load, "expires_at": rfc3339(self.expires_at),
+                "registered_at": rfc3339(self.registered_at)}
+
+    def view_json(self) -> bytes:
+        """The view, serialised once and kept until the instance changes (the discovery hot path)."""
+        if self._view is None:
+            self._view = orjson.dumps(self.view())
+        return self._view
+
+
+def rfc3339(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,437 @@
+"""One registry node: the domain (registry, reasoner, watches) wired to the store. No HTTP here.
+
+Writes follow one order: validate, make durable (store, on one writer thread, so records land in the
+order requests asked), then apply in memory and notify watchers. Reasoning runs on a worker thread so
+the event loop keeps serving discovery while an ontology is being reasoned over.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyoxigraph as ox
+
+from semreg import discovery, ontology
+from semreg.config import Settings
+from semreg.errors import BadRequest, NotFound
+from semreg.instances import Instance, Registration
+from semreg.materialize import Materializer
+from semreg.reasoner import Hierarchy, build_hierarchy, compute_closure
+from semreg.registry import Change, Registry
+from semreg.schemas import InstanceBody, validate
+from semreg.store import OntologyMeta, Store, now_rfc3339
+from semreg.terms import ANY, PrefixMap, Tag, check_iri, parse_tags, validate_prefix_name
+from semreg.watch import Topic, WatchHub
+
+log = logging.getLogger("semreg.node")
+
+
+@dataclass(frozen=True)
+class OntologyChange:
+    meta: OntologyMeta
+    created: bool
+    reasoning_ms: float
+    classes: int
+
+
+class Node:
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.time, store: Store | None = None) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.store: Store | None = store
+        self.materializer: Materializer | None = None
+        self.prefixes = PrefixMap()
+        self.ontologies: dict[str, OntologyMeta] = {}
+        self.hierarchy = Hierarchy()
+        self.registry = Registry(on_change=self._on_change)
+        self.hub = WatchHub()
+        self.ready = False
+        self.started_at = clock()
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="semreg-store")
+        self._ontology_lock = asyncio.Lock()
+        self._revision = 0
+        self._expiry_handle: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.closure_ms = 0.0
+
+    # -- life cycle --------------------------------------------------------------------------------
+    async def open(self) -> None:
+        """Open the store, restore ontologies, closure and instances, then preload --ontology files."""
+        self._loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+        if self.store is None:
+            self.store = await self._write(Store, self.settings.data_dir)
+        self.materializer = Materializer(self.store)
+        self.prefixes = PrefixMap(explicit=self.store.load_prefixes())
+        self.ontologies = {m.name: m for m in self.store.load_ontology_metas()}
+        await self._rebuild_closure(force_write=False)
+        records = await self._write(self.store.load_records)
+        now = self.clock()
+        regs, revs = [], []
+        for rec, rev in records:
+            try:
+                regs.append(Registration.from_record(rec))
+                revs.append(rev)
+            except (KeyError, TypeError, ValueError):
+                log.warning("ignored an unreadable instance record", extra={"record": str(rec)[:200]})
+        await self._write(self.materializer.reset_registry)
+        self.materializer.start()
+        # restored instances get one fresh ttl before they can expire
+        self.registry.put_many(regs, now, revisions=revs)
+        for reg, rec in zip(regs, (r for r, _ in records)):
+            status = rec.get("admin_status")
+            if status in ("blocked", "draining"):
+                self.registry.instances[reg.id].admin_status = status
+        self._revision = max(revs, default=0)
+        for path in self.settings.ontologies:
+            await self.load_ontology_file(path)
+        self.ready = True
+        self._arm_expiry()
+        log.info("node ready", extra={"instances": len(regs), "ontologies": len(self.ontologies),
+                                      "concepts": self.hierarchy.size, "data_dir": str(self.settings.data_dir or ":memory:"),
+                                      "ms": round((time.perf_counter() - started) * 1000)})
+
+    async def close(self) -> None:
+        if self._expiry_handle:
+            self._expiry_handle.cancel()
+        if self.materializer is not None:
+            await asyncio.to_thread(self.materializer.stop)
+        if self.store is not None:
+            await self._write(self.store.flush)
+        self._writer.shutdown(wait=True)
+
+    async def _write(self, fn: Callable, *args: Any) -> Any:
+        """Run a store operation on the single writer thread, in submission order."""
+        return await asyncio.get_running_loop().run_in_executor(self._writer, fn, *args)
+
+    # -- ontologies --------------------------------------------------------------------------------
+    async def load_ontology_file(self, path: Path) -> OntologyChange:
+        media = ontology.FILE_SUFFIXES.get(path.suffix.lower())
+        if media is None:
+            raise BadRequest(f"{path}: unknown ontology file type '{path.suffix}'; use .ttl, .n3, .owl, .rdf, "
+                             f".jsonld or .nt.")
+        name = re.sub(r"[^A-Za-z0-9._-]", "-", path.stem)[:128] or "ontology"
+        body = path.read_bytes()
+        known = self.ontologies.get(name)
+        if known is not None and known.sha256 == hashlib.sha256(body).hexdigest():
+            log.info("ontology unchanged", extra={"ontology": name, "file": str(path)})
+            return OntologyChange(known, False, 0.0, self.hierarchy.size)
+        return await self.put_ontology(name, body, media)
+
+    async def put_ontology(self, name: str, body: bytes, content_type: str | None) -> OntologyChange:
+        ontology.validate_name(name)
+        media = ontology.media_type_of(content_type)
+        parsed = await asyncio.to_thread(ontology.parse, body, media)
+        async with self._ontology_lock:
+            assert self.store is not None
+            created = name not in self.ontologies
+            others = [q for n in self.ontologies if n != name for q in self.store.ontology_triples(n)]
+            started = time.perf_counter()
+            closure, hierarchy = await asyncio.to_thread(self._reason, [*others, *parsed.triples])
+            reasoning_ms = (time.perf_counter() - started) * 1000
+            meta = OntologyMeta(name=name, triples=len(parsed.triples), inferred=len(closure.inferred),
+                                uploaded_at=now_rfc3339(), media_type=media, prefixes=parsed.prefixes,
+                                sha256=hashlib.sha256(body).hexdigest())
+            await self._write(self.store.replace_ontology, meta, parsed.triples)
+            self.ontologies[name] = meta
+            self._install(closure, hierarchy)
+        log.info("ontology stored", extra={"ontology": name, "triples": meta.triples, "inferred": meta.inferred,
+                                           "new": created, "reasoning_ms": round(reasoning_ms, 1)})
+        return OntologyChange(meta, created, reasoning_ms, hierarchy.size)
+
+    async def delete_ontology(self, name: str) -> None:
+        async with self._ontology_lock:
+            assert self.store is not None
+            if name not in self.ontologies:
+                raise NotFound(f"no ontology named '{name}'.")
+            others = [q for n in self.ontologies if n != name for q in self.store.ontology_triples(n)]
+            closure, hierarchy = await asyncio.to_thread(self._reason, others)
+            await self._write(self.store.delete_ontology, name)
+            del self.ontologies[name]
+            self._install(closure, hierarchy)
+        log.info("ontology deleted", extra={"ontology": name})
+
+    def _reason(self, triples: list) -> tuple:
+        closure = compute_closure(triples)
+        return closure, build_hierarchy(triples, closure.inferred)
+
+    async def _rebuild_closure(self, force_write: bool) -> None:
+        assert self.store is not None
+        triples = [q for n in self.ontologies for q in self.store.ontology_triples(n)]
+        closure, hierarchy = await asyncio.to_thread(self._reason, triples)
+        state = self._closure_state()
+        if force_write or self.store.closure_state() != state:
+            assert self.materializer is not None
+            self.materializer.put_inferred(closure.inferred, state)
+        self._apply_hierarchy(hierarchy, closure.seconds * 1000)
+
+    def _install(self, closure, hierarchy: Hierarchy) -> None:
+        assert self.materializer is not None
+        self.materializer.put_inferred(closure.inferred, self._closure_state())
+        self._apply_hierarchy(hierarchy, closure.seconds * 1000)
+
+    def _apply_hierarchy(self, hierarchy: Hierarchy, ms: float) -> None:
+        prefixes: dict[str, str] = {}
+        for meta in sorted(self.ontologies.values(), key=lambda m: m.uploaded_at):
+            prefixes.update(meta.prefixes)
+        self.prefixes.set_ontology_prefixes(prefixes)
+        self.hierarchy = hierarchy
+        self.registry.catalogue.set_hierarchy(hierarchy)
+        self.closure_ms = ms
+        self.hub.changed((), membership=True, everything=True)
+
+    def _closure_state(self) -> str:
+        text = "|".join(f"{m.name}@{m.uploaded_at}#{m.triples}" for m in sorted(self.ontologies.values(),
+                                                                               key=lambda m: m.name))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def ontology_rdf(self, name: str, fmt: ox.RdfFormat) -> bytes:
+        assert self.store is not None
+        if name not in self.ontologies:
+            raise NotFound(f"no ontology named '{name}'.")
+        triples = [ox.Triple(q.subject, q.predicate, q.object) for q in self.store.ontology_triples(name)]
+        return ox.serialize(triples, format=fmt, prefixes=self.ontologies[name].prefixes or None)
+
+    # -- prefixes ----------------------------------------------------------------------------------
+    async def put_prefix(self, prefix: str, iri: str) -> bool:
+        validate_prefix_name(prefix)
+        check_iri(iri)
+        assert self.store is not None
+        created = prefix not in self.prefixes.explicit
+        await self._write(self.store.set_prefix, prefix, iri)
+        self.prefixes.set(prefix, iri)
+        return created
+
+    async def delete_prefix(self, prefix: str) -> None:
+        assert self.store is not None
+        if prefix not in self.prefixes.explicit:
+            raise NotFound(f"no client-set prefix '{prefix}' (prefixes declared in ontologies go with them).")
+        await self._write(self.store.delete_prefix, prefix)
+        self.prefixes.delete(prefix)
+
+    # -- instances ---------------------------------------------------------------------------------
+    def registration(self, data: Any, instance_id: str | None, owner: str | None, where: str = "") -> Registration:
+        """Validate one registration body into a `Registration` (400 naming the field otherwise)."""
+        body = validate(InstanceBody, data, where)
+        iid = instance_id or body.id
+        if instance_id is not None and body.id is not None and body.id != instance_id:
+            raise BadRequest(f"{where + '.' if where else ''}id '{body.id}' differs from the id in the path "
+                             f"'{instance_id}'.", field="id")
+        if iid is None:
+            raise BadRequest(f"{where + '.' if where else ''}id is required.", field="id")
+        if len(body.tags) > self.settings.max_tags_per_instance:
+            raise BadRequest(f"{where + '.' if where else ''}tags: {len(body.tags)} tags is more than the "
+                             f"{self.settings.max_tags_per_instance} an instance may have.", field="tags")
+        try:
+            tags = parse_tags([t.model_dump(exclude_none=True) if hasattr(t, "model_dump") else t
+                               for t in body.tags], self.prefixes)
+        except BadRequest as exc:
+            if where:
+                exc.message = f"{where}.{exc.message}"
+            raise
+        return Registration(id=iid, service=body.service, address=body.address, port=body.port,
+                            scheme=body.scheme, tags=tuple(tags), weight=body.weight, capacity=body.capacity,
+                            ttl_s=float(body.ttl), deregister_after_s=float(body.deregister_after),
+                            check=body.check.model_dump(exclude_none=True) if body.check else None,
+                            meta=dict(body.meta), owner=owner)
+
+    def new_id(self) -> str:
+        import uuid
+
+        return uuid.uuid4().hex
+
+    async def register(self, regs: list[Registration]) -> list[tuple[Instance, bool]]:
+        """Make registrations durable, then live. All or nothing: one store transaction."""
+        assert self.store is not None
+        ids = [r.id for r in regs]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise BadRequest(f"the instance id '{dup}' appears more than once in the batch.", field="instances")
+        revisions = []
+        records = []
+        for reg in regs:
+            self._revision += 1
+            revisions.append(self._revision)
+            old = self.registry.instances.get(reg.id)
+            rec = reg.record()
+            if old is not None and old.admin_status != "up":
+                rec["admin_status"] = old.admin_status
+            records.append((rec, self._revision))
+        await self._write(self.store.save_records, records)
+        fresh = [(reg, rev) for reg, rev in zip(regs, revisions)
+                 if reg.id not in self.registry.instances or self.registry.instances[reg.id].revision < rev]
+        out = self.registry.put_many([r for r, _ in fresh], self.clock(), revisions=[v for _, v in fresh])
+        self._arm_expiry()
+        return out
+
+    async def deregister(self, instance_id: str) -> None:
+        assert self.store is not None
+        self.registry.get(instance_id)
+        await self._write(self.store.delete_record, instance_id)
+        if instance_id in self.registry.instances:
+            self.registry.delete(instance_id)
+
+    async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Instance:
+        inst = self.registry.get(instance_id)
+        if status is not None and status != inst.admin_status:
+            assert self.store is not None
+            self._revision += 1
+            rec = inst.reg.record()
+            rec["admin_status"] = status
+            await self._write(self.store.save_records, [(rec, self._revision)])
+            inst = self.registry.get(instance_id)
+            inst.revision = self._revision
+        inst = self.registry.heartbeat(instance_id, self.clock(), load=load, status=status)
+        self._arm_expiry()
+        return inst
+
+    # -- leases ------------------------------------------------------------------------------------
+    def _arm_expiry(self) -> None:
+        """One timer, at the earliest lease deadline, so an expired instance leaves discovery at once."""
+        if self._loop is None:
+            return
+        deadline = self.registry.next_deadline()
+        if self._expiry_handle is not None:
+            if deadline is not None and abs(self._expiry_when - deadline) < 1e-6:
+                return
+            self._expiry_handle.cancel()
+            self._expiry_handle = None
+        if deadline is None:
+            return
+        delay = max(0.0, deadline - self.clock())
+        self._expiry_when = deadline
+        self._expiry_handle = self._loop.call_later(delay, self._on_expiry_timer)
+
+    def _on_expiry_timer(self) -> None:
+        self._expiry_handle = None
+        changes = self.registry.expire(self.clock())
+        deleted = [c.id for c in changes if c.after is None]
+        if deleted and self.store is not None:
+            for iid in deleted:
+                self._writer.submit(self.store.delete_record, iid)
+        for c in changes:
+            log.info("instance " + c.reason, extra={"instance": c.id})
+        self._arm_expiry()
+
+    # -- change fan-out ----------------------------------------------------------------------------
+    def _on_change(self, changes: list[Change]) -> None:
+        m = self.materializer
+        membership = False
+        for c in changes:
+            if c.after is None:
+                if m:
+                    m.remove_instance(c.id)
+            elif c.membership:
+                if m:
+                    m.put_instance(c.after.view())
+            if c.membership:
+                membership = True
+        self.hub.changed(changes, membership=membership)
+
+    # -- reads -------------------------------------------------------------------------------------
+    def discover_topic(self, q: discovery.DiscoverQuery) -> Topic:
+        reg = self.registry
+
+        def compute():
+            result = discovery.resolve(reg, q)
+            return discovery.signature(result), result
+
+        def relevant(changes):
+            t = self.hub._topics.get(q.key)
+            matched = t.payload.matched_tags if t is not None and t.payload is not None else frozenset()
+            return discovery.relevant(reg, q, matched, changes)
+
+        topic = self.hub.topic(q.key, compute, relevant)
+        if topic.body is None:
+            topic.body = discovery.body(topic.payload)
+        return topic
+
+    def instances_topic(self, service: str | None) -> Topic:
+        reg = self.registry
+
+        def compute():
+            insts = reg.list(service)
+            return tuple((i.id, i.revision, i.status) for i in insts), insts
+
+        def relevant(changes: Iterable[Change]):
+            return service is None or any(
+                (c.after is not None and c.after.reg.service == service) or
+                (c.before is not None and c.before.service == service) for c in changes)
+
+        topic = self.hub.topic(("instances", service), compute, relevant)
+        if topic.body is None:
+            topic.body = b"[" + b",".join(i.view_json() for i in topic.payload) + b"]"
+        return topic
+
+    def tags_topic(self) -> Topic:
+        cat = self.registry.catalogue
+
+        def compute():
+            counts = cat.tag_counts()
+            return tuple(counts), counts
+
+        def relevant(changes: Iterable[Change]):
+            return any(c.reason in ("registered", "replaced", "deregistered", "deleted") for c in changes)
+
+        topic = self.hub.topic(("tags",), compute, relevant)
+        if topic.body is None:
+            topic.body = orjson.dumps({"tags": [{**t.as_json(), "instances": n} for t, n in topic.payload]})
+        return topic
+
+    def discover_tags(self, raw_tags: list[Any]) -> dict[str, list[dict[str, Any]]]:
+        tags = parse_tags(raw_tags, self.prefixes)
+        out: dict[str, list[dict[str, Any]]] = {}
+        holders = self.registry.catalogue.holders
+        for tag in tags:
+            views = []
+            for iid in sorted(holders.get(tag, ())):
+                inst = self.registry.instances.get(iid)
+                if inst is not None and inst.status == "up":
+                    views.append(inst.view())
+            out[tag.text] = views
+        return out
+
+    def expand(self, query: Tag, match: frozenset[str]) -> dict[str, Any]:
+        from semreg.matching import BROADER, EXACT, NARROWER, needs_directions
+
+        want_narrower, want_broader = needs_directions(match)
+        h = self.hierarchy
+        components: dict[str, list[dict[str, Any]]] = {}
+        for name, q in zip("spo", query):
+            if q == ANY:
+                components[name] = [{"iri": ANY, "degree": EXACT, "distance": 0, "wildcard": True}]
+                continue
+            rows = [{"iri": t, "degree": EXACT, "distance": 0} for t in sorted(h.equivalents(q) | {q})]
+            if want_narrower:
+                rows += [{"iri": t, "degree": NARROWER, "distance": d}
+                         for t, d in sorted(h.narrower_distances(q).items(), key=lambda x: (x[1], x[0]))]
+            if want_broader:
+                rows += [{"iri": t, "degree": BROADER, "distance": d}
+                         for t, d in sorted(h.broader_distances(q).items(), key=lambda x: (x[1], x[0]))]
+                rows.append({"iri": ANY, "degree": BROADER, "distance": 0, "wildcard": True})
+            components[name] = rows
+        matched = self.registry.catalogue.expand(query, match)
+        return {"query": query.as_json(), "match": sorted(match, key=list(("exact", "narrower", "broader",
+                                                                            "overlap")).index),
+                "components": components,
+                "tags": [{"tag": t.as_json(), "degree": d, "distance": n} for t, d, n in matched]}
+
+    def concept(self, iri: str) -> dict[str, Any]:
+        h = self.hierarchy
+        known = iri in h.kinds or h.canon(iri) in h.up or any(iri in pos for pos in self.registry.catalogue.by_position)
+        if not known:
+            raise NotFound(f"'{iri}' is not a concept of any uploaded ontology nor a term of any registered tag.")
+        parents = sorted(h.asserted_parents.get(iri, ()))
+        children = sorted(c for c, ps in h.asserted_parents.items() if iri in ps)
+        return {"iri": iri, "kind": h.kind(iri), "label": h.labels.get(iri),
+                "equivalents": sorted(h.equivalents(iri) - {iri}), "parents": parents, "children": children,
+                "ancestors": sorted(h.ancestors(iri)), "descendants": sorted(h.descendants(iri))}

@@ -1,0 +1,124 @@
+"""Ontology uploads: media types, parsing with the parser's line on error, declared prefixes."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pyoxigraph as ox
+
+from semreg.errors import BadRequest, NotAcceptable, UnsupportedMediaType
+
+NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+
+# Media type → parser format. `.n3` files in Turtle syntax are common: text/n3 parses as Turtle.
+PARSE_FORMATS: dict[str, ox.RdfFormat] = {
+    "text/turtle": ox.RdfFormat.TURTLE,
+    "application/x-turtle": ox.RdfFormat.TURTLE,
+    "text/n3": ox.RdfFormat.TURTLE,
+    "application/rdf+xml": ox.RdfFormat.RDF_XML,
+    "application/xml": ox.RdfFormat.RDF_XML,
+    "application/ld+json": ox.RdfFormat.JSON_LD,
+    "application/n-triples": ox.RdfFormat.N_TRIPLES,
+    "text/plain": ox.RdfFormat.N_TRIPLES,
+}
+# Representations of GET /v1/ontologies/{name}, in order of preference when Accept allows several.
+SERIALIZE_FORMATS: dict[str, ox.RdfFormat] = {
+    "text/turtle": ox.RdfFormat.TURTLE,
+    "application/n-triples": ox.RdfFormat.N_TRIPLES,
+    "application/rdf+xml": ox.RdfFormat.RDF_XML,
+    "application/ld+json": ox.RdfFormat.JSON_LD,
+}
+FILE_SUFFIXES = {".ttl": "text/turtle", ".n3": "text/n3", ".owl": "application/rdf+xml", ".rdf": "application/rdf+xml",
+                 ".xml": "application/rdf+xml", ".jsonld": "application/ld+json", ".json": "application/ld+json",
+                 ".nt": "application/n-triples"}
+_XMLNS = re.compile(rb'xmlns:([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*["\']([^"\']+)["\']')
+
+
+@dataclass(frozen=True)
+class Parsed:
+    triples: list[ox.Triple]
+    prefixes: dict[str, str]
+    media_type: str
+
+
+def validate_name(name: str) -> str:
+    if not NAME_RE.match(name):
+        raise BadRequest(f"'{name[:100]}' is not a valid ontology name: use 1-128 letters, digits, '.', '_' or '-'.",
+                         field="name")
+    return name
+
+
+def media_type_of(content_type: str | None) -> str:
+    """The bare media type of a Content-Type header, or 415 when no parser takes it."""
+    if not content_type:
+        raise UnsupportedMediaType("an ontology needs a Content-Type: text/turtle, application/rdf+xml, "
+                                   "application/ld+json or application/n-triples.")
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media not in PARSE_FORMATS:
+        raise UnsupportedMediaType(f"'{media}' is not an ontology format this server reads; send text/turtle, "
+                                   f"application/rdf+xml, application/ld+json or application/n-triples.")
+    return media
+
+
+def parse(body: bytes, media_type: str) -> Parsed:
+    """Parse an upload; a syntax error becomes a 400 with the parser's line and column."""
+    if not body.strip():
+        raise BadRequest("the ontology is empty; send at least one triple.")
+    fmt = PARSE_FORMATS[media_type]
+    try:
+        parser = ox.parse(body, format=fmt)
+        triples = []
+        for q in parser:
+            if not isinstance(q.graph_name, ox.DefaultGraph):
+                continue
+            triples.append(ox.Triple(q.subject, q.predicate, q.object))
+        prefixes = dict(parser.prefixes or {})
+    except SyntaxError as exc:
+        raise BadRequest(f"the {media_type} document does not parse: {exc.msg}.", line=exc.lineno,
+                         column=exc.offset) from exc
+    except (ValueError, OSError) as exc:
+        raise BadRequest(f"the {media_type} document does not parse: {exc}.") from exc
+    if not triples:
+        raise BadRequest("the ontology has no triples (named graphs are ignored: send the triples in the default "
+                         "graph).")
+    if fmt == ox.RdfFormat.RDF_XML:
+        for prefix, iri in _XMLNS.findall(body[:1_000_000]):
+            prefixes.setdefault(prefix.decode(), iri.decode(errors="replace"))
+    return Parsed(triples, {p: i for p, i in prefixes.items() if p and _absolute(i)}, media_type)
+
+
+def _absolute(iri: str) -> bool:
+    try:
+        ox.NamedNode(iri)
+        return ":" in iri
+    except ValueError:
+        return False
+
+
+def choose_representation(accept: str | None) -> tuple[str, ox.RdfFormat]:
+    """The RDF representation for an `Accept` header (q-values honoured), Turtle by default; 406 if none."""
+    if not accept or not accept.strip():
+        return "text/turtle", ox.RdfFormat.TURTLE
+    best: tuple[float, int, str] | None = None
+    order = list(SERIALIZE_FORMATS)
+    for part in accept.split(","):
+        fields = [f.strip() for f in part.split(";")]
+        media = fields[0].lower()
+        q = 1.0
+        for f in fields[1:]:
+            if f.startswith("q="):
+                try:
+                    q = float(f[2:])
+                except ValueError:
+                    q = 0.0
+        if q <= 0:
+            continue
+        candidates = order if media in ("*/*", "") else [m for m in order if m.startswith(media[:-1])] \
+            if media.endswith("/*") else ([media] if media in SERIALIZE_FORMATS else [])
+        for m in candidates:
+            rank = (q, -order.index(m), m)
+            if best is None or rank > best:
+                best = rank
+    if best is None:
+        raise NotAcceptable(f"none of '{accept[:200]}' is offered; ask for one of {', '.join(order)}.")
+    return best[2], SERIALIZE_FORMATS[best[2]]

@@ -1,0 +1,131 @@
+"""The JSON bodies of the API as pydantic models: handlers validate with them, and `/openapi.json` is
+generated from them, so the documented schema and the enforced one cannot drift apart.
+
+Validation errors become one `BadRequest` sentence naming the field (`port: must be at most 65535`).
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import orjson
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from semreg.errors import BadRequest
+
+ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+InstanceId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$")]
+NonNegativeSeconds = Annotated[float, Field(ge=0, le=10 * 365 * 24 * 3600, allow_inf_nan=False)]
+
+
+class TagObject(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    s: str = Field(max_length=4096)
+    p: str | None = Field(default=None, max_length=4096)
+    o: str | None = Field(default=None, max_length=4096)
+
+
+TagInput = Annotated[str, StringConstraints(max_length=12_300)] | TagObject
+
+
+class Check(BaseModel):
+    """An active health check: exactly one of `http` (a URL answering 2xx) or `tcp` (`host:port` accepting)."""
+
+    model_config = ConfigDict(extra="forbid")
+    http: str | None = Field(default=None, max_length=2048, pattern=r"^https?://[^\s]+$")
+    tcp: str | None = Field(default=None, max_length=300, pattern=r"^[^\s:]+:\d{1,5}$|^\[[0-9A-Fa-f:.]+\]:\d{1,5}$")
+    interval: float = Field(default=10.0, ge=0.1, le=86_400, allow_inf_nan=False)
+    timeout: float = Field(default=2.0, gt=0, le=300, allow_inf_nan=False)
+
+    @pydantic.model_validator(mode="after")
+    def _one_target(self) -> "Check":
+        if (self.http is None) == (self.tcp is None):
+            raise ValueError("a check has exactly one of http (a URL) or tcp (host:port)")
+        return self
+
+
+class InstanceBody(BaseModel):
+    """A registration. `id` comes from the path (PUT) or the server (POST) unless given here."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: InstanceId | None = None
+    service: Name
+    address: Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[^\s/?#@]+$")]
+    port: int = Field(ge=1, le=65535, strict=True)
+    scheme: Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9+.-]{0,31}$")] = "http"
+    tags: list[TagInput] = Field(default_factory=list)
+    weight: int = Field(default=1, ge=1, le=10_000, strict=True)
+    capacity: int | None = Field(default=None, ge=1, le=1_000_000_000, strict=True)
+    ttl: NonNegativeSeconds = 30
+    deregister_after: NonNegativeSeconds = 90
+    check: Check | None = None
+    meta: dict[Annotated[str, StringConstraints(min_length=1, max_length=128)],
+               Annotated[str, StringConstraints(max_length=4096)]] = Field(default_factory=dict, max_length=64)
+
+
+class BatchBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    instances: list[dict[str, Any]]
+
+
+class HeartbeatBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    load: float | None = Field(default=None, ge=0, le=1e12, allow_inf_nan=False)
+    status: Literal["up", "blocked", "draining"] | None = None
+
+
+class TagsBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tags: list[TagInput]
+
+
+class PrefixBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    iri: str = Field(min_length=1, max_length=4096)
+
+
+def parse_json(raw: bytes) -> Any:
+    if not raw.strip():
+        raise BadRequest("the request body is empty; send a JSON object.")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"the request body is not valid JSON: {exc}.") from exc
+
+
+def validate(model: type[BaseModel], data: Any, where: str = "") -> Any:
+    """`model` from decoded JSON, or a `BadRequest` naming the first bad field."""
+    if not isinstance(data, dict):
+        raise BadRequest(f"{where or 'the body'} must be a JSON object, not {_json_type(data)}.")
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise _bad_request(exc, where) from None
+
+
+def _bad_request(exc: pydantic.ValidationError, where: str) -> BadRequest:
+    err = exc.errors(include_url=False)[0]
+    loc = [str(x) for x in err["loc"] if not str(x).startswith(("function-", "union["))]
+    # pydantic names union branches (str, TagObject) in the location; a person wants the field.
+    loc = [x for x in loc if x not in ("str", "TagObject", "constrained-str")]
+    field = ""
+    for part in loc:
+        field += f"[{part}]" if part.isdigit() else (f".{part}" if field else part)
+    if where:
+        field = f"{where}.{field}" if field else where
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = "is not a known field"
+    elif err["type"] == "missing":
+        msg = "is required"
+    elif msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    msg = msg[0].lower() + msg[1:] if msg else msg
+    text = f"{field}: {msg}." if field else f"{msg}."
+    return BadRequest(text.replace("..", "."), field=field or None)
+
+
+def _json_type(value: Any) -> str:
+    return {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean",
+            type(None): "null"}.get(type(value), type(value).__name__)

@@ -1,0 +1,144 @@
+"""The SPARQL 1.1 Protocol query operation, read from an HTTP request (https://www.w3.org/TR/sparql11-protocol/).
+
+    GET  /sparql?query=Q[&default-graph-uri=G]*[&named-graph-uri=G]*
+    POST /sparql  Content-Type: application/x-www-form-urlencoded  (the same parameters in the body)
+    POST /sparql  Content-Type: application/sparql-query           (the query as the body, UTF-8)
+
+Graph parameters may also ride in the URL of a POST (the W3C protocol tests do so). Without `query`
+(and without `update`) the request asks for the service description. Update is refused: 403.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import parse_qsl
+
+from pyoxigraph import NamedNode
+from starlette.requests import Request
+
+from semreg.errors import BadRequest, Forbidden, PayloadTooLarge, UnsupportedMediaType
+
+FORM = "application/x-www-form-urlencoded"
+QUERY = "application/sparql-query"
+UPDATE = "application/sparql-update"
+READ_ONLY = "this endpoint is read-only; ontologies change through /v1/ontologies."
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRequest:
+    """One query operation; `query` None asks for the service description."""
+
+    query: str | None
+    default_graphs: tuple[NamedNode, ...] = ()
+    named_graphs: tuple[NamedNode, ...] = ()
+
+    @property
+    def has_dataset(self) -> bool:
+        """True when the protocol names the dataset, which then replaces any FROM/FROM NAMED."""
+        return bool(self.default_graphs or self.named_graphs)
+
+
+async def read_query_request(request: Request, max_body_bytes: int) -> QueryRequest:
+    """Parse a GET or POST into a `QueryRequest`; protocol errors raise the `semreg.errors` they map to."""
+    params = _parse_params(request.scope.get("query_string", b""), "the URL")
+    if request.method != "POST":
+        return from_params(params)
+    media_type, charset = split_content_type(request.headers.get("content-type", ""))
+    body = await read_body(request, max_body_bytes)
+    if media_type == FORM:
+        _require_utf8(charset)
+        return from_params(params + _parse_params(body, "the form body"))
+    if media_type == QUERY:
+        _require_utf8(charset)
+        return from_params(params, body_query=_decode(body, "the query"))
+    if media_type == UPDATE:
+        raise Forbidden(READ_ONLY)
+    if not media_type and not body:
+        return from_params(params)
+    raise UnsupportedMediaType(
+        f"POST a query as {FORM} (query=...) or as {QUERY}, not as '{media_type or 'a body without Content-Type'}'.",
+        accepted=[FORM, QUERY])
+
+
+def from_params(params: Sequence[tuple[str, str]], body_query: str | None = None) -> QueryRequest:
+    """The operation named by protocol parameters (and a query given as the body)."""
+    queries = [value for name, value in params if name == "query"]
+    updates = [value for name, value in params if name == "update"]
+    if body_query is not None:
+        queries.append(body_query)
+    if queries and updates:
+        raise BadRequest("give either a query or an update, not both; and this endpoint takes queries only.")
+    if updates:
+        raise Forbidden(READ_ONLY)
+    if len(queries) > 1:
+        raise BadRequest(f"give exactly one query, not {len(queries)} (in the URL, the form or the body).")
+    return QueryRequest(
+        query=queries[0] if queries else None,
+        default_graphs=_graphs(params, "default-graph-uri"),
+        named_graphs=_graphs(params, "named-graph-uri"),
+    )
+
+
+def split_content_type(header: str) -> tuple[str, str | None]:
+    """`'Application/SPARQL-Query; charset=UTF-8'` → `('application/sparql-query', 'utf-8')`."""
+    media_type, *params = header.split(";")
+    charset = None
+    for param in params:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            charset = value.strip().strip('"').lower()
+    return media_type.strip().lower(), charset
+
+
+async def read_body(request: Request, limit_bytes: int) -> bytes:
+    """The body, refused with 413 as soon as it is known to pass `limit_bytes`."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit_bytes:
+        raise _too_large(limit_bytes)
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit_bytes:
+            raise _too_large(limit_bytes)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit_bytes: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"the request body is larger than this endpoint's limit of {limit_bytes} bytes.",
+                           limit_bytes=limit_bytes)
+
+
+def _require_utf8(charset: str | None) -> None:
+    if charset not in (None, "utf-8", "utf8"):
+        raise UnsupportedMediaType(f"send the query in UTF-8, not in '{charset}'.", accepted_charset="utf-8")
+
+
+def _decode(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"{what} is not valid UTF-8 (byte {exc.start}).") from exc
+
+
+def _parse_params(raw: bytes, where: str) -> list[tuple[str, str]]:
+    if not raw:
+        return []
+    try:
+        return parse_qsl(raw.decode("latin-1"), keep_blank_values=True, encoding="utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"the parameters in {where} are not valid percent-encoded UTF-8.") from exc
+    except ValueError as exc:
+        raise BadRequest(f"the parameters in {where} cannot be parsed: {exc}.") from exc
+
+
+def _graphs(params: Sequence[tuple[str, str]], name: str) -> tuple[NamedNode, ...]:
+    graphs = []
+    for name_, value in params:
+        if name_ == name:
+            try:
+                graphs.append(NamedNode(value))
+            except ValueError as exc:
+                raise BadRequest(f"{name} '{value[:200]}' is not a valid absolute IRI: {exc}.", parameter=name) from exc
+    return tuple(graphs)

@@ -1,0 +1,168 @@
+"""One query, evaluated and serialised in a worker thread, within a deadline and a result cap.
+
+pyoxigraph evaluates lazily and releases the GIL while it does, but it cannot cancel a query. The
+worker therefore checks the deadline and the cap while results stream out of the evaluator:
+
+- SELECT: pyoxigraph writes the solutions as TSV into a `_Sink`. TSV puts one solution per line (it
+  escapes newlines inside literals), so the sink counts solutions exactly with `bytes.count`, and it
+  checks the clock on each write (pyoxigraph buffers about 8 KB per write). For another format,
+  pyoxigraph re-reads the TSV and writes that format: TSV carries full RDF terms, so the round trip is
+  lossless, and it costs a few microseconds on small results and about a third more on large ones.
+- CONSTRUCT / DESCRIBE: pyoxigraph serialises from a generator that counts triples and checks the
+  clock on each.
+- ASK: pyoxigraph evaluates it inside `Store.query`; nothing can interrupt it.
+
+A stop raises out of the serializer and the worker is free. What the checks cannot reach is work done
+between two outputs: an aggregate or ORDER BY over a large join produces nothing until it has seen
+everything. `semreg.sparql` bounds that with a fixed pool of workers.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import pyoxigraph
+from pyoxigraph import QueryBoolean, QueryResultsFormat, QuerySolutions, Triple
+
+from semreg.errors import BadRequest, SemregError, Unavailable
+from semreg.sparql_formats import GRAPH, SOLUTIONS, Offer, require
+from semreg.sparql_protocol import QueryRequest
+from semreg.sparql_scan import scan
+
+log = logging.getLogger("semreg.sparql")
+
+Clock = Callable[[], float]
+
+
+class Output(NamedTuple):
+    content_type: str
+    body: bytes
+
+
+class Limits(NamedTuple):
+    deadline: float  # on `clock`
+    time_limit_s: float  # for messages
+    result_limit: int | None
+    clock: Clock = time.monotonic
+
+
+def time_limit_error(time_limit_s: float) -> Unavailable:
+    return Unavailable(f"the query ran past this endpoint's time limit of {time_limit_s:g} s; narrow it, add LIMIT, "
+                       f"or try again when the server is less busy.", retry_after_s=math.ceil(time_limit_s),
+                       time_limit_s=time_limit_s)
+
+
+def result_limit_error(result_limit: int) -> BadRequest:
+    return BadRequest(f"the query has more than {result_limit} results, this endpoint's limit; page through them with "
+                      f"LIMIT and OFFSET, or aggregate them.", result_limit=result_limit)
+
+
+class _Guard:
+    """The deadline and the result cap; `tripped` keeps the error so it survives pyoxigraph's wrapping."""
+
+    __slots__ = ("limits", "tripped")
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.tripped: SemregError | None = None
+
+    def check(self, count: int) -> None:
+        limits = self.limits
+        if limits.result_limit is not None and count > limits.result_limit:
+            self.tripped = result_limit_error(limits.result_limit)
+        elif limits.clock() > limits.deadline:
+            self.tripped = time_limit_error(limits.time_limit_s)
+        if self.tripped is not None:
+            raise self.tripped
+
+
+class _Sink:
+    """A binary file pyoxigraph writes TSV into: keeps the chunks, counts lines, checks the guard."""
+
+    __slots__ = ("chunks", "lines", "guard")
+
+    def __init__(self, guard: _Guard) -> None:
+        self.chunks: list[bytes] = []
+        self.lines = 0
+        self.guard = guard
+
+    def write(self, data: bytes) -> int:
+        self.lines += data.count(b"\n")
+        self.guard.check(self.lines - 1)  # the first line is the header
+        self.chunks.append(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def run_query(store: pyoxigraph.Store, request: QueryRequest, *, accept: str | None,
+              prefixes: dict[str, str] | None, limits: Limits) -> Output:
+    """Evaluate `request.query` and serialise it as `accept` prefers; raise `semreg.errors` on failure."""
+    guard = _Guard(limits)
+    try:
+        guard.check(0)
+        results = _evaluate(store, request, prefixes)
+        if isinstance(results, QuerySolutions):
+            offer = require(accept, SOLUTIONS, "a SELECT result")
+            return Output(offer.content_type, _serialize_solutions(results, offer, guard))
+        if isinstance(results, QueryBoolean):
+            offer = require(accept, SOLUTIONS, "an ASK result")
+            return Output(offer.content_type, results.serialize(format=offer.format))
+        offer = require(accept, GRAPH, "a CONSTRUCT or DESCRIBE result")
+        body = pyoxigraph.serialize(_guarded(results, guard), format=offer.format, prefixes=prefixes)
+        return Output(offer.content_type, body)
+    except Exception as exc:
+        raise guard.tripped or _translate(exc) from exc
+
+
+def _evaluate(store: pyoxigraph.Store, request: QueryRequest, prefixes: dict[str, str] | None) -> Any:
+    query = request.query or ""
+    keywords = scan(query)
+    if keywords.service:
+        raise BadRequest("SERVICE (federated query) is not available on this endpoint; query the other endpoint "
+                         "yourself and pass its results in with VALUES.")
+    dataset: dict[str, Any] = {}
+    if request.has_dataset:
+        # The protocol's dataset replaces the query's FROM/FROM NAMED; an empty list is an empty default graph.
+        dataset = {"default_graph": list(request.default_graphs), "named_graphs": list(request.named_graphs)}
+    elif not keywords.dataset:
+        dataset = {"use_default_graph_as_union": True}
+    try:
+        return store.query(query, prefixes=prefixes, **dataset)
+    except SyntaxError as exc:
+        raise BadRequest(f"the query is not valid SPARQL: {exc}", syntax_error=str(exc)) from exc
+
+
+def _serialize_solutions(results: QuerySolutions, offer: Offer, guard: _Guard) -> bytes:
+    sink = _Sink(guard)
+    results.serialize(sink, QueryResultsFormat.TSV)
+    tsv = b"".join(sink.chunks)
+    if offer.format == QueryResultsFormat.TSV:
+        return tsv
+    return pyoxigraph.parse_query_results(tsv, QueryResultsFormat.TSV).serialize(format=offer.format)
+
+
+def _guarded(triples: Iterator[Triple], guard: _Guard) -> Iterator[Triple]:
+    count = 0
+    for triple in triples:
+        count += 1
+        guard.check(count)
+        yield triple
+
+
+def _translate(exc: Exception) -> SemregError:
+    """A pyoxigraph error as the status it deserves: the client's query (4xx) or the server (503)."""
+    if isinstance(exc, SemregError):
+        return exc
+    if isinstance(exc, (ValueError, RuntimeError, TypeError)):
+        # pyoxigraph raises these for what the query asks (an invalid IRI, an unsupported feature).
+        return BadRequest(f"the query cannot be evaluated: {exc}.")
+    if isinstance(exc, (OSError, MemoryError)):
+        log.warning("sparql query failed in the store: %s", exc)
+        return Unavailable(f"the store could not answer the query ({exc}); try again.")
+    log.exception("sparql query failed unexpectedly")
+    return Unavailable(f"the query failed unexpectedly ({type(exc).__name__}); try again.")

@@ -1,0 +1,131 @@
+"""Per-query change detection for blocking reads (`?index=N&wait=30s`) and the response cache.
+
+A `Topic` is one query's current result: its signature (what a watcher cares about), its serialised
+body, and its own index, the registry index at which its signature last changed. A request with
+`index=N` blocks only while `N >= topic.index`, and a topic's index moves only when its own signature
+changes, so a write elsewhere never wakes it (unlike a single global index, which wakes every watcher).
+
+Indexes start at the start-up time in microseconds, so they never go backwards across a restart and
+are never 0.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+Signature = Hashable
+Compute = Callable[[], tuple[Signature, Any]]  # → (signature, payload used to build the body)
+MAX_IDLE_TOPICS = 10_000
+
+
+@dataclass(eq=False)
+class Topic:
+    key: Hashable
+    compute: Compute
+    relevant: Callable[[Any], bool]  # does a change possibly alter this topic?
+    index: int
+    signature: Signature = None
+    payload: Any = None
+    body: bytes | None = None
+    membership_gen: int = -1
+    view_gen: int = -1
+    waiters: set[asyncio.Future] = field(default_factory=set)
+
+
+class WatchHub:
+    def __init__(self, start_index: int | None = None) -> None:
+        self.index = start_index or max(1, int(time.time() * 1_000_000))
+        self.membership_gen = 0  # bumped on every change that can alter a result
+        self.view_gen = 0  # bumped on every change of a view (heartbeats included)
+        self._topics: OrderedDict[Hashable, Topic] = OrderedDict()
+        self.wakeups = 0
+
+    @property
+    def watches(self) -> int:
+        return sum(len(t.waiters) for t in self._topics.values())
+
+    @property
+    def topics(self) -> int:
+        return len(self._topics)
+
+    def topic(self, key: Hashable, compute: Compute, relevant: Callable[[Any], bool]) -> Topic:
+        """The topic for `key`, its signature current (recomputed if anything changed since)."""
+        t = self._topics.get(key)
+        if t is None:
+            t = Topic(key, compute, relevant, self.index)
+            self._topics[key] = t
+            self._refresh(t, bump=False)
+            if len(self._topics) > MAX_IDLE_TOPICS:
+                self._evict()
+        else:
+            self._topics.move_to_end(key)
+            if t.membership_gen != self.membership_gen:
+                self._refresh(t, bump=True)
+            elif t.view_gen != self.view_gen:
+                t.body = None
+                t.view_gen = self.view_gen
+        return t
+
+    def _refresh(self, t: Topic, bump: bool) -> bool:
+        signature, payload = t.compute()
+        changed = signature != t.signature
+        t.payload = payload
+        t.body = None
+        t.membership_gen = self.membership_gen
+        t.view_gen = self.view_gen
+        if changed:
+            t.signature = signature
+            if bump:
+                t.index = self.index
+        return changed
+
+    def _evict(self) -> None:
+        for key in list(self._topics):
+            if len(self._topics) <= MAX_IDLE_TOPICS:
+                break
+            if not self._topics[key].waiters:
+                del self._topics[key]
+
+    # -- changes -----------------------------------------------------------------------------------
+    def changed(self, changes: Any, *, membership: bool, everything: bool = False) -> None:
+        """Note a change; wake the watchers whose result it altered."""
+        self.index += 1
+        self.view_gen += 1
+        if not membership:
+            return
+        self.membership_gen += 1
+        for t in list(self._topics.values()):
+            if not t.waiters:
+                continue  # refreshed lazily on its next read
+            if everything or t.relevant(changes):
+                if self._refresh(t, bump=True):
+                    self._wake(t)
+            else:
+                t.membership_gen = self.membership_gen
+
+    def view_changed(self) -> None:
+        self.view_gen += 1
+
+    def _wake(self, t: Topic) -> None:
+        for fut in t.waiters:
+            if not fut.done():
+                fut.set_result(None)
+        self.wakeups += 1
+        t.waiters.clear()
+
+    async def wait(self, t: Topic, index: int, timeout_s: float) -> None:
+        """Return when `t.index > index` or after `timeout_s`."""
+        if t.index > index or timeout_s <= 0:
+            return
+        fut = asyncio.get_running_loop().create_future()
+        t.waiters.add(fut)
+        try:
+            await asyncio.wait_for(fut, timeout_s)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            t.waiters.discard(fut)
