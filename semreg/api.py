@@ -12,6 +12,7 @@ from semreg import ontology
 from semreg.discovery import DiscoverQuery
 from semreg.errors import BadRequest, NotFound
 from semreg.http import JSONResponse, int_param, read_body, read_json, watch_params
+from semreg.balancer import parse_policy
 from semreg.matching import parse_match
 from semreg.node import Node
 from semreg.schemas import ID_PATTERN, BatchBody, HeartbeatBody, PrefixBody, TagsBody, validate
@@ -169,8 +170,7 @@ async def discover(request: Request) -> Response:
 async def discover_tags(request: Request) -> Response:
     node = node_of(request)
     body = validate(TagsBody, await read_json(request, node.settings.json_body_limit_bytes))
-    raw = [t.model_dump(exclude_none=True) if hasattr(t, "model_dump") else t for t in body.tags]
-    return JSONResponse({"peers": node.discover_tags(raw)})
+    return JSONResponse({"peers": node.discover_tags(body.tags)})
 
 
 async def tags(request: Request) -> Response:
@@ -195,6 +195,26 @@ async def concept(request: Request) -> Response:
     if iri == ANY:
         raise BadRequest("sr:Any is the wildcard, not a concept.", field="term")
     return JSONResponse(node.concept(iri))
+
+
+_PATH_RE = re.compile(r"^(/[^\s#]*)?$")
+
+
+async def route(request: Request) -> Response:
+    node = node_of(request)
+    params = request.query_params
+    policy, limit = parse_policy(params.get("policy"))
+    path = params.get("path", "")
+    if not _PATH_RE.match(path) or len(path) > 2048:
+        raise BadRequest("path must be empty or start with '/', without spaces or '#'.", field="path")
+    q = DiscoverQuery(query_tag(request, node), parse_match(params.get("match")), params.get("service") or None)
+    client = request.client
+    inst = request.app.state.router.route(q, policy, limit or node.settings.balance_limit,
+                                          caller=f"{client.host}:{client.port}" if client else None)
+    r = inst.reg
+    host = f"[{r.address}]" if ":" in r.address else r.address
+    return Response(status_code=307, headers={"Location": f"{r.scheme}://{host}:{r.port}{path}",
+                                              "X-Semreg-Instance": inst.id, "Cache-Control": "no-store"})
 
 
 # -- ontologies ------------------------------------------------------------------------------------
@@ -271,6 +291,7 @@ ROUTES = [
     Route("/v1/discover/tags", discover_tags, methods=["POST"]),
     Route("/v1/tags", tags, methods=["GET"]),
     Route("/v1/expand", expand, methods=["GET"]),
+    Route("/v1/route", route, methods=["GET"]),
     Route("/v1/concepts/{term:path}", concept, methods=["GET"]),
     Route("/v1/ontologies", list_ontologies, methods=["GET"]),
     Route("/v1/ontologies/{name}", get_ontology, methods=["GET"]),

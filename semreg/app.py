@@ -16,7 +16,7 @@ from semreg.api import ROUTES
 from semreg.config import Settings
 from semreg.errors import SemregError
 from semreg.http import JSONResponse
-from semreg.node import Node
+from semreg.node import Node, Router
 
 log = logging.getLogger("semreg.app")
 
@@ -89,5 +89,6 @@ def create_app(settings: Settings, node: Node | None = None, store=None) -> Star
                     exception_handlers={SemregError: _semreg_error, HTTPException: _http_error,
                                         Exception: _unexpected})
     app.state.node = node
+    app.state.router = Router(node)
     app.state.settings = settings
     return app

@@ -25,7 +25,7 @@ from semreg.config import Settings
 from semreg.errors import BadRequest, NotFound
 from semreg.instances import Instance, Registration
 from semreg.materialize import Materializer
-from semreg.reasoner import Hierarchy, build_hierarchy, compute_closure
+from semreg.reasoner import Hierarchy, build_hierarchy, compute_closure, hierarchy_triples
 from semreg.registry import Change, Registry
 from semreg.schemas import InstanceBody, validate
 from semreg.store import OntologyMeta, Store, now_rfc3339
@@ -162,7 +162,9 @@ class Node:
 
     def _reason(self, triples: list) -> tuple:
         closure = compute_closure(triples)
-        return closure, build_hierarchy(triples, closure.inferred)
+        hierarchy = build_hierarchy(triples, closure.inferred)
+        closure.inferred.extend(hierarchy_triples(hierarchy, [*triples, *closure.inferred]))
+        return closure, hierarchy
 
     async def _rebuild_closure(self, force_write: bool) -> None:
         assert self.store is not None
@@ -232,8 +234,7 @@ class Node:
             raise BadRequest(f"{where + '.' if where else ''}tags: {len(body.tags)} tags is more than the "
                              f"{self.settings.max_tags_per_instance} an instance may have.", field="tags")
         try:
-            tags = parse_tags([t.model_dump(exclude_none=True) if hasattr(t, "model_dump") else t
-                               for t in body.tags], self.prefixes)
+            tags = parse_tags(body.tags, self.prefixes)
         except BadRequest as exc:
             if where:
                 exc.message = f"{where}.{exc.message}"
@@ -435,3 +436,41 @@ class Node:
         return {"iri": iri, "kind": h.kind(iri), "label": h.labels.get(iri),
                 "equivalents": sorted(h.equivalents(iri) - {iri}), "parents": parents, "children": children,
                 "ancestors": sorted(h.ancestors(iri)), "descendants": sorted(h.descendants(iri))}
+
+
+class Router:
+    """Hands out routes over a node's discovery results (balancing by redirect, not by proxying)."""
+
+    MAX_COUNTERS = 10_000
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self._counters: dict[tuple, int] = {}
+        self.routes_by_policy: dict[str, int] = {}
+
+    def route(self, q: discovery.DiscoverQuery, policy: str, limit: bool, caller: str | None = None) -> Instance:
+        from semreg import balancer
+        from semreg.errors import Unavailable
+
+        topic = self.node.discover_topic(q)
+        instances = [i for i in topic.payload.ranked if i.status == "up"]
+        cands = [balancer.Candidate(i.id, i.reg.weight, i.load, i.routes_since_report, i.reg.capacity,
+                                    balancer.priority_of(i.reg.meta)) for i in instances]
+        counter = self._counters.get(q.key, 0)
+        chosen = balancer.choose(policy, cands, limit=limit, counter=counter)
+        if self.node.settings.verbose_routing:
+            log.info("route decision", extra={
+                "caller": caller, "query": q.tag.text, "policy": policy, "limit": limit,
+                "candidates": [{"id": c.id, "effective_load": c.effective_load, "weight": c.weight,
+                                "capacity": c.capacity} for c in cands],
+                "chosen": chosen.id if chosen else None})
+        if chosen is None:
+            why = "every eligible instance is at its capacity" if cands else "no instance is up for this pattern"
+            raise Unavailable(f"no instance can take this route: {why}.", retry_after_s=1)
+        if len(self._counters) >= self.MAX_COUNTERS and q.key not in self._counters:
+            self._counters.clear()
+        self._counters[q.key] = counter + 1
+        inst = self.node.registry.instances[chosen.id]
+        inst.routes_since_report += 1
+        self.routes_by_policy[policy] = self.routes_by_policy.get(policy, 0) + 1
+        return inst

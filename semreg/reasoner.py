@@ -45,6 +45,22 @@ PROPERTY_TYPES = frozenset({RDF + "Property", OWL + "ObjectProperty", OWL + "Dat
                             OWL + "FunctionalProperty", OWL + "InverseFunctionalProperty"})
 
 Triple = tuple[str, str, str]
+FIRST, REST, NIL = RDF + "first", RDF + "rest", RDF + "nil"
+LIST_PREDICATES = frozenset({FIRST, REST})
+INTERSECTION, UNION = OWL + "intersectionOf", OWL + "unionOf"
+BOOLEAN_CLASS = frozenset({INTERSECTION, UNION})
+
+
+def _rdf_list(lists: dict[str, tuple[str | None, str | None]], head: str) -> list[str]:
+    """The named members of an RDF list (cycles and malformed lists end the walk)."""
+    out, seen, node = [], set(), head
+    while node in lists and node not in seen:
+        seen.add(node)
+        first, rest = lists[node]
+        if first is not None and not first.startswith("_:") and first not in lists:
+            out.append(first)
+        node = rest
+    return [m for m in out if "://" in m or ":" in m]
 
 
 def is_meta(iri: str) -> bool:
@@ -207,16 +223,30 @@ def build_hierarchy(asserted: Iterable[ox.Quad | ox.Triple], inferred: Iterable[
     """The in-memory indexes from the asserted ontology triples and the closure's entailed triples."""
     labels: dict[str, str] = {}
     rows: list[tuple[str, str, str, bool]] = []
+    lists: dict[str, tuple[str | None, str | None]] = {}  # RDF list node → (first, rest)
+    boolean_classes: list[tuple[str, str, str]] = []  # (class, intersectionOf|unionOf, list head)
     for is_asserted, triples in ((True, asserted), (False, inferred)):
         for t in triples:
             s, p, o = t.subject, t.predicate.value, t.object
+            if p in LIST_PREDICATES and isinstance(s, ox.BlankNode) and not isinstance(o, ox.Literal):
+                first, rest = lists.get(s.value, (None, None))
+                lists[s.value] = (o.value, rest) if p == FIRST else (first, o.value)
+                continue
             if not isinstance(s, ox.NamedNode):
+                continue
+            if p in BOOLEAN_CLASS and isinstance(o, ox.BlankNode):
+                boolean_classes.append((s.value, p, o.value))
                 continue
             if p == LABEL and is_asserted and isinstance(o, ox.Literal):
                 if s.value not in labels or o.language in (None, "", "en"):
                     labels[s.value] = o.value
             elif p in HIERARCHY_PREDICATES and isinstance(o, ox.NamedNode):
                 rows.append((s.value, p, o.value, is_asserted))
+
+    # scm-int / scm-uni: a class is below each member of its intersection, above each of its union.
+    for cls, p, head in boolean_classes:
+        for member in _rdf_list(lists, head):
+            rows.append((cls, SUB_CLASS, member, False) if p == INTERSECTION else (member, SUB_CLASS, cls, False))
 
     # Meta-classes: the RDF/RDFS/OWL ones and anything declared equivalent to one (schema.org says
     # schema:Class ≡ rdfs:Class); being typed by one makes a term a class or property, not an individual.
@@ -354,3 +384,43 @@ def build_hierarchy(asserted: Iterable[ox.Quad | ox.Triple], inferred: Iterable[
 
 
 EMPTY = Hierarchy()
+
+
+def hierarchy_triples(h: Hierarchy, present: Iterable[ox.Quad | ox.Triple]) -> list[ox.Triple]:
+    """subClassOf / subPropertyOf / type / equivalence triples the index holds and the closure lacks.
+
+    reasonable leaves out some RL schema rules (scm-spo transitivity of subPropertyOf, scm-eqp, scm-int,
+    scm-uni): the index computes them, and this puts them into `urn:semreg:inferred` as well, so that
+    SPARQL sees the same hierarchy that discovery uses.
+    """
+    have = {(t.subject.value, t.predicate.value, t.object.value) for t in present
+            if isinstance(t.subject, ox.NamedNode) and isinstance(t.object, ox.NamedNode)
+            and t.predicate.value in HIERARCHY_PREDICATES}
+    out: list[ox.Triple] = []
+
+    def add(s: str, p: str, o: str) -> None:
+        if (s, p, o) not in have:
+            have.add((s, p, o))
+            out.append(ox.Triple(ox.NamedNode(s), ox.NamedNode(p), ox.NamedNode(o)))
+
+    for r, ups in h.up.items():
+        lowers = h.members.get(r, frozenset((r,)))
+        for a in ups:
+            for lower in lowers:
+                kind = h.kinds.get(lower)
+                p = SUB_PROPERTY if kind == "property" else TYPE if kind == "individual" else SUB_CLASS
+                for upper in h.members.get(a, frozenset((a,))):
+                    add(lower, p, upper)
+    for r, members in h.members.items():
+        if len(members) > 1:
+            for a in members:
+                kind = h.kinds.get(a)
+                p = OWL + ("equivalentProperty" if kind == "property" else "sameAs" if kind == "individual"
+                           else "equivalentClass")
+                sub = SUB_PROPERTY if kind == "property" else None if kind == "individual" else SUB_CLASS
+                for b in members:
+                    if a != b:
+                        add(a, p, b)
+                        if sub:  # scm-eqc1 / scm-eqp1: equivalents are mutual sub-classes / sub-properties
+                            add(a, sub, b)
+    return out

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 import orjson
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, WithJsonSchema
 
 from semreg.errors import BadRequest
 
@@ -19,14 +19,13 @@ Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"
 NonNegativeSeconds = Annotated[float, Field(ge=0, le=10 * 365 * 24 * 3600, allow_inf_nan=False)]
 
 
-class TagObject(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    s: str = Field(max_length=4096)
-    p: str | None = Field(default=None, max_length=4096)
-    o: str | None = Field(default=None, max_length=4096)
-
-
-TagInput = Annotated[str, StringConstraints(max_length=12_300)] | TagObject
+# Tags are checked by `semreg.terms.parse_tag`, which names the tag and the term at fault; the schema
+# here documents the two forms for /openapi.json.
+TAG_SCHEMA = {"oneOf": [
+    {"type": "string", "description": "one term, or three: subject predicate object (CURIEs, IRIs, <IRI>, 'a')"},
+    {"type": "object", "required": ["s"], "additionalProperties": False,
+     "properties": {"s": {"type": "string"}, "p": {"type": "string"}, "o": {"type": "string"}}}]}
+TagInput = Annotated[Any, WithJsonSchema(TAG_SCHEMA)]
 
 
 class Check(BaseModel):

@@ -5,6 +5,7 @@ import argparse
 import ipaddress
 import logging
 import os
+import signal
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,6 +45,10 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
                    help="SPARQL query time limit in seconds (default 10)")
     p.add_argument("--sparql-result-limit", type=int, default=int(e("sparql_result_limit", 100_000)),
                    metavar="N", help="most rows or triples a SPARQL answer may have (default 100000)")
+    p.add_argument("--balance-limit", action="store_true", default=_flag(e("balance_limit")),
+                   help="never route to an instance whose load has reached its capacity (503 instead)")
+    p.add_argument("--verbose-routing", action="store_true", default=_flag(e("verbose_routing")),
+                   help="log one structured line per routing decision")
     p.add_argument("--log-level", default=e("log_level", "info"), choices=["debug", "info", "warning", "error"])
     p.add_argument("--log-format", default=e("log_format", "json"), choices=["json", "text"])
     p.set_defaults(run=run)
@@ -64,6 +69,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         insecure=args.insecure, peers=tuple(p for p in args.peers.split(",") if p), replicas=args.replicas,
         json_body_limit_bytes=args.json_body_limit, ontology_body_limit_bytes=args.ontology_body_limit,
         sparql_time_limit_s=args.sparql_time_limit, sparql_result_limit=args.sparql_result_limit,
+        balance_limit=args.balance_limit, verbose_routing=args.verbose_routing,
         log_level=args.log_level, log_format=args.log_format)
 
 
@@ -103,5 +109,8 @@ def run(args: argparse.Namespace) -> int:
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None, access_log=False,
                             lifespan="on", timeout_graceful_shutdown=10, backlog=4096)
     server = uvicorn.Server(config)
+    # uvicorn re-raises the signal that stopped it once it has drained; after a clean drain on
+    # SIGTERM the exit status should be 0, so the handler it restores and re-raises is a no-op.
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)
     server.run()
     return 0 if server.started else 1

@@ -1,0 +1,125 @@
+"""Bad input gets a clear 4xx and changes nothing; nothing a client sends produces a 500."""
+from __future__ import annotations
+
+import pytest
+
+GOOD = {"service": "s", "address": "127.0.0.1", "port": 80, "tags": ["v:A"], "ttl": 0}
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    from server import ServerProcess
+
+    base = tmp_path_factory.mktemp("bad")
+    server = ServerProcess(base / "data", "--json-body-limit", "65536", "--ontology-body-limit", "4096")
+    server.start(base / "logs")
+    with server.client() as c:
+        assert c.put("/v1/prefixes/v", json={"iri": "http://example.org/v#"}).status_code == 201
+        yield c
+    log = server.log()
+    server.stop()
+    assert '"level": "error"' not in log and "Traceback" not in log, log[-3000:]
+
+
+@pytest.mark.parametrize("body, field", [
+    (b"{", "JSON"), (b"", "empty"), (b"[]", "object"), (b'"x"', "object"), (b"null", "object"),
+    (b'{"service": 1}', "service"), (b'{"service": "s"}', "address"),
+    (dict(GOOD, port=0), "port"), (dict(GOOD, port=65536), "port"), (dict(GOOD, port="80"), "port"),
+    (dict(GOOD, port=80.5), "port"), (dict(GOOD, port=True), "port"),
+    (dict(GOOD, weight=0), "weight"), (dict(GOOD, weight=10001), "weight"), (dict(GOOD, capacity=0), "capacity"),
+    (dict(GOOD, ttl=-1), "ttl"), (dict(GOOD, ttl="soon"), "ttl"), (dict(GOOD, deregister_after=-5), "deregister_after"),
+    (dict(GOOD, tags="v:A"), "tags"), (dict(GOOD, tags=[1]), "tags[0]"), (dict(GOOD, tags=["x y"]), "tags[0]"),
+    (dict(GOOD, tags=["nope:A"]), "nope"), (dict(GOOD, tags=["relative"]), "tags[0]"),
+    (dict(GOOD, tags=["<relative>"]), "relative"), (dict(GOOD, tags=["<http://x/a b>"]), "tags[0]"),
+    (dict(GOOD, tags=[{"p": "v:p"}]), "s"), (dict(GOOD, tags=[{"s": "v:A", "q": "v:B"}]), "q"),
+    (dict(GOOD, tags=[{"s": 5}]), "tags[0]"), (dict(GOOD, tags=["v:A a"]), "tags[0]"),
+    (dict(GOOD, meta={"k": 1}), "meta"), (dict(GOOD, meta=[]), "meta"), (dict(GOOD, unknown=1), "unknown"),
+    (dict(GOOD, check={"http": "ftp://x"}), "check"), (dict(GOOD, check={}), "check"),
+    (dict(GOOD, check={"tcp": "h:1", "http": "http://h/"}), "check"), (dict(GOOD, scheme="ht tp"), "scheme"),
+    (dict(GOOD, address=""), "address"), (dict(GOOD, address="a b"), "address"), (dict(GOOD, id="other"), "id"),
+    (dict(GOOD, service=""), "service"),
+])
+def test_bad_registration_is_400_naming_the_problem(api, body, field):
+    kw = {"json": body} if isinstance(body, dict) else {"content": body, "headers": {"Content-Type": "application/json"}}
+    r = api.put("/v1/instances/bad", **kw)
+    assert r.status_code == 400, r.text
+    assert field.lower() in r.json()["error"].lower()
+    assert api.get("/v1/instances/bad").status_code == 404
+
+
+@pytest.mark.parametrize("iid", ["a b", "x" * 129, "é", "a/b"])
+def test_bad_ids(api, iid):
+    r = api.put(f"/v1/instances/{iid}", json=GOOD)
+    assert r.status_code in (400, 404) and r.json()["error"]
+
+
+def test_wrong_media_type_and_oversized_bodies(api):
+    assert api.put("/v1/instances/m", content=b"{}", headers={"Content-Type": "text/plain"}).status_code == 415
+    big = dict(GOOD, meta={"k": "x" * 4000}, tags=["v:A"] * 20)
+    huge = {"instances": [dict(big, id=f"h{n}") for n in range(30)]}
+    r = api.post("/v1/instances/batch", json=huge)
+    assert r.status_code == 413 and "limit" in r.json()["error"]
+    assert api.get("/v1/instances").json() == []
+    r = api.put("/v1/ontologies/big", content=b"#" * 5000, headers={"Content-Type": "text/turtle"})
+    assert r.status_code == 413
+
+
+def test_too_many_tags(api):
+    many = dict(GOOD, tags=[f"v:T{n}" for n in range(10_001)])
+    r = api.put("/v1/instances/many", json=many)
+    assert r.status_code in (400, 413)
+
+
+@pytest.mark.parametrize("params", [
+    {}, {"s": ""}, {"s": "nope:A"}, {"s": "v:A", "match": "sideways"}, {"s": "v:A", "status": "down"},
+    {"s": "v:A", "limit": "0"}, {"s": "v:A", "limit": "x"}, {"s": "v:A", "index": "-1"}, {"s": "v:A", "index": "x"},
+    {"s": "v:A", "index": "5", "wait": "forever"}, {"s": "v:A", "wait": "5s"}, {"s": "<v:A"}, {"s": "http://x/ y"},
+])
+def test_bad_discovery_parameters(api, params):
+    r = api.get("/v1/discover", params=params)
+    assert r.status_code == 400 and r.json()["error"]
+
+
+def test_bad_ontology_uploads_change_nothing(api):
+    good = b"@prefix v: <http://example.org/v#> . v:B <http://www.w3.org/2000/01/rdf-schema#subClassOf> v:A ."
+    assert api.put("/v1/ontologies/o", content=good, headers={"Content-Type": "text/turtle"}).status_code == 201
+    before = api.get("/v1/ontologies").json()
+    bad = b"@prefix v: <http://example.org/v#> .\nv:C <http://www.w3.org/2000/01/rdf-schema#subClassOf> v:B ;\n v:oops"
+    r = api.put("/v1/ontologies/o", content=bad, headers={"Content-Type": "text/turtle"})
+    assert r.status_code == 400 and r.json()["line"] == 3 and "line" not in r.json()["error"] or "3" in r.text
+    assert api.get("/v1/ontologies").json() == before
+    assert api.get("/v1/concepts/v:C").status_code == 404
+    for content, ctype, status in [(b"", "text/turtle", 400), (b"<a> <b> <c> .", "application/x-nope", 415),
+                                   (b"<a> <b> <c> .", None, 415), (b"not xml", "application/rdf+xml", 400),
+                                   (b"{", "application/ld+json", 400), (b"<a> <b> .", "application/n-triples", 400)]:
+        headers = {"Content-Type": ctype} if ctype else {}
+        r = api.put("/v1/ontologies/o", content=content, headers=headers)
+        assert r.status_code == status, (content, ctype, r.text)
+        assert r.json()["error"]
+    assert api.get("/v1/ontologies").json() == before
+    assert api.put("/v1/ontologies/bad%20name", content=good, headers={"Content-Type": "text/turtle"}).status_code == 400
+
+
+def test_unknown_routes_and_methods_are_json(api):
+    r = api.get("/v2/nothing")
+    assert r.status_code == 404 and r.json()["error"]
+    r = api.post("/v1/tags")
+    assert r.status_code == 405 and r.json()["error"]
+    assert api.put("/v1/instances/x/heartbeat", content=b"{", headers={"Content-Type": "application/json"}).status_code in (400, 404)
+
+
+def test_heartbeat_body_is_validated(api):
+    assert api.put("/v1/instances/hb", json=GOOD).status_code == 201
+    for body in ({"load": -1}, {"load": "x"}, {"status": "critical"}, {"status": "down"}, {"other": 1}):
+        r = api.put("/v1/instances/hb/heartbeat", json=body)
+        assert r.status_code == 400, body
+    assert api.get("/v1/instances/hb").json()["status"] == "up"
+    api.delete("/v1/instances/hb")
+
+
+def test_bad_multi_tag_and_prefix_bodies(api):
+    assert api.post("/v1/discover/tags", json={"tags": "v:A"}).status_code == 400
+    assert api.post("/v1/discover/tags", json={"tags": ["nope:A"]}).status_code == 400
+    assert api.post("/v1/discover/tags", json=[]).status_code == 400
+    assert api.put("/v1/prefixes/q", json={"iri": 5}).status_code == 400
+    assert api.put("/v1/prefixes/q", content=b"", headers={"Content-Type": "application/json"}).status_code == 400

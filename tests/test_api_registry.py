@@ -1,0 +1,191 @@
+"""Instances, discovery and ontologies through the real server over HTTP."""
+from __future__ import annotations
+
+import pytest
+from conftest import ONTOLOGIES
+
+EX = "http://example.org/obras#"
+
+
+@pytest.fixture(scope="module")
+def api(module_server):
+    with module_server.client() as c:
+        r = c.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
+                  headers={"Content-Type": "text/turtle"})
+        assert r.status_code == 201, r.text
+        yield c
+
+
+def put(c, iid, tags, **kw):
+    body = {"service": kw.pop("service", iid), "address": "127.0.0.1", "port": 8000, "tags": tags, "ttl": 0, **kw}
+    return c.put(f"/v1/instances/{iid}", json=body)
+
+
+def test_case_study(api):
+    regs = {"gw": ["ex:Obra a owl:Thing"], "livros": ["ex:Obra a ex:Livro", "ex:Livro ex:temUmGenero ex:Terror"],
+            "filmes": ["ex:Filme ex:temUmGenero ex:Terror"], "pinturas": ["ex:Obra a ex:Pintura"]}
+    for iid, tags in regs.items():
+        assert put(api, iid, tags).status_code in (200, 201)
+    body = api.get("/v1/discover", params={"s": "ex:Obra", "p": "ex:temUmGenero", "o": "ex:Terror"}).json()
+    assert sorted(i["id"] for i in body["instances"]) == ["filmes", "livros"]
+    assert [(m["tag"]["s"], m["degree"], m["distance"]) for m in body["matches"]] == [
+        (EX + "Filme", "narrower", 1), (EX + "Livro", "narrower", 1)]
+    for iid in regs:
+        assert api.delete(f"/v1/instances/{iid}").status_code == 204
+
+
+def test_instance_life_cycle(api):
+    r = put(api, "svc-1", ["ex:Livro"], weight=5, capacity=10, meta={"zone": "a"}, ttl=30)
+    assert r.status_code == 201
+    view = r.json()
+    assert view["status"] == "up" and view["weight"] == 5 and view["meta"] == {"zone": "a"}
+    assert view["tags"] == [{"s": EX + "Livro", "p": "https://w3id.org/semreg#Any", "o": "https://w3id.org/semreg#Any"}]
+    assert view["expires_at"].endswith("Z")
+    assert put(api, "svc-1", ["ex:Livro"]).status_code == 200
+    hb = api.put("/v1/instances/svc-1/heartbeat", json={"load": 3, "status": "draining"})
+    assert hb.status_code == 200 and "expires_at" in hb.json()
+    assert api.get("/v1/instances/svc-1").json()["status"] == "draining"
+    assert api.put("/v1/instances/svc-1/heartbeat").status_code == 200  # body optional
+    assert [i["id"] for i in api.get("/v1/instances", params={"service": "svc-1"}).json()] == ["svc-1"]
+    assert api.get("/v1/instances", params={"service": "none-such"}).json() == []
+    assert api.delete("/v1/instances/svc-1").status_code == 204
+    assert api.delete("/v1/instances/svc-1").status_code == 404
+    assert api.get("/v1/instances/svc-1").status_code == 404
+    assert api.put("/v1/instances/svc-1/heartbeat", json={}).status_code == 404
+
+
+def test_post_assigns_an_id(api):
+    r = api.post("/v1/instances", json={"service": "anon", "address": "h", "port": 1, "tags": [], "ttl": 0})
+    assert r.status_code == 201
+    iid = r.json()["id"]
+    assert r.headers["location"] == f"/v1/instances/{iid}"
+    assert api.get(f"/v1/instances/{iid}").status_code == 200
+    api.delete(f"/v1/instances/{iid}")
+
+
+def test_batch_is_all_or_nothing(api):
+    ok = [{"id": f"b{n}", "service": "batch", "address": "h", "port": 1000 + n, "tags": ["ex:Filme"], "ttl": 0}
+          for n in range(50)]
+    bad = [*ok[:10], {"id": "b-bad", "service": "batch", "address": "h", "port": 70000, "tags": []}]
+    r = api.post("/v1/instances/batch", json={"instances": bad})
+    assert r.status_code == 400 and "instances[10].port" in r.json()["error"]
+    assert api.get("/v1/instances", params={"service": "batch"}).json() == []
+    r = api.post("/v1/instances/batch", json={"instances": ok})
+    assert r.status_code == 200 and r.json() == {"registered": 50}
+    assert len(api.get("/v1/instances", params={"service": "batch"}).json()) == 50
+    dup = api.post("/v1/instances/batch", json={"instances": [ok[0], ok[0]]})
+    assert dup.status_code == 400 and "more than once" in dup.json()["error"]
+    for n in range(50):
+        api.delete(f"/v1/instances/b{n}")
+
+
+def test_discover_filters_and_views(api):
+    put(api, "f-up", ["ex:Filme ex:temUmGenero ex:Terror"], service="films")
+    put(api, "f-drain", ["ex:Filme ex:temUmGenero ex:Terror"], service="films")
+    put(api, "l-other", ["ex:Romance ex:temGeneroPrincipal ex:Terror"], service="books")
+    api.put("/v1/instances/f-drain/heartbeat", json={"status": "draining"})
+    q = {"s": "ex:Obra", "p": "ex:temUmGenero", "o": "ex:Terror"}
+    assert [i["id"] for i in api.get("/v1/discover", params=q).json()["instances"]] == ["f-up", "l-other"]
+    body = api.get("/v1/discover", params={**q, "status": "any"}).json()
+    assert {i["id"]: i["status"] for i in body["instances"]} == {"f-up": "up", "f-drain": "draining", "l-other": "up"}
+    assert [i["id"] for i in api.get("/v1/discover", params={**q, "service": "books"}).json()["instances"]] == ["l-other"]
+    assert len(api.get("/v1/discover", params={**q, "limit": 1}).json()["instances"]) == 1
+    body = api.get("/v1/discover", params={**q, "match": "exact"}).json()
+    assert body["instances"] == [] and body["matches"] == []
+    # distance ranks: Filme (1+0+0) before Romance (2+1+0)
+    dist = {m["tag"]["s"]: m["distance"] for m in api.get("/v1/discover", params=q).json()["matches"]}
+    assert dist == {EX + "Filme": 1, EX + "Romance": 3}
+    for iid in ("f-up", "f-drain", "l-other"):
+        api.delete(f"/v1/instances/{iid}")
+
+
+def test_tags_and_exact_multi_tag_lookup(api):
+    put(api, "t1", ["ex:Livro ex:temUmGenero ex:Terror", "ex:Filme"])
+    put(api, "t2", ["ex:Livro ex:temUmGenero ex:Terror"])
+    tags = {(t["s"], t["p"], t["o"]): t["instances"] for t in api.get("/v1/tags").json()["tags"]}
+    assert tags[(EX + "Livro", EX + "temUmGenero", EX + "Terror")] == 2
+    peers = api.post("/v1/discover/tags", json={"tags": ["ex:Livro ex:temUmGenero ex:Terror", {"s": "ex:Obra"}]})
+    assert peers.status_code == 200
+    key = f"{EX}Livro {EX}temUmGenero {EX}Terror"
+    assert [i["id"] for i in peers.json()["peers"][key]] == ["t1", "t2"]
+    assert peers.json()["peers"][f"{EX}Obra https://w3id.org/semreg#Any https://w3id.org/semreg#Any"] == []
+    api.delete("/v1/instances/t1")
+    api.delete("/v1/instances/t2")
+
+
+def test_expand_and_concepts(api):
+    body = api.get("/v1/expand", params={"s": "ex:Obra", "p": "ex:temUmGenero", "match": "all"}).json()
+    s = {(row["iri"], row["degree"], row["distance"]) for row in body["components"]["s"]}
+    assert {(EX + "Obra", "exact", 0), (EX + "Livro", "narrower", 1), (EX + "Romance", "narrower", 2)} <= s
+    assert body["components"]["o"][0]["wildcard"] is True
+    c = api.get("/v1/concepts/ex:Livro").json()
+    assert c["iri"] == EX + "Livro" and c["kind"] == "class" and c["label"] == "Book"
+    assert c["parents"] == [EX + "Obra"] and c["children"] == [EX + "Romance"]
+    assert EX + "Obra" in c["ancestors"] and c["descendants"] == [EX + "Romance"]
+    full = api.get("/v1/concepts/" + (EX + "Livro").replace("#", "%23"))
+    assert full.status_code == 200 and full.json()["iri"] == EX + "Livro"
+    assert api.get("/v1/concepts/ex:Nothing").status_code == 404
+    assert api.get("/v1/concepts/nope:X").status_code == 400
+
+
+def test_ontology_routes(api):
+    listing = api.get("/v1/ontologies").json()
+    assert [o["name"] for o in listing] == ["obras"] and listing[0]["triples"] > 0 and listing[0]["inferred"] > 0
+    ttl = api.get("/v1/ontologies/obras")
+    assert ttl.status_code == 200 and ttl.headers["content-type"].startswith("text/turtle")
+    nt = api.get("/v1/ontologies/obras", headers={"Accept": "application/n-triples"})
+    assert nt.headers["content-type"].startswith("application/n-triples") and f"<{EX}Livro>" in nt.text
+    xml = api.get("/v1/ontologies/obras", headers={"Accept": "application/rdf+xml;q=0.9, text/turtle;q=0.1"})
+    assert xml.headers["content-type"].startswith("application/rdf+xml")
+    assert api.get("/v1/ontologies/obras", headers={"Accept": "image/png"}).status_code == 406
+    assert api.get("/v1/ontologies/none").status_code == 404
+    extra = b"@prefix x: <http://example.org/extra#> . x:A <http://www.w3.org/2000/01/rdf-schema#subClassOf> x:B ."
+    assert api.put("/v1/ontologies/extra", content=extra, headers={"Content-Type": "text/n3"}).status_code == 201
+    assert api.get("/v1/prefixes").json()["x"] == "http://example.org/extra#"
+    assert api.get("/v1/concepts/x:A").json()["parents"] == ["http://example.org/extra#B"]
+    assert api.delete("/v1/ontologies/extra").status_code == 204
+    assert api.get("/v1/concepts/x:A").status_code in (400, 404)
+    assert api.delete("/v1/ontologies/extra").status_code == 404
+
+
+def test_rdf_xml_and_json_ld_uploads(api):
+    xml = (b'<?xml version="1.0"?><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
+           b'xmlns:rdfs="http://www.w3.org/2000/01/rdf-schema#" xmlns:k="http://example.org/k#">'
+           b'<rdf:Description rdf:about="http://example.org/k#Kid"><rdfs:subClassOf '
+           b'rdf:resource="http://example.org/k#Person"/></rdf:Description></rdf:RDF>')
+    assert api.put("/v1/ontologies/k", content=xml, headers={"Content-Type": "application/rdf+xml"}).status_code == 201
+    assert api.get("/v1/prefixes").json()["k"] == "http://example.org/k#"
+    jsonld = (b'{"@context": {"j": "http://example.org/j#", "rdfs": "http://www.w3.org/2000/01/rdf-schema#"}, '
+              b'"@id": "j:Cat", "rdfs:subClassOf": {"@id": "j:Animal"}}')
+    assert api.put("/v1/ontologies/j", content=jsonld, headers={"Content-Type": "application/ld+json"}).status_code == 201
+    assert api.get("/v1/concepts/j:Cat").json()["ancestors"] == ["http://example.org/j#Animal"]
+    nt = b"<http://example.org/n#A> <http://www.w3.org/2000/01/rdf-schema#subClassOf> <http://example.org/n#B> .\n"
+    assert api.put("/v1/ontologies/n", content=nt, headers={"Content-Type": "application/n-triples"}).status_code == 201
+    for name in ("k", "j", "n"):
+        assert api.delete(f"/v1/ontologies/{name}").status_code == 204
+
+
+def test_prefix_routes(api):
+    assert api.put("/v1/prefixes/zz", json={"iri": "http://example.org/zz#"}).status_code == 201
+    assert api.put("/v1/prefixes/zz", json={"iri": "http://example.org/zz2#"}).status_code == 200
+    assert api.get("/v1/prefixes/zz").json() == {"prefix": "zz", "iri": "http://example.org/zz2#"}
+    assert put(api, "pz", ["zz:Thing"]).json()["tags"][0]["s"] == "http://example.org/zz2#Thing"
+    assert api.put("/v1/prefixes/rdf", json={"iri": "http://evil/"}).status_code == 400
+    assert api.put("/v1/prefixes/bad%20name", json={"iri": "http://x/"}).status_code == 400
+    assert api.put("/v1/prefixes/ok", json={"iri": "relative"}).status_code == 400
+    assert api.delete("/v1/prefixes/zz").status_code == 204
+    assert api.delete("/v1/prefixes/zz").status_code == 404
+    api.delete("/v1/instances/pz")
+
+
+def test_index_header_never_zero_and_lists_are_arrays(api):
+    for path, params in (("/v1/instances", {}), ("/v1/tags", {}), ("/v1/discover", {"s": "ex:Obra"})):
+        r = api.get(path, params=params)
+        assert int(r.headers["x-semreg-index"]) > 0
+
+
+def test_cluster_and_health(api):
+    assert api.get("/healthz").json()["status"] == "alive"
+    assert api.get("/readyz").status_code == 200
+    c = api.get("/v1/cluster").json()
+    assert c["members"][0]["status"] == "alive" and c["node"] == c["members"][0]["id"]
