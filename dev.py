@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Set up and run semreg from a fresh checkout, with nothing but Python installed.
+
+    python3 dev.py serve   # virtualenv + dependencies, then a server on ./semreg-data with the example ontology
+    python3 dev.py test    # virtualenv + dependencies + system packages, then the whole test suite
+
+Both are idempotent: a second run reuses the virtualenv and installs only what changed.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / "bin"
+PY = BIN / "python"
+SHARED = ROOT.parent / "shared"
+# Debian packages the tests and benchmarks drive as real peers.
+SYSTEM_PACKAGES = {"etcd": "etcd-server", "wrk": "wrk"}
+# Contract examples shipped beside the project, run against the installed `semreg` once each part works.
+CONFORMANCE_MARKERS = ["core", "live"]
+
+
+def say(text: str) -> None:
+    print(f"[dev] {text}", flush=True)
+
+
+def run(cmd: list[str], **kw) -> int:
+    say("$ " + " ".join(str(c) for c in cmd))
+    return subprocess.call([str(c) for c in cmd], **kw)
+
+
+def ensure_venv(extras: str) -> None:
+    if not PY.exists():
+        say(f"creating the virtualenv in {VENV}")
+        venv.EnvBuilder(with_pip=True).create(VENV)
+        if run([PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip"]) != 0:
+            sys.exit("[dev] could not upgrade pip in the virtualenv")
+    stamp = VENV / f".installed-{extras}"
+    pyproject = ROOT / "pyproject.toml"
+    if stamp.exists() and stamp.stat().st_mtime >= pyproject.stat().st_mtime:
+        return
+    say(f"installing semreg and its dependencies ({extras})")
+    if run([PY, "-m", "pip", "install", "--quiet", "--progress-bar", "on", "-e", f".[{extras}]"], cwd=ROOT) != 0:
+        sys.exit("[dev] pip install failed; see above")
+    stamp.touch()
+
+
+def ensure_system_packages() -> None:
+    missing = [pkg for exe, pkg in SYSTEM_PACKAGES.items() if shutil.which(exe) is None]
+    if not missing:
+        return
+    apt = shutil.which("apt-get")
+    if apt is None or os.geteuid() != 0:
+        say(f"missing system packages {missing}: install them with apt-get (as root) for the tests that drive them")
+        return
+    say(f"installing system packages: {' '.join(missing)}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    if run([apt, "update", "-q"], env=env) != 0 or run([apt, "install", "-y", "-q", *missing], env=env) != 0:
+        sys.exit("[dev] apt-get install failed; see above")
+
+
+def cmd_serve(args: list[str]) -> int:
+    ensure_venv("test")
+    cmd = [BIN / "semreg", "serve", "--ontology", ROOT / "ontologies" / "obras.ttl", *args]
+    say("$ " + " ".join(str(c) for c in cmd))
+    os.execv(str(cmd[0]), [str(c) for c in cmd])
+    return 0
+
+
+def cmd_test(args: list[str]) -> int:
+    ensure_venv("test,bench")
+    ensure_system_packages()
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    code = run([PY, "-m", "pytest", "-q", *args], cwd=ROOT, env=env)
+    if code != 0 or args:
+        return code
+    if not (SHARED / "conformance").is_dir():
+        say(f"no contract examples at {SHARED / 'conformance'}; skipping them")
+        return code
+    for marker in CONFORMANCE_MARKERS:
+        code = run([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", SHARED / "conformance", "-m", marker],
+                   cwd=ROOT, env=env)
+        if code != 0:
+            return code
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    commands = {"serve": cmd_serve, "test": cmd_test}
+    if not argv or argv[0] not in commands:
+        print(__doc__.strip())
+        return 2
+    return commands[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
