@@ -23,6 +23,7 @@ import pyoxigraph as ox
 from semreg import discovery, ontology
 from semreg.config import Settings
 from semreg.errors import BadRequest, NotFound
+from semreg.health import HealthChecker
 from semreg.instances import Instance, Registration
 from semreg.materialize import Materializer
 from semreg.reasoner import Hierarchy, build_hierarchy, compute_closure, hierarchy_triples
@@ -62,6 +63,8 @@ class Node:
         self._expiry_handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.closure_ms = 0.0
+        self.health = HealthChecker(report=self._check_reported)
+        self._check_gen: dict[str, int] = {}
 
     # -- life cycle --------------------------------------------------------------------------------
     async def open(self) -> None:
@@ -85,6 +88,7 @@ class Node:
                 log.warning("ignored an unreadable instance record", extra={"record": str(rec)[:200]})
         await self._write(self.materializer.reset_registry)
         self.materializer.start()
+        self.health.start()
         # restored instances get one fresh ttl before they can expire
         self.registry.put_many(regs, now, revisions=revs)
         for reg, rec in zip(regs, (r for r, _ in records)):
@@ -103,6 +107,7 @@ class Node:
     async def close(self) -> None:
         if self._expiry_handle:
             self._expiry_handle.cancel()
+        await asyncio.to_thread(self.health.stop)
         if self.materializer is not None:
             await asyncio.to_thread(self.materializer.stop)
         if self.store is not None:
@@ -323,12 +328,37 @@ class Node:
             log.info("instance " + c.reason, extra={"instance": c.id})
         self._arm_expiry()
 
+    # -- health checks ---------------------------------------------------------------------------
+    def _check_reported(self, iid: str, gen: int, passing: bool, detail: str) -> None:
+        """From the checker's thread: hand the result to this node's loop."""
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._apply_check, iid, gen, passing, detail)
+
+    def _apply_check(self, iid: str, gen: int, passing: bool, detail: str) -> None:
+        if self._check_gen.get(iid) != gen:
+            return  # a result for a check that was replaced or removed meanwhile
+        inst = self.registry.instances.get(iid)
+        if inst is None:
+            return
+        was = inst.check_passing
+        self.registry.set_check_result(iid, passing, self.clock())
+        if was != passing:
+            log.info("check " + ("passing" if passing else "failing"), extra={"instance": iid, "detail": detail})
+            self._arm_expiry()
+
     # -- change fan-out ----------------------------------------------------------------------------
     def _on_change(self, changes: list[Change]) -> None:
         m = self.materializer
         membership = False
         for c in changes:
+            if c.reason in ("registered", "replaced") and c.after is not None:
+                if c.after.reg.check or c.id in self._check_gen:
+                    self._check_gen[c.id] = self.health.set(c.id, c.after.reg.check)
+                    if not c.after.reg.check:
+                        del self._check_gen[c.id]
             if c.after is None:
+                if self._check_gen.pop(c.id, None) is not None:
+                    self.health.set(c.id, None)
                 if m:
                     m.remove_instance(c.id)
             elif c.membership:
