@@ -8,6 +8,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -16,6 +17,7 @@ from semreg.api import ROUTES
 from semreg.config import Settings
 from semreg.errors import SemregError
 from semreg.http import JSONResponse
+from semreg.metrics import Metrics, MetricsMiddleware, metrics_endpoint
 from semreg.node import Node, Router
 
 log = logging.getLogger("semreg.app")
@@ -85,10 +87,16 @@ def create_app(settings: Settings, node: Node | None = None, store=None) -> Star
     sparql = sparql_route(node, settings)
     if sparql is not None:
         routes.append(sparql)
+    routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))
+    metrics = Metrics()
+    router = Router(node)
+    metrics.attach(node, router)
     app = Starlette(routes=routes, lifespan=lifespan,
+                    middleware=[Middleware(MetricsMiddleware, metrics=metrics)],
                     exception_handlers={SemregError: _semreg_error, HTTPException: _http_error,
                                         Exception: _unexpected})
     app.state.node = node
-    app.state.router = Router(node)
+    app.state.router = router
+    app.state.metrics = metrics
     app.state.settings = settings
     return app

@@ -63,6 +63,8 @@ class Node:
         self._expiry_handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.closure_ms = 0.0
+        self.closure_rebuilds = 0
+        self.on_closure: Callable[[float], None] | None = None
         self.health = HealthChecker(report=self._check_reported)
         self._check_gen: dict[str, int] = {}
 
@@ -194,6 +196,9 @@ class Node:
         self.hierarchy = hierarchy
         self.registry.catalogue.set_hierarchy(hierarchy)
         self.closure_ms = ms
+        self.closure_rebuilds += 1
+        if self.on_closure is not None:
+            self.on_closure(ms / 1000)
         self.hub.changed((), membership=True, everything=True)
 
     def _closure_state(self) -> str:

@@ -189,3 +189,15 @@ def test_cluster_and_health(api):
     assert api.get("/readyz").status_code == 200
     c = api.get("/v1/cluster").json()
     assert c["members"][0]["status"] == "alive" and c["node"] == c["members"][0]["id"]
+
+
+def test_metrics(api):
+    api.get("/v1/discover", params={"s": "ex:Obra"})
+    api.get("/v1/discover", params={"s": "nope:Obra"})
+    text = api.get("/metrics").text
+    assert 'semreg_http_requests_total{method="GET",route="/v1/discover",status="200"}' in text
+    assert 'semreg_http_requests_total{method="GET",route="/v1/discover",status="400"}' in text
+    assert "semreg_http_request_duration_seconds_bucket" in text
+    assert 'semreg_instances{status="up"}' in text and "semreg_watches " in text
+    assert "semreg_closure_rebuilds_total" in text and "semreg_closure_rebuild_seconds_count" in text
+    assert "semreg_checks_total" in text and "semreg_routes_total" in text or "semreg_routes" in text
