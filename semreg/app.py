@@ -68,6 +68,12 @@ def sparql_route(node: Node, settings: Settings) -> Route | None:
                                                prefixes=node.prefixes.as_dict, before_query=before_query)
         return await ep(request)
 
+    def close() -> None:
+        ep = holder.get("ep")
+        if ep is not None:
+            ep.close()
+
+    node.on_close.append(close)
     return Route("/sparql", endpoint, methods=["GET", "POST"])
 
 

@@ -65,6 +65,7 @@ class Node:
         self.closure_ms = 0.0
         self.closure_rebuilds = 0
         self.on_closure: Callable[[float], None] | None = None
+        self.on_close: list[Callable[[], None]] = []
         self.health = HealthChecker(report=self._check_reported)
         self._check_gen: dict[str, int] = {}
 
@@ -110,6 +111,8 @@ class Node:
         if self._expiry_handle:
             self._expiry_handle.cancel()
         await asyncio.to_thread(self.health.stop)
+        for fn in self.on_close:
+            fn()
         if self.materializer is not None:
             await asyncio.to_thread(self.materializer.stop)
         if self.store is not None:

@@ -48,10 +48,17 @@ OFFERS: dict[str, tuple[Offer, ...]] = {
     ),
 }
 
-# The canonical media type of each format, for the service description and error messages.
-CANONICAL: dict[str, tuple[str, ...]] = {
-    kind: tuple(dict.fromkeys(offer.format.media_type for offer in offers)) for kind, offers in OFFERS.items()
-}
+
+
+def _main_media_types(offers: tuple[Offer, ...]) -> tuple[str, ...]:
+    first: dict[QueryResultsFormat | RdfFormat, str] = {}
+    for offer in offers:
+        first.setdefault(offer.format, offer.media_type)
+    return tuple(first.values())
+
+
+# The main media type of each format (its first offer), for error messages.
+CANONICAL = {kind: _main_media_types(offers) for kind, offers in OFFERS.items()}
 
 
 class MediaRange(NamedTuple):
@@ -90,13 +97,22 @@ def parse_accept(header: str) -> list[MediaRange]:
     return ranges
 
 
-@lru_cache(maxsize=512)
 def negotiate(accept: str | None, kind: str) -> Offer | None:
     """The offer of `kind` the client prefers, or None when it accepts none of them.
 
     An offer's quality is that of the most specific range matching it; the highest quality wins,
     then the more specific match (`application/json` over `*/*`), then the order of `OFFERS`.
     """
+    # Clients repeat a handful of Accept headers; only short ones are cached, to bound the cache's memory.
+    return _negotiate_cached(accept, kind) if accept is None or len(accept) <= 512 else _negotiate(accept, kind)
+
+
+@lru_cache(maxsize=256)
+def _negotiate_cached(accept: str | None, kind: str) -> Offer | None:
+    return _negotiate(accept, kind)
+
+
+def _negotiate(accept: str | None, kind: str) -> Offer | None:
     offers = OFFERS[kind]
     if accept is None or not accept.strip():
         return offers[0]
@@ -124,6 +140,15 @@ def require(accept: str | None, kind: str, what: str) -> Offer:
                             f"this endpoint offers {', '.join(CANONICAL[kind])}.",
                             offered=list(CANONICAL[kind]))
     return offer
+
+
+def require_some(accept: str | None) -> None:
+    """Raise `NotAcceptable` before any work when `accept` takes no result of any query form."""
+    if negotiate(accept, SOLUTIONS) is None and negotiate(accept, GRAPH) is None:
+        raise NotAcceptable(f"none of the media types in Accept '{_clip(accept or '')}' is available for a query "
+                            f"result; this endpoint offers {', '.join(CANONICAL[SOLUTIONS])} for SELECT and ASK, "
+                            f"and {', '.join(CANONICAL[GRAPH])} for CONSTRUCT and DESCRIBE.",
+                            offered=[*CANONICAL[SOLUTIONS], *CANONICAL[GRAPH]])
 
 
 def _clip(text: str, limit: int = 200) -> str:

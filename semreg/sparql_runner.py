@@ -82,7 +82,7 @@ class _Guard:
 class _Sink:
     """A binary file pyoxigraph writes TSV into: keeps the chunks, counts lines, checks the guard."""
 
-    __slots__ = ("chunks", "lines", "guard")
+    __slots__ = ("chunks", "guard", "lines")
 
     def __init__(self, guard: _Guard) -> None:
         self.chunks: list[bytes] = []
@@ -99,27 +99,41 @@ class _Sink:
         pass
 
 
-def run_query(store: pyoxigraph.Store, request: QueryRequest, *, accept: str | None,
-              prefixes: dict[str, str] | None, limits: Limits) -> Output:
-    """Evaluate `request.query` and serialise it as `accept` prefers; raise `semreg.errors` on failure."""
+def run_query(store: pyoxigraph.Store, request: QueryRequest, *, accept: str | None, limits: Limits,
+              prefixes: dict[str, str] | None = None, base_iri: str | None = None) -> Output:
+    """Evaluate `request.query` and serialise it as `accept` prefers; raise `semreg.errors` on failure.
+
+    `base_iri` resolves the query's relative IRIs (the protocol lets it be the endpoint's URL).
+    Call it in the thread that is to evaluate: pyoxigraph's result iterators must not leave it.
+    """
     guard = _Guard(limits)
     try:
-        guard.check(0)
-        results = _evaluate(store, request, prefixes)
-        if isinstance(results, QuerySolutions):
-            offer = require(accept, SOLUTIONS, "a SELECT result")
-            return Output(offer.content_type, _serialize_solutions(results, offer, guard))
-        if isinstance(results, QueryBoolean):
-            offer = require(accept, SOLUTIONS, "an ASK result")
-            return Output(offer.content_type, results.serialize(format=offer.format))
-        offer = require(accept, GRAPH, "a CONSTRUCT or DESCRIBE result")
-        body = pyoxigraph.serialize(_guarded(results, guard), format=offer.format, prefixes=prefixes)
-        return Output(offer.content_type, body)
-    except Exception as exc:
-        raise guard.tripped or _translate(exc) from exc
+        return _run(store, request, accept, prefixes, base_iri, guard)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a 4xx or a 503, never a 500
+        error = guard.tripped or _translate(exc)
+    # The error goes to the event loop's thread: it must not keep the frames (and so the result iterators,
+    # which pyoxigraph forbids dropping outside this thread) alive through its traceback or context.
+    error.__traceback__ = error.__context__ = error.__cause__ = None
+    raise error
 
 
-def _evaluate(store: pyoxigraph.Store, request: QueryRequest, prefixes: dict[str, str] | None) -> Any:
+def _run(store: pyoxigraph.Store, request: QueryRequest, accept: str | None, prefixes: dict[str, str] | None,
+         base_iri: str | None, guard: _Guard) -> Output:
+    guard.check(0)
+    results = _evaluate(store, request, prefixes, base_iri)
+    if isinstance(results, QuerySolutions):
+        offer = require(accept, SOLUTIONS, "a SELECT result")
+        return Output(offer.content_type, _serialize_solutions(results, offer, guard))
+    if isinstance(results, QueryBoolean):
+        offer = require(accept, SOLUTIONS, "an ASK result")
+        return Output(offer.content_type, results.serialize(format=offer.format))
+    offer = require(accept, GRAPH, "a CONSTRUCT or DESCRIBE result")
+    return Output(offer.content_type,
+                  pyoxigraph.serialize(_guarded(results, guard), format=offer.format, prefixes=prefixes))
+
+
+def _evaluate(store: pyoxigraph.Store, request: QueryRequest, prefixes: dict[str, str] | None,
+              base_iri: str | None) -> Any:
     query = request.query or ""
     keywords = scan(query)
     if keywords.service:
@@ -132,7 +146,7 @@ def _evaluate(store: pyoxigraph.Store, request: QueryRequest, prefixes: dict[str
     elif not keywords.dataset:
         dataset = {"use_default_graph_as_union": True}
     try:
-        return store.query(query, prefixes=prefixes, **dataset)
+        return store.query(query, base_iri=base_iri, prefixes=prefixes, **dataset)
     except SyntaxError as exc:
         raise BadRequest(f"the query is not valid SPARQL: {exc}", syntax_error=str(exc)) from exc
 
@@ -147,9 +161,7 @@ def _serialize_solutions(results: QuerySolutions, offer: Offer, guard: _Guard) -
 
 
 def _guarded(triples: Iterator[Triple], guard: _Guard) -> Iterator[Triple]:
-    count = 0
-    for triple in triples:
-        count += 1
+    for count, triple in enumerate(triples, 1):
         guard.check(count)
         yield triple
 

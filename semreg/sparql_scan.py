@@ -37,12 +37,24 @@ class Keywords(NamedTuple):
     dataset: bool
 
 
-@lru_cache(maxsize=1024)
+CACHED_QUERY_CHARS = 8192  # repeated queries are short; long ones would make the cache a memory sink
+
+
 def scan(query: str) -> Keywords:
     """Which of SERVICE and FROM occur in `query` as keywords."""
-    service = dataset = False
-    if "service" not in query.lower() and "from" not in query.lower():
+    return _scan_cached(query) if len(query) <= CACHED_QUERY_CHARS else _scan(query)
+
+
+@lru_cache(maxsize=1024)
+def _scan_cached(query: str) -> Keywords:
+    return _scan(query)
+
+
+def _scan(query: str) -> Keywords:
+    lowered = query.lower()
+    if "service" not in lowered and "from" not in lowered:
         return Keywords(False, False)
+    service = dataset = False
     for match in _TOKEN.finditer(query):
         word = match.group("keyword")
         if word is None or _continues_name(query, match.start()):
