@@ -12,6 +12,7 @@ from semreg import ontology
 from semreg.discovery import DiscoverQuery
 from semreg.errors import BadRequest, NotFound
 from semreg.http import JSONResponse, int_param, read_body, read_json, watch_params
+from semreg.auth import OPEN, Principal
 from semreg.balancer import parse_policy
 from semreg.matching import parse_match
 from semreg.node import Node
@@ -27,8 +28,28 @@ def node_of(request: Request) -> Node:
     return request.app.state.node
 
 
+def principal_of(request: Request) -> Principal:
+    return getattr(request.state, "principal", None) or OPEN
+
+
 def owner_of(request: Request) -> str | None:
-    return getattr(request.state, "token_name", None)
+    """The name registrations are owned by: the token's, when tokens are in force."""
+    return principal_of(request).name if request.app.state.tokens.enabled else None
+
+
+def check_owner(request: Request, instance_id: str) -> None:
+    """403 unless the caller may change this instance (its owner, or an admin); 404 if there is none."""
+    inst = node_of(request).registry.get(instance_id)
+    principal_of(request).require_owner(inst.reg.owner, instance_id)
+
+
+def check_may_replace(request: Request, instance_ids: list[str]) -> None:
+    instances = node_of(request).registry.instances
+    principal = principal_of(request)
+    for iid in instance_ids:
+        inst = instances.get(iid)
+        if inst is not None:
+            principal.require_owner(inst.reg.owner, iid)
 
 
 def path_id(request: Request) -> str:
@@ -69,6 +90,7 @@ async def put_instance(request: Request) -> Response:
     iid = path_id(request)
     data = await read_json(request, node.settings.json_body_limit_bytes)
     reg = node.registration(data, iid, owner_of(request))
+    check_may_replace(request, [iid])
     (inst, created), = await node.register([reg])
     return JSONResponse(inst.view_json(), status_code=201 if created else 200)
 
@@ -99,6 +121,7 @@ async def batch_instances(request: Request) -> Response:
         if iid is None and isinstance(item, dict):
             iid = node.new_id()
         regs.append(node.registration(item, iid if isinstance(iid, str) else None, owner, where))
+    check_may_replace(request, [r.id for r in regs])
     if regs:
         await node.register(regs)
     return JSONResponse({"registered": len(regs)})
@@ -120,7 +143,9 @@ async def get_instance(request: Request) -> Response:
 
 
 async def delete_instance(request: Request) -> Response:
-    await node_of(request).deregister(path_id(request))
+    iid = path_id(request)
+    check_owner(request, iid)
+    await node_of(request).deregister(iid)
     return Response(status_code=204)
 
 
@@ -133,6 +158,7 @@ async def heartbeat(request: Request) -> Response:
         from semreg.schemas import parse_json
 
         body = validate(HeartbeatBody, parse_json(raw))
+    check_owner(request, iid)
     inst = await node.heartbeat(iid, body.load, body.status)
     from semreg.instances import rfc3339
 

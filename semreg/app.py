@@ -13,12 +13,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from semreg.access import AccessMiddleware
 from semreg.api import ROUTES
+from semreg.auth import Tokens, TokensFileError
 from semreg.config import Settings
 from semreg.errors import SemregError
 from semreg.http import JSONResponse
 from semreg.metrics import Metrics, MetricsMiddleware, metrics_endpoint
 from semreg.node import Node, Router
+from semreg.ratelimit import RateLimiter
 
 log = logging.getLogger("semreg.app")
 
@@ -77,12 +80,34 @@ def sparql_route(node: Node, settings: Settings) -> Route | None:
     return Route("/sparql", endpoint, methods=["GET", "POST"])
 
 
+def _on_sighup(tokens: Tokens) -> None:
+    """Reload the tokens file on SIGHUP; a broken file keeps the tokens in force and says why."""
+    if not tokens.enabled:
+        return
+    import asyncio
+    import signal
+
+    def reload() -> None:
+        try:
+            tokens.reload()
+        except TokensFileError as exc:
+            log.error("tokens file not reloaded; the previous tokens stay in force", extra={"reason": str(exc)})
+
+    try:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
+    except (NotImplementedError, RuntimeError, ValueError):
+        log.warning("SIGHUP reload of the tokens file is not available here")
+
+
 def create_app(settings: Settings, node: Node | None = None, store=None) -> Starlette:
     node = node or Node(settings, store=store)
+
+    tokens = Tokens(settings.tokens_file)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await node.open()
+        _on_sighup(tokens)
         try:
             yield
         finally:
@@ -98,11 +123,14 @@ def create_app(settings: Settings, node: Node | None = None, store=None) -> Star
     router = Router(node)
     metrics.attach(node, router)
     app = Starlette(routes=routes, lifespan=lifespan,
-                    middleware=[Middleware(MetricsMiddleware, metrics=metrics)],
+                    middleware=[Middleware(MetricsMiddleware, metrics=metrics),
+                                Middleware(AccessMiddleware, tokens=tokens,
+                                           limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst))],
                     exception_handlers={SemregError: _semreg_error, HTTPException: _http_error,
                                         Exception: _unexpected})
     app.state.node = node
     app.state.router = router
     app.state.metrics = metrics
+    app.state.tokens = tokens
     app.state.settings = settings
     return app

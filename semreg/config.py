@@ -26,6 +26,8 @@ class Settings:
     max_tags_per_instance: int = 10_000
     max_batch_instances: int = 10_000
     watch_max_wait_s: float = 300.0
+    rate_limit_per_s: float = 0.0  # 0: no limit
+    rate_burst: float = 0.0  # 0: one second's worth
     reap_interval_s: float = 0.25
     log_level: str = "info"
     log_format: str = "json"  # json | text

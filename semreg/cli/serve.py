@@ -45,6 +45,14 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
                    help="SPARQL query time limit in seconds (default 10)")
     p.add_argument("--sparql-result-limit", type=int, default=int(e("sparql_result_limit", 100_000)),
                    metavar="N", help="most rows or triples a SPARQL answer may have (default 100000)")
+    p.add_argument("--max-tags", type=int, default=int(e("max_tags", 10_000)), metavar="N",
+                   help="most tags an instance may have (default 10000)")
+    p.add_argument("--max-batch", type=int, default=int(e("max_batch", 10_000)), metavar="N",
+                   help="most instances a batch may hold (default 10000)")
+    p.add_argument("--rate-limit", type=float, default=float(e("rate_limit", 0)), metavar="RPS",
+                   help="requests a second per token (per client address without tokens); 0 = no limit (default)")
+    p.add_argument("--rate-burst", type=float, default=float(e("rate_burst", 0)), metavar="N",
+                   help="requests a caller may make at once before the rate applies (default: one second's worth)")
     p.add_argument("--balance-limit", action="store_true", default=_flag(e("balance_limit")),
                    help="never route to an instance whose load has reached its capacity (503 instead)")
     p.add_argument("--verbose-routing", action="store_true", default=_flag(e("verbose_routing")),
@@ -69,6 +77,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         insecure=args.insecure, peers=tuple(p for p in args.peers.split(",") if p), replicas=args.replicas,
         json_body_limit_bytes=args.json_body_limit, ontology_body_limit_bytes=args.ontology_body_limit,
         sparql_time_limit_s=args.sparql_time_limit, sparql_result_limit=args.sparql_result_limit,
+        max_tags_per_instance=args.max_tags, max_batch_instances=args.max_batch,
+        rate_limit_per_s=args.rate_limit, rate_burst=args.rate_burst or args.rate_limit,
         balance_limit=args.balance_limit, verbose_routing=args.verbose_routing,
         log_level=args.log_level, log_format=args.log_format)
 
@@ -96,6 +106,14 @@ def run(args: argparse.Namespace) -> int:
               f"deregister every service. Give --tokens FILE, listen on 127.0.0.1, or pass --insecure.",
               file=sys.stderr)
         return 2
+    if settings.tokens_file is not None:
+        from semreg.auth import Tokens, TokensFileError
+
+        try:
+            Tokens(settings.tokens_file)
+        except TokensFileError as exc:
+            print(f"semreg: {exc}", file=sys.stderr)
+            return 2
     for path in settings.ontologies:
         if not path.is_file():
             print(f"semreg: --ontology {path}: no such file.", file=sys.stderr)

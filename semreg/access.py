@@ -1,0 +1,57 @@
+"""The access gate in front of every route: who is calling (tokens), may they (scopes), and how
+often (rate limit). Ownership of instances is checked by the handlers, which know the instance."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from semreg.auth import Tokens, required_scope
+from semreg.errors import SemregError, TooManyRequests
+from semreg.http import JSONResponse
+from semreg.ratelimit import RateLimiter, retry_after_s
+
+
+class AccessMiddleware:
+    def __init__(self, app, tokens: Tokens, limiter: RateLimiter, clock: Callable[[], float] = time.monotonic) -> None:
+        self.app = app
+        self.tokens = tokens
+        self.limiter = limiter
+        self.clock = clock
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        needed = required_scope(scope["method"], scope["path"])
+        try:
+            principal = None
+            if needed is not None:
+                principal = self.tokens.authenticate(_header(scope, b"authorization"))
+                principal.require(needed)
+            if self.limiter.enabled and needed is not None:
+                key = principal.name if self.tokens.enabled and principal else _client(scope)
+                wait = self.limiter.take(key, self.clock())
+                if wait > 0:
+                    raise TooManyRequests(f"'{key}' is past its rate of {self.limiter.rate:g} requests a second; "
+                                          f"retry after the Retry-After header's seconds.",
+                                          retry_after_s=retry_after_s(wait))
+        except SemregError as exc:
+            response = JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+            if exc.status == 401:
+                response.headers["WWW-Authenticate"] = 'Bearer realm="semreg"'
+            await response(scope, receive, send)
+            return
+        scope.setdefault("state", {})["principal"] = principal
+        await self.app(scope, receive, send)
+
+
+def _header(scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _client(scope) -> str:
+    client = scope.get("client")
+    return client[0] if client else "unknown"
