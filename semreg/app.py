@@ -21,6 +21,7 @@ from semreg.errors import SemregError
 from semreg.http import JSONResponse
 from semreg.metrics import Metrics, MetricsMiddleware, metrics_endpoint
 from semreg.node import Node, Router
+from semreg.openapi import openapi_endpoint
 from semreg.ratelimit import RateLimiter
 
 log = logging.getLogger("semreg.app")
@@ -119,6 +120,7 @@ def create_app(settings: Settings, node: Node | None = None, store=None) -> Star
     if sparql is not None:
         routes.append(sparql)
     routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))
+    routes.append(Route("/openapi.json", openapi_endpoint, methods=["GET"]))
     metrics = Metrics()
     router = Router(node)
     metrics.attach(node, router)

@@ -128,3 +128,132 @@ def _bad_request(exc: pydantic.ValidationError, where: str) -> BadRequest:
 def _json_type(value: Any) -> str:
     return {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean",
             type(None): "null"}.get(type(value), type(value).__name__)
+
+
+# -- response bodies (documented in /openapi.json; the tests validate live responses against them) --
+class TagView(BaseModel):
+    s: str
+    p: str
+    o: str
+
+
+class InstanceView(BaseModel):
+    id: str
+    service: str
+    address: str
+    port: int
+    scheme: str
+    tags: list[TagView]
+    weight: int
+    capacity: int | None
+    ttl: float
+    deregister_after: float
+    check: dict[str, Any] | None
+    meta: dict[str, str]
+    status: Literal["up", "blocked", "draining", "critical"]
+    load: float
+    expires_at: str | None
+    registered_at: str | None
+
+
+class MatchView(BaseModel):
+    tag: TagView
+    degree: Literal["exact", "narrower", "broader", "overlap"]
+    distance: int
+    instances: list[InstanceView]
+
+
+class DiscoverView(BaseModel):
+    query: TagView
+    matches: list[MatchView]
+    instances: list[InstanceView]
+
+
+class TagCount(TagView):
+    instances: int
+
+
+class TagsView(BaseModel):
+    tags: list[TagCount]
+
+
+class PeersView(BaseModel):
+    peers: dict[str, list[InstanceView]]
+
+
+class RegisteredView(BaseModel):
+    registered: int
+
+
+class HeartbeatView(BaseModel):
+    id: str
+    status: str
+    expires_at: str | None
+
+
+class ExpansionRow(BaseModel):
+    iri: str
+    degree: str
+    distance: int
+    wildcard: bool | None = None
+
+
+class MatchedTag(BaseModel):
+    tag: TagView
+    degree: str
+    distance: int
+
+
+class ExpandView(BaseModel):
+    query: TagView
+    match: list[str]
+    components: dict[str, list[ExpansionRow]]
+    tags: list[MatchedTag]
+
+
+class ConceptView(BaseModel):
+    iri: str
+    kind: str
+    label: str | None
+    equivalents: list[str]
+    parents: list[str]
+    children: list[str]
+    ancestors: list[str]
+    descendants: list[str]
+
+
+class OntologyView(BaseModel):
+    name: str
+    triples: int
+    inferred: int
+    uploaded_at: str
+    media_type: str
+
+
+class OntologyStored(OntologyView):
+    reasoning_ms: float
+    concepts: int
+    ms: float
+
+
+class PrefixView(BaseModel):
+    prefix: str
+    iri: str
+
+
+class ErrorView(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    error: str
+
+
+class MemberView(BaseModel):
+    id: str
+    address: str
+    status: Literal["alive", "suspect", "faulty", "left"]
+
+
+class ClusterView(BaseModel):
+    node: str
+    members: list[MemberView]
+    replicas: int
+    checksum: int
