@@ -22,6 +22,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
+from semreg import queries
 from semreg.store import INFERRED, REGISTRY, Store, instance_node
 from semreg.terms import RDF, SR, XSD
 
@@ -166,15 +167,12 @@ class Materializer:
                                          "ms": round((time.perf_counter() - started) * 1000, 1)})
 
     def _remove_instances(self, ids: list[str]) -> None:
+        """Each instance's derived RDF, tags and meta included, removed in one transaction."""
         st = self.store.ox
         for iid in ids:
             node = instance_node(iid)
-            quads = list(st.quads_for_pattern(node, None, None, REGISTRY))
-            for q in quads:
-                if isinstance(q.object, ox.BlankNode):
-                    for inner in list(st.quads_for_pattern(q.object, None, None, REGISTRY)):
-                        st.remove(inner)
-                st.remove(q)
+            if next(iter(st.quads_for_pattern(node, None, None, REGISTRY)), None) is not None:
+                st.update(queries.delete_instance(node.value))
 
     def reset_registry(self) -> None:
         """Drop every derived instance (start-up rebuilds them from the records)."""
