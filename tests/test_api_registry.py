@@ -201,3 +201,18 @@ def test_metrics(api):
     assert 'semreg_instances{status="up"}' in text and "semreg_watches " in text
     assert "semreg_closure_rebuilds_total" in text and "semreg_closure_rebuild_seconds_count" in text
     assert "semreg_checks_total" in text and "semreg_routes_total" in text or "semreg_routes" in text
+
+
+def test_transport_example(start_server):
+    srv = start_server("--ontology", str(ONTOLOGIES / "transport.ttl"), data_dir=None)
+    with srv.client() as c:
+        for iid, tag in {"ev": "tr:ElectricCar tr:hasPrimaryFuel tr:Electricity", "bio": "tr:Automobile tr:hasFuel tr:Biodiesel",
+                         "hvo": "tr:Truck tr:hasFuel tr:RenewableDiesel", "any": "tr:Vehicle"}.items():
+            assert c.put(f"/v1/instances/{iid}", json={"service": iid, "address": "h", "port": 1, "ttl": 0,
+                                                       "tags": [tag]}).status_code == 201
+        body = c.get("/v1/discover", params={"s": "tr:Vehicle", "p": "tr:hasFuel", "o": "tr:Diesel"}).json()
+        got = {i["id"]: (m["degree"], m["distance"]) for m in body["matches"] for i in m["instances"]}
+        assert got == {"bio": ("narrower", 2), "hvo": ("narrower", 2)}  # sameAs: HVO's type carries over
+        body = c.get("/v1/discover", params={"s": "tr:Car", "match": "all"}).json()
+        got = {i["id"]: (m["degree"], m["distance"]) for m in body["matches"] for i in m["instances"]}
+        assert got == {"bio": ("narrower", 0), "ev": ("narrower", 1), "any": ("broader", 1)}
