@@ -68,7 +68,7 @@ def tool_version(tool: str) -> str | None:
         return None
     flag = {"wrk": "-v", "etcd": "--version", "oxigraph": "--version"}[tool]
     try:
-        out = subprocess.run([path, flag], capture_output=True, text=True, timeout=10)
+        out = subprocess.run([path, flag], check=False, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     lines = (out.stdout + out.stderr).strip().splitlines()
@@ -88,7 +88,7 @@ class PeerProcess:
         self.env = env
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout_s: float = 60.0) -> "PeerProcess":
+    def start(self, timeout_s: float = 60.0) -> PeerProcess:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env=self.env, start_new_session=True)
@@ -137,7 +137,7 @@ class Peers:
         self.started: list[PeerProcess] = []
 
     def _dirs(self, name: str) -> tuple[Path, Path]:
-        n = sum(1 for p in self.started if p.name.split("#")[0] == name)
+        n = sum(1 for p in self.started if p.name == name)
         base = self.workdir / f"{name}-{n}"
         (base / "data").mkdir(parents=True, exist_ok=True)
         return base / "data", base / f"{name}.log"
@@ -179,7 +179,7 @@ class Peers:
         for peer in reversed(self.started):
             try:
                 peer.stop()
-            except Exception as exc:  # keep stopping the others
+            except Exception as exc:  # noqa: BLE001 (keep stopping the others)
                 errors.append(f"{peer.name}: {exc}")
         self.started.clear()
         if errors:

@@ -117,7 +117,7 @@ def print_scenario(console: Console, name: str, summary: str, figures: dict) -> 
     rows = [(k, v) for k, v in _flatten(figures) if k != "error"]
     if rows:
         table = Table(title="figures", title_justify="left", show_header=False)
-        table.add_column("figure", style="dim")
+        table.add_column("figure", style="dim", overflow="fold")
         table.add_column("value", overflow="fold")
         for key, value in rows:
             table.add_row(key, _fmt(value))
@@ -126,7 +126,7 @@ def print_scenario(console: Console, name: str, summary: str, figures: dict) -> 
     if targets:
         table = Table(title="targets", title_justify="left")
         for column in ("target", "figure", "value", "goal", "met"):
-            table.add_column(column, justify="right" if column in ("value", "goal") else "left")
+            table.add_column(column, justify="right" if column in ("value", "goal") else "left", overflow="fold")
         for t in targets:
             met = {True: "[green]yes[/]", False: "[red]no[/]", None: "[yellow]n/a[/]"}[t["met"]]
             unit = f" {t['unit']}" if t["unit"] else ""

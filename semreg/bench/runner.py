@@ -11,6 +11,7 @@ import time
 import traceback
 from pathlib import Path
 
+import httpx
 import orjson
 from rich.console import Console
 
@@ -83,7 +84,11 @@ def run_scenario(ctx: BenchContext, scenario: Scenario) -> dict:
         figures = scenario.run(ctx)
     except BenchError as exc:
         figures = {"error": str(exc)}
-    except Exception as exc:  # a bug or an unexpected answer: report it, go on with the next scenario
+    except httpx.HTTPError as exc:  # a peer went away or hung: one line is enough
+        request = getattr(exc, "_request", None)
+        where = f" on {request.method} {request.url}" if request is not None else ""
+        figures = {"error": f"{type(exc).__name__}{where}: {exc}"}
+    except Exception as exc:  # noqa: BLE001 (a bug or an unexpected answer: report it, go on)
         figures = {"error": f"{type(exc).__name__}: {exc}"}
         ctx.ui.log(traceback.format_exc())
     if "error" in figures:

@@ -46,7 +46,7 @@ class BenchSettings:
     keep_temp: bool = False
 
     @property
-    def wrk(self) -> "WrkSettings":
+    def wrk(self) -> WrkSettings:
         from semreg.bench.wrk import WrkSettings
 
         return WrkSettings(threads=self.threads, connections=self.connections, duration_s=self.duration_s)
@@ -107,7 +107,7 @@ def from_args(args: argparse.Namespace, scenario_names: tuple[str, ...]) -> Benc
         if given < minimum:
             raise ValueError(f"{flag} must be at least {minimum}, got {given}")
         values[dest] = given
-    only = tuple(name.strip() for name in args.only.split(",") if name.strip())
+    only = tuple(dict.fromkeys(name.strip() for name in args.only.split(",") if name.strip()))
     unknown = [name for name in only if name not in scenario_names]
     if unknown:
         raise ValueError(f"unknown scenario {', '.join(unknown)}; choose from {', '.join(scenario_names)}")

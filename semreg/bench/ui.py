@@ -4,9 +4,18 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from typing import Self
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, Task, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+
+class _Count(ProgressColumn):
+    """`done/total`, or nothing for a step without a total (a wrk run, a start-up)."""
+
+    def render(self, task: Task) -> Text:
+        return Text("" if task.total is None else f"{int(task.completed):,}/{int(task.total):,}", style="progress.download")
 
 
 class Steps:
@@ -15,9 +24,9 @@ class Steps:
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)
         self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=30),
-                                  MofNCompleteColumn(), TimeElapsedColumn(), console=self.console, transient=True)
+                                  _Count(), TimeElapsedColumn(), console=self.console, transient=True)
 
-    def __enter__(self) -> "Steps":
+    def __enter__(self) -> Self:
         self._progress.start()
         return self
 

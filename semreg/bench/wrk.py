@@ -29,7 +29,7 @@ class WrkSettings:
 
     def argv(self) -> list[str]:
         threads = max(1, min(self.threads, self.connections))  # wrk refuses fewer connections than threads
-        return [f"-t{threads}", f"-c{self.connections}", f"-d{self.duration_s}s", f"--timeout", f"{self.timeout_s}s",
+        return [f"-t{threads}", f"-c{self.connections}", f"-d{self.duration_s}s", "--timeout", f"{self.timeout_s}s",
                 "--latency"]
 
 
@@ -64,7 +64,7 @@ class WrkResult:
 
 def _ms(value: str, unit: str) -> float:
     number = float(value) if "nan" not in value else 0.0
-    return round(number * _TIME_MS[unit], 4)
+    return round(number * _TIME_MS[unit], 6)
 
 
 def _count(value: str, suffix: str) -> float:
@@ -73,15 +73,15 @@ def _count(value: str, suffix: str) -> float:
 
 def parse(text: str) -> WrkResult:
     """Read wrk's text report; BenchError when the text is not one (wrk failed before measuring)."""
-    rps = re.search(r"^Requests/sec:\s+" + _NUMBER, text, re.M)
-    total = re.search(r"^\s*(\d+) requests in ([0-9.]+)(us|ms|s|m|h),\s*([0-9.]+)(B|KB|MB|GB|TB) read", text, re.M)
+    rps = re.search(r"^Requests/sec:\s+" + _NUMBER, text, re.MULTILINE)
+    total = re.search(r"^\s*(\d+) requests in ([0-9.]+)(us|ms|s|m|h),\s*([0-9.]+)(B|KB|MB|GB|TB) read", text, re.MULTILINE)
     if not rps or not total:
         raise BenchError(f"wrk printed no report:\n{text.strip()[-2000:]}")
-    latency = re.search(r"^\s*Latency\s+" + r"\s+".join([_NUMBER + r"(us|ms|s|m|h)"] * 3), text, re.M)
+    latency = re.search(r"^\s*Latency\s+" + r"\s+".join([_NUMBER + r"(us|ms|s|m|h)"] * 3), text, re.MULTILINE)
     mean_ms = _ms(*latency.group(1, 2)) if latency else 0.0
     max_ms = _ms(*latency.group(5, 6)) if latency else 0.0
     percentiles = {m.group(1): _ms(m.group(2), m.group(3))
-                   for m in re.finditer(r"^\s*(\d+(?:\.\d+)?)%\s+" + _NUMBER + r"(us|ms|s|m|h)\s*$", text, re.M)}
+                   for m in re.finditer(r"^\s*(\d+(?:\.\d+)?)%\s+" + _NUMBER + r"(us|ms|s|m|h)\s*$", text, re.MULTILINE)}
     sockets = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
     socket_errors = dict(zip(("connect", "read", "write", "timeout"), map(int, sockets.groups()))) if sockets else {}
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
@@ -126,7 +126,7 @@ def run(url: str, settings: WrkSettings, *, method: str = "GET", body: str | byt
         script.write_text(lua_script(method, body, headers))
         argv = [wrk, *settings.argv(), "-s", str(script), url]
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=settings.duration_s + 60)
+            done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=settings.duration_s + 60)
         except subprocess.TimeoutExpired as exc:
             raise BenchError(f"wrk did not finish: {' '.join(argv)}") from exc
     if done.returncode != 0:

@@ -1,0 +1,335 @@
+"""`semreg bench`: the pure parts (wrk reports, the synthetic data set, settings, targets), the peers
+it starts, and one end-to-end smoke run. Timings are never asserted; etcd and wrk must be installed
+(`apt-get install -y etcd-server wrk`): tests that need them fail, not skip, when they are missing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pyoxigraph as ox
+import pytest
+
+from semreg.bench import configure, stores, wrk
+from semreg.bench.context import median_figures
+from semreg.bench.dataset import Dataset, class_iri, property_iri
+from semreg.bench.peers import BenchError, Peers, find_tool
+from semreg.bench.report import Target, lookup
+from semreg.bench.scenarios import SCENARIOS, ms_summary
+from semreg.bench.settings import from_args
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# -- wrk reports, captured from wrk 4.1.0 (Debian bookworm) ---------------------------------------------------
+ETCD_RANGE = """\
+Running 2s test @ http://127.0.0.1:53119/v3/kv/range
+  2 threads and 32 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     3.93ms    1.72ms  14.72ms   69.24%
+    Req/Sec     4.12k   407.43     4.51k    85.00%
+  Latency Distribution
+     50%    3.89ms
+     75%    4.98ms
+     90%    5.95ms
+     99%    9.04ms
+  16411 requests in 2.01s, 14.62MB read
+Requests/sec:   8179.86
+Transfer/sec:      7.29MB
+"""
+
+NOT_FOUND_MICROSECONDS = """\
+Running 2s test @ http://127.0.0.1:36999/nothing
+  2 threads and 32 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency   469.54us  317.49us   7.11ms   84.73%
+    Req/Sec    35.37k     1.12k   39.19k    90.00%
+  Latency Distribution
+     50%  405.00us
+     75%  541.00us
+     90%  782.00us
+     99%    1.42ms
+  140640 requests in 2.00s, 20.92MB read
+  Non-2xx or 3xx responses: 140640
+Requests/sec:  70297.61
+Transfer/sec:     10.46MB
+"""
+
+ALL_TIMED_OUT = """\
+Running 3s test @ http://127.0.0.1:18777/
+  1 threads and 4 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     0.00us    0.00us   0.00us    -nan%
+    Req/Sec     8.00     10.44    20.00     66.67%
+  Latency Distribution
+     50%    0.00us
+     75%    0.00us
+     90%    0.00us
+     99%    0.00us
+  8 requests in 3.01s, 0.88KB read
+  Socket errors: connect 0, read 0, write 0, timeout 8
+Requests/sec:      2.66
+Transfer/sec:     300.66B
+"""
+
+SECONDS = """\
+Running 3s test @ http://127.0.0.1:18777/
+  1 threads and 4 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     1.20s   283.74us   1.20s    62.50%
+    Req/Sec     3.00      0.00     3.00    100.00%
+  Latency Distribution
+     50%    1.20s 
+     75%    1.20s 
+     90%    1.20s 
+     99%    1.20s 
+  8 requests in 3.01s, 0.88KB read
+Requests/sec:      2.66
+Transfer/sec:     300.73B
+"""
+
+
+def test_wrk_parse_etcd_report():
+    result = wrk.parse(ETCD_RANGE)
+    assert result.requests_per_s == 8179.86
+    assert result.requests == 16411
+    assert result.duration_s == pytest.approx(2.01)
+    assert result.percentiles_ms == {"50": 3.89, "75": 4.98, "90": 5.95, "99": 9.04}
+    assert (result.latency_mean_ms, result.latency_max_ms) == (3.93, 14.72)
+    assert result.read_bytes == int(14.62 * 1024**2)
+    assert result.errors == 0
+    figures = result.figures()
+    assert (figures["p50_ms"], figures["p99_ms"], figures["requests_per_s"]) == (3.89, 9.04, 8179.9)
+
+
+def test_wrk_parse_microseconds_and_non_2xx():
+    result = wrk.parse(NOT_FOUND_MICROSECONDS)
+    assert result.percentiles_ms["50"] == pytest.approx(0.405)
+    assert result.percentiles_ms["99"] == pytest.approx(1.42)
+    assert result.latency_mean_ms == pytest.approx(0.46954)
+    assert result.non_2xx_3xx == 140640
+    assert result.errors == 140640
+
+
+def test_wrk_parse_socket_timeouts_and_nan():
+    result = wrk.parse(ALL_TIMED_OUT)
+    assert result.socket_errors == {"connect": 0, "read": 0, "write": 0, "timeout": 8}
+    assert result.errors == 8
+    assert result.percentiles_ms["99"] == 0.0
+
+
+def test_wrk_parse_seconds_with_trailing_spaces():
+    result = wrk.parse(SECONDS)
+    assert result.percentiles_ms == {"50": 1200.0, "75": 1200.0, "90": 1200.0, "99": 1200.0}
+    assert result.latency_max_ms == 1200.0
+    assert result.read_bytes == int(0.88 * 1024)
+
+
+def test_wrk_parse_refuses_output_without_a_report():
+    with pytest.raises(BenchError, match="no report"):
+        wrk.parse("unable to connect to 127.0.0.1:1 Connection refused\n")
+
+
+def test_lua_script_escapes_every_byte_that_is_not_plain_ascii():
+    script = wrk.lua_script("POST", '{"k": "é\\\n"}', {"Content-Type": "application/json"})
+    assert 'wrk.method = "POST"' in script
+    assert 'wrk.body = "{\\034k\\034: \\034\\195\\169\\092\\010\\034}"' in script
+    assert 'wrk.headers["Content-Type"] = "application/json"' in script
+
+
+def test_wrk_settings_never_ask_for_more_threads_than_connections():
+    assert wrk.WrkSettings(threads=2, connections=1, duration_s=3).argv()[:3] == ["-t1", "-c1", "-d3s"]
+    assert "--latency" in wrk.WrkSettings().argv()
+
+
+# -- the synthetic data set --------------------------------------------------------------------------------
+RDFS = "http://www.w3.org/2000/01/rdf-schema#"
+
+
+@pytest.fixture(scope="module", params=[{}, {"classes": 300, "instances": 1000}], ids=["full", "quick"])
+def dataset_store(request):
+    data = Dataset(**request.param)
+    store = ox.Store()
+    store.load(data.turtle().encode(), ox.RdfFormat.TURTLE)  # raises on invalid Turtle
+    return data, store
+
+
+def _subjects(store: ox.Store, query: str) -> set[str]:
+    return {row[0].value for row in store.query(query)}
+
+
+def test_dataset_turtle_holds_every_class_and_property(dataset_store):
+    data, store = dataset_store
+    classes = _subjects(store, "SELECT ?c WHERE { ?c a <http://www.w3.org/2002/07/owl#Class> }")
+    assert classes == {class_iri(i) for i in range(data.classes)}
+    # every property reaches the root property, so the query's `p00` covers every tag's predicate
+    reach = _subjects(store, f"SELECT ?p WHERE {{ ?p <{RDFS}subPropertyOf>* <{property_iri(0)}> }}")
+    assert reach == {property_iri(i) for i in range(data.properties)}
+
+
+def test_dataset_discovery_answer_is_exactly_the_chosen_instances(dataset_store):
+    """Reasoned here independently (SPARQL property paths): the instances with a tag under the target."""
+    data, store = dataset_store
+    below = _subjects(store, f"SELECT ?c WHERE {{ ?c <{RDFS}subClassOf>* <{data.discovery_query()['s']}> }}")
+    answer = {item["id"] for item in data.instances_iter() if any(tag["s"] in below for tag in item["tags"])}
+    assert len(answer) == data.answer_size == 230
+    assert answer == data.expected_answer_ids()
+
+
+def test_dataset_is_a_dag_with_some_classes_of_two_parents(dataset_store):
+    _data, store = dataset_store
+    two_parents = list(store.query(
+        f"SELECT ?c WHERE {{ ?c <{RDFS}subClassOf> ?a, ?b FILTER(STR(?a) < STR(?b)) }}"))
+    assert two_parents
+    assert not bool(store.query(f"ASK {{ ?c <{RDFS}subClassOf>+ ?c }}"))
+
+
+def test_dataset_sparql_query_returns_a_handful_of_rows(dataset_store):
+    data, store = dataset_store
+    # semreg's default graph holds the closure too; asserted triples plus the closure give the descendants
+    closure = f"SELECT DISTINCT ?s WHERE {{ ?s <{RDFS}subClassOf>+ <{class_iri(data.sparql_class)}> }}"
+    assert 3 <= len(list(store.query(closure))) <= 30
+    assert 1 <= len(list(store.query(data.sparql_query()))) <= 30
+
+
+def test_dataset_is_deterministic_and_instances_never_expire():
+    a, b = Dataset(classes=300, instances=500, answer_size=50), Dataset(classes=300, instances=500, answer_size=50)
+    assert a.turtle() == b.turtle()
+    assert list(a.instances_iter()) == list(b.instances_iter())
+    item = a.instance(7)
+    assert item["ttl"] == 0 and len(item["tags"]) == 3
+    assert sum(len(batch) for batch in a.batches(128)) == 500
+
+
+def test_dataset_refuses_impossible_sizes():
+    with pytest.raises(ValueError, match="answer size"):
+        Dataset(instances=100, answer_size=230)
+    with pytest.raises(ValueError, match="classes"):
+        Dataset(classes=10)
+
+
+# -- settings, targets, summaries ---------------------------------------------------------------------------
+def _settings(*argv: str):
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    return from_args(parser.parse_args(list(argv)), tuple(SCENARIOS))
+
+
+def test_settings_quick_preset_and_explicit_flags_win():
+    full = _settings()
+    assert (full.instances, full.classes, full.duration_s, full.connections) == (10_000, 3000, 10, 32)
+    quick = _settings("--quick", "--instances", "2000")
+    assert quick.instances == 2000 and quick.classes == 300 and quick.duration_s == 2 and quick.quick
+    assert _settings("--only", "closure, discovery").only == ("closure", "discovery")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("--only", "nope"), "unknown scenario nope"),
+    (("--connections", "0"), "--connections must be at least 1"),
+    (("--semreg-url", "localhost:8080"), "http"),
+])
+def test_settings_refuse_bad_flags(argv, message):
+    with pytest.raises(ValueError, match=message):
+        _settings(*argv)
+
+
+def test_scenarios_are_registered_in_order_with_targets():
+    assert list(SCENARIOS)[:4] == ["discovery", "sparql", "register-1000-tags", "closure"]
+    assert SCENARIOS["discovery"].needs == ("wrk", "etcd")
+    assert all(s.targets for s in SCENARIOS.values())
+
+
+def test_target_check():
+    figures = {"ratio": 2.5, "peers": {"semreg": {"p99_ms": 12.0}}}
+    assert Target("ratio", "ratio", ">=", 2.0).check(figures)["met"] is True
+    assert Target("p99", "peers.semreg.p99_ms", "<=", 10.0, "ms").check(figures)["met"] is False
+    assert Target("absent", "peers.etcd.p99_ms", "<=", 1.0).check(figures)["met"] is None
+    assert lookup(figures, "peers.semreg") == {"p99_ms": 12.0}
+
+
+def test_summaries():
+    assert ms_summary([0.010, 0.030, 0.020]) == {"median_ms": 20.0, "p90_ms": 30.0, "min_ms": 10.0, "max_ms": 30.0,
+                                                 "n": 3}
+    merged = median_figures([{"requests_per_s": 10.0, "p99_ms": 5.0}, {"requests_per_s": 30.0, "p99_ms": 1.0},
+                             {"requests_per_s": 20.0, "p99_ms": 3.0}])
+    assert merged["requests_per_s"] == 20.0 and merged["p99_ms"] == 3.0
+    assert merged["runs_requests_per_s"] == [10.0, 30.0, 20.0]
+
+
+@pytest.mark.parametrize("prefix, end", [("/a/", b"/a0"), ("/semreg-bench/x", b"/semreg-bench/y"), ("", b"\0")])
+def test_etcd_prefix_end(prefix, end):
+    assert stores.prefix_end(prefix) == end
+
+
+def test_cli_registers_bench():
+    from semreg.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "--quick", "--only", "closure"])
+    assert args.command == "bench" and args.quick and callable(args.run)
+
+
+def test_missing_wrk_is_a_clear_error(tmp_path):
+    env = {**os.environ, "PATH": str(tmp_path)}  # no wrk on this PATH
+    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--only", "sparql", "--json"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "wrk is not installed" in done.stderr and "apt-get install -y wrk" in done.stderr
+    assert done.stdout == ""
+
+
+# -- the peers, under wrk ------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_etcd_and_oxigraph_under_wrk(tmp_path):
+    """etcd's range read and the Oxigraph server's query, each under one short wrk run; all stopped after."""
+    for tool in ("etcd", "wrk", "oxigraph"):
+        find_tool(tool)  # MissingTool says which apt/pip command installs it
+    peers = Peers(tmp_path)
+    try:
+        etcd = peers.etcd()
+        views = [{"id": f"i{n}", "tags": [{"s": "http://x/A"}]} for n in range(20)]
+        prefix = stores.etcd_put_views(etcd.url, "/t/", views)
+        one_second = wrk.WrkSettings(threads=1, connections=4, duration_s=1)
+        ranged = wrk.run(etcd.url + "/v3/kv/range", one_second, method="POST", body=stores.etcd_range_body(prefix),
+                         headers={"Content-Type": "application/json"})
+        assert ranged.requests > 0 and ranged.errors == 0
+        oxigraph = peers.oxigraph()
+        httpx.post(oxigraph.url + "/store", params={"graph": "urn:g"}, content=b"<http://x/a> <http://x/b> <http://x/c> .\n",
+                   headers={"Content-Type": "application/n-triples"}).raise_for_status()
+        query = httpx.get(oxigraph.url + "/query", params={"query": "SELECT * WHERE { ?s ?p ?o }"},
+                          headers={"Accept": "application/sparql-results+json"})
+        assert len(query.json()["results"]["bindings"]) == 1  # the union default graph sees the named graph
+        queried = wrk.run(str(query.request.url), one_second)
+        assert queried.requests > 0 and queried.errors == 0
+    finally:
+        processes = [peer.proc for peer in peers.started]
+        peers.close()
+    assert processes and all(proc.poll() is not None for proc in processes)
+
+
+# -- end to end -------------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_quick_run_prints_one_json_object():
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", "register-1000-tags,closure",
+                           "--json"], cwd=ROOT, capture_output=True, text=True, timeout=110, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)  # exactly one JSON object: nothing else on stdout
+    assert set(report) >= {"machine", "scenarios"}
+    assert report["machine"]["cores"] >= 1 and report["machine"]["python"]
+    assert list(report["scenarios"]) == ["register-1000-tags", "closure"]
+    register, closure = report["scenarios"]["register-1000-tags"], report["scenarios"]["closure"]
+    assert "error" not in register and "error" not in closure
+    assert register["tags"] == 1000 and register["statuses"] == {"201": 5, "200": 2}
+    for summary in (register["create"], register["replace"], closure["second_upload"]):
+        assert isinstance(summary["median_ms"], float) and summary["median_ms"] > 0
+    assert closure["second_upload"]["n"] == 2
+    assert set(closure["ontologies"]) == {"bench-schemaorg", "bench-dbpedia"}
+    for figures in (register, closure):
+        assert figures["targets"] and all(isinstance(t["met"], bool) for t in figures["targets"])
+    assert time.monotonic() - started < 110
