@@ -69,7 +69,8 @@ def sparql_route(node: Node, settings: Settings) -> Route | None:
             assert node.store is not None
             ep = holder["ep"] = SparqlEndpoint(node.store.ox, time_limit_s=settings.sparql_time_limit_s,
                                                result_limit=settings.sparql_result_limit,
-                                               prefixes=node.prefixes.as_dict, before_query=before_query)
+                                               prefixes=node.prefixes.as_dict, before_query=before_query,
+                                               generation=node.store_generation, visible_graphs=node.sparql_graphs)
         return await ep(request)
 
     def close() -> None:

@@ -106,7 +106,10 @@ class HealthChecker:
         try:
             loop.run_forever()
         finally:
-            task.cancel()
+            pending = [task, *(t for t in asyncio.all_tasks(loop) if t is not task)]
+            for t in pending:
+                t.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             close = getattr(self.probe, "aclose", None)
             if close is not None:
                 loop.run_until_complete(close())

@@ -87,6 +87,7 @@ class Materializer:
         self._thread = threading.Thread(target=self._run, name="semreg-materialize", daemon=True)
         self.last_error: Exception | None = None
         self.written_quads = 0
+        self.batches = 0  # passes written; part of the store generation
 
     def start(self) -> None:
         self._thread.start()
@@ -142,6 +143,7 @@ class Materializer:
                 if self._on_error:
                     self._on_error(exc)
             with self._cond:
+                self.batches += 1
                 self._done = target
                 self._cond.notify_all()
 

@@ -29,7 +29,7 @@ from semreg.materialize import Materializer
 from semreg.reasoner import Hierarchy, build_hierarchy, compute_closure, hierarchy_triples
 from semreg.registry import Change, Registry
 from semreg.schemas import InstanceBody, validate
-from semreg.store import OntologyMeta, Store, now_rfc3339
+from semreg.store import RECORDS, OntologyMeta, Store, now_rfc3339
 from semreg.terms import ANY, PrefixMap, Tag, check_iri, parse_tags, validate_prefix_name
 from semreg.watch import Topic, WatchHub
 
@@ -60,6 +60,8 @@ class Node:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="semreg-store")
         self._ontology_lock = asyncio.Lock()
         self._revision = 0
+        self._generation = 0
+        self._visible: tuple[int, list] | None = None
         self._expiry_handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.closure_ms = 0.0
@@ -121,7 +123,25 @@ class Node:
 
     async def _write(self, fn: Callable, *args: Any) -> Any:
         """Run a store operation on the single writer thread, in submission order."""
-        return await asyncio.get_running_loop().run_in_executor(self._writer, fn, *args)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._writer, fn, *args)
+        finally:
+            self._generation += 1
+
+    def store_generation(self) -> int:
+        """A number that changes whenever the store may have changed (SPARQL's result cache key)."""
+        m = self.materializer
+        return self._generation * 1_000_003 + (m.batches if m is not None else 0)
+
+    def sparql_graphs(self) -> list[ox.NamedNode]:
+        """The graphs of the SPARQL dataset: every graph but the internal records."""
+        generation = self.store_generation()
+        if self._visible is None or self._visible[0] != generation:
+            assert self.store is not None
+            graphs = sorted((g for g in self.store.ox.named_graphs()
+                             if isinstance(g, ox.NamedNode) and g != RECORDS), key=lambda g: g.value)
+            self._visible = (generation, graphs)
+        return self._visible[1]
 
     # -- ontologies --------------------------------------------------------------------------------
     async def load_ontology_file(self, path: Path) -> OntologyChange:

@@ -29,6 +29,13 @@ huge join) runs to its end, and the fixed pool is what bounds it: at most `worke
 CPU at a time, and queries queued behind them time out with 503 instead of piling up threads. The rest
 of the server does not use this pool, so the registry keeps answering.
 
+Result cache: with a `generation` callable (a number that changes whenever the store does), answers
+are kept in memory, keyed by the query, its dataset and the negotiated format, and served again while
+the generation is unchanged: a read-mostly registry answers repeated queries without evaluating them.
+An answer is stored under the generation read before evaluation, so one computed while a write
+landed is never served. Entries over `CACHE_ENTRY_MAX_BYTES` are not kept; the whole cache is bounded
+by `cache_bytes`, least recently used first out.
+
 Result cap (`result_limit`): a query with more solutions or triples than the cap fails with 400 naming
 the cap and suggesting LIMIT/OFFSET; results are never silently truncated, since a client cannot tell a
 truncated answer from a complete one. `None` removes the cap.
@@ -38,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -52,6 +60,7 @@ from semreg.sparql_protocol import QueryRequest, read_query_request
 from semreg.sparql_runner import Clock, Limits, Output, run_query, time_limit_error
 
 MiB = 1024 * 1024
+CACHE_ENTRY_MAX_BYTES = 1 * MiB
 
 
 class SparqlEndpoint:
@@ -61,7 +70,9 @@ class SparqlEndpoint:
                  prefixes: Callable[[], dict[str, str]] | None = None,
                  before_query: Callable[[], Awaitable[None]] | None = None,
                  endpoint_url: str | None = None, max_body_bytes: int = 1 * MiB, workers: int = 4,
-                 clock: Clock = time.monotonic) -> None:
+                 clock: Clock = time.monotonic, generation: Callable[[], int] | None = None,
+                 cache_bytes: int = 64 * MiB,
+                 visible_graphs: Callable[[], list[pyoxigraph.NamedNode] | None] | None = None) -> None:
         """`prefixes` are known to every query without PREFIX (a query's own PREFIX wins) and used in
         Turtle output; `before_query` is awaited before each query (a write barrier); `endpoint_url`
         is the `sd:endpoint` of the description (default: the request's URL)."""
@@ -76,6 +87,12 @@ class SparqlEndpoint:
         self.max_body_bytes = max_body_bytes
         self.clock = clock
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="semreg-sparql")
+        self.generation = generation
+        self.visible_graphs = visible_graphs
+        self.cache_bytes = cache_bytes
+        self._cache: OrderedDict[tuple, tuple[int, Output]] = OrderedDict()
+        self._cached_bytes = 0
+        self.cache_hits = 0
 
     async def __call__(self, request: Request) -> Response:
         return await self.handle(request)
@@ -89,15 +106,40 @@ class SparqlEndpoint:
         require_some(accept)
         if self.before_query is not None:
             await self.before_query()
-        output = await self.run(operation, accept, base_iri=_valid_iri(self._url(request)))
+        base_iri = _valid_iri(self._url(request))
+        key = (operation.query, operation.default_graphs, operation.named_graphs, accept, base_iri)
+        generation = self.generation() if self.generation is not None else None
+        hit = self._cache.get(key) if generation is not None else None
+        if hit is not None and hit[0] == generation:
+            self._cache.move_to_end(key)
+            self.cache_hits += 1
+            output = hit[1]
+        else:
+            output = await self.run(operation, accept, base_iri=base_iri)
+            if generation is not None:
+                self._remember(key, generation, output)
         return Response(output.body, headers={"content-type": output.content_type, "vary": "accept"})
+
+    def _remember(self, key: tuple, generation: int, output: Output) -> None:
+        size = len(output.body)
+        if size > CACHE_ENTRY_MAX_BYTES:
+            return
+        old = self._cache.pop(key, None)
+        if old is not None:
+            self._cached_bytes -= len(old[1].body)
+        self._cache[key] = (generation, output)
+        self._cached_bytes += size
+        while self._cached_bytes > self.cache_bytes and self._cache:
+            _, (_, dropped) = self._cache.popitem(last=False)
+            self._cached_bytes -= len(dropped.body)
 
     async def run(self, operation: QueryRequest, accept: str | None, base_iri: str | None = None) -> Output:
         """Evaluate in the pool; 503 once the time limit has passed, whether the worker stopped or not."""
         limits = Limits(self.clock() + self.time_limit_s, self.time_limit_s, self.result_limit, self.clock)
         prefixes = self.prefixes() if self.prefixes is not None else None
+        visible = self.visible_graphs() if self.visible_graphs is not None else None
         job = functools.partial(run_query, self.store, operation, accept=accept, limits=limits, prefixes=prefixes,
-                                base_iri=base_iri)
+                                base_iri=base_iri, visible=visible)
         future = asyncio.get_running_loop().run_in_executor(self._pool, job)
         try:
             # On timeout wait_for cancels the future: a queued job never starts, a running one stops at its next check.

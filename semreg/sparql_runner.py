@@ -100,7 +100,8 @@ class _Sink:
 
 
 def run_query(store: pyoxigraph.Store, request: QueryRequest, *, accept: str | None, limits: Limits,
-              prefixes: dict[str, str] | None = None, base_iri: str | None = None) -> Output:
+              prefixes: dict[str, str] | None = None, base_iri: str | None = None,
+              visible: list[pyoxigraph.NamedNode] | None = None) -> Output:
     """Evaluate `request.query` and serialise it as `accept` prefers; raise `semreg.errors` on failure.
 
     `base_iri` resolves the query's relative IRIs (the protocol lets it be the endpoint's URL).
@@ -108,7 +109,7 @@ def run_query(store: pyoxigraph.Store, request: QueryRequest, *, accept: str | N
     """
     guard = _Guard(limits)
     try:
-        return _run(store, request, accept, prefixes, base_iri, guard)
+        return _run(store, request, accept, prefixes, base_iri, guard, visible)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a 4xx or a 503, never a 500
         error = guard.tripped or _translate(exc)
     # The error goes to the event loop's thread: it must not keep the frames (and so the result iterators,
@@ -118,9 +119,9 @@ def run_query(store: pyoxigraph.Store, request: QueryRequest, *, accept: str | N
 
 
 def _run(store: pyoxigraph.Store, request: QueryRequest, accept: str | None, prefixes: dict[str, str] | None,
-         base_iri: str | None, guard: _Guard) -> Output:
+         base_iri: str | None, guard: _Guard, visible: list[pyoxigraph.NamedNode] | None = None) -> Output:
     guard.check(0)
-    results = _evaluate(store, request, prefixes, base_iri)
+    results = _evaluate(store, request, prefixes, base_iri, visible)
     if isinstance(results, QuerySolutions):
         offer = require(accept, SOLUTIONS, "a SELECT result")
         return Output(offer.content_type, _serialize_solutions(results, offer, guard))
@@ -133,7 +134,8 @@ def _run(store: pyoxigraph.Store, request: QueryRequest, accept: str | None, pre
 
 
 def _evaluate(store: pyoxigraph.Store, request: QueryRequest, prefixes: dict[str, str] | None,
-              base_iri: str | None) -> Any:
+              base_iri: str | None, visible: list[pyoxigraph.NamedNode] | None = None) -> Any:
+    """`visible`: the graphs that make up the default dataset (None: every graph, as a union)."""
     query = request.query or ""
     keywords = scan(query)
     if keywords.service:
@@ -144,7 +146,8 @@ def _evaluate(store: pyoxigraph.Store, request: QueryRequest, prefixes: dict[str
         # The protocol's dataset replaces the query's FROM/FROM NAMED; an empty list is an empty default graph.
         dataset = {"default_graph": list(request.default_graphs), "named_graphs": list(request.named_graphs)}
     elif not keywords.dataset:
-        dataset = {"use_default_graph_as_union": True}
+        dataset = ({"use_default_graph_as_union": True} if visible is None
+                   else {"default_graph": list(visible), "named_graphs": list(visible)})
     try:
         return store.query(query, base_iri=base_iri, prefixes=prefixes, **dataset)
     except SyntaxError as exc:

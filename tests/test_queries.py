@@ -79,3 +79,27 @@ def test_every_query_file_is_tested():
     tested = {"instances-by-service.rq", "tags-of-instances.rq", "discover-by-meaning.rq", "subclasses-closure.rq",
               "ontologies.rq", "delete-instance.ru"}
     assert names == tested
+
+
+def test_records_are_not_part_of_the_sparql_dataset(api):
+    graphs = api.get("/sparql", params={"query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }"},
+                     headers=JSON).json()["results"]["bindings"]
+    names = {b["g"]["value"] for b in graphs}
+    assert {"urn:semreg:registry", "urn:semreg:inferred", "urn:semreg:ontology:obras"} <= names
+    assert "urn:semreg:records" not in names
+    q = "ASK { ?s <https://w3id.org/semreg#json> ?o }"
+    assert api.get("/sparql", params={"query": q}, headers=JSON).json()["boolean"] is False
+
+
+def test_a_repeated_query_sees_every_write(api):
+    q = "PREFIX sr: <https://w3id.org/semreg#> SELECT ?id WHERE { ?i sr:service \"cache\" ; sr:id ?id } ORDER BY ?id"
+
+    def ids():
+        return [b["id"]["value"] for b in api.get("/sparql", params={"query": q}, headers=JSON).json()["results"]["bindings"]]
+
+    assert ids() == []
+    for n in range(3):
+        assert api.put(f"/v1/instances/c{n}", json={"service": "cache", "address": "h", "port": 1, "ttl": 0}).status_code == 201
+        assert ids() == [f"c{k}" for k in range(n + 1)]
+    assert api.delete("/v1/instances/c0").status_code == 204
+    assert ids() == ["c1", "c2"]
