@@ -7,6 +7,7 @@ the event loop keeps serving discovery while an ontology is being reasoned over.
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import logging
 import re
@@ -34,6 +35,17 @@ from semreg.terms import ANY, PrefixMap, Tag, check_iri, parse_tags, validate_pr
 from semreg.watch import Topic, WatchHub
 
 log = logging.getLogger("semreg.node")
+
+
+def settle_heap() -> None:
+    """Move what the registry holds out of the collector's way.
+
+    The registry keeps hundreds of thousands of long-lived objects (hierarchy, views, indexes); a full
+    collection walks all of them and stalls every request for tens of milliseconds. After start-up
+    and after large changes, collect once and freeze the survivors so later collections skip them.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 @dataclass(frozen=True)
@@ -105,6 +117,7 @@ class Node:
             await self.load_ontology_file(path)
         self.ready = True
         self._arm_expiry()
+        settle_heap()
         log.info("node ready", extra={"instances": len(regs), "ontologies": len(self.ontologies),
                                       "concepts": self.hierarchy.size, "data_dir": str(self.settings.data_dir or ":memory:"),
                                       "ms": round((time.perf_counter() - started) * 1000)})
@@ -174,6 +187,7 @@ class Node:
             await self._write(self.store.replace_ontology, meta, parsed.triples)
             self.ontologies[name] = meta
             self._install(closure, hierarchy)
+            settle_heap()
         log.info("ontology stored", extra={"ontology": name, "triples": meta.triples, "inferred": meta.inferred,
                                            "new": created, "reasoning_ms": round(reasoning_ms, 1)})
         return OntologyChange(meta, created, reasoning_ms, hierarchy.size)
@@ -305,6 +319,8 @@ class Node:
                  if reg.id not in self.registry.instances or self.registry.instances[reg.id].revision < rev]
         out = self.registry.put_many([r for r, _ in fresh], self.clock(), revisions=[v for _, v in fresh])
         self._arm_expiry()
+        if len(regs) >= 1000:
+            settle_heap()
         return out
 
     async def deregister(self, instance_id: str) -> None:
