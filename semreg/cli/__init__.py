@@ -8,7 +8,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("semreg.cli.serve", "semreg.cli.bench")
+COMMANDS = ("semreg.cli.serve", "semreg.cli.bench", "semreg.cli.commands", "semreg.cli.ontology", "semreg.cli.sparql")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,286 @@
+"""The registry's routes, written once for both clients.
+
+Each operation is a generator: it yields the `Call`s it needs and receives their `httpx.Response`s
+(or has the client's error thrown into it), then returns its value. `Client` drives these with
+blocking I/O and `AsyncClient` with `await`; the `operation` decorator turns each generator into a
+method that hands it to the client's `_call`, so `client.discover(...)` returns the value and
+`await aclient.discover(...)` the same value. Caching and the stale fallback live here, once.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import random
+import time
+from collections.abc import Callable, Generator, Hashable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from semreg.client.cache import LookupCache
+from semreg.client.calls import Call, FileBody, Progress, RouteURL, WatchState, clean, json_or_none, rdf_content_type
+from semreg.client.errors import ApiError, NoInstanceAvailable, SemregClientError, Unreachable
+from semreg.client.transport import RetryPolicy, Transport, parse_urls
+
+P = ParamSpec("P")
+T = TypeVar("T")
+Steps = Generator[Call, httpx.Response, T]
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+MAX_ROUTE_TARGETS = 32  # distinct instances remembered per route query, for the stale fallback
+
+
+def operation(steps: Callable[Concatenate[Any, P], Steps[T]]) -> Callable[Concatenate[Any, P], T]:
+    """A generator of calls → a client method running it (blocking, or as a coroutine on `AsyncClient`)."""
+
+    @functools.wraps(steps)
+    def method(self: Any, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._call(steps(self, *args, **kwargs))
+
+    method.steps = steps  # type: ignore[attr-defined]
+    return method
+
+
+def _key(kind: str, params: Mapping[str, Any]) -> Hashable:
+    return (kind, tuple(sorted(clean(params).items())))
+
+
+def _fallback_worthy(exc: SemregClientError) -> bool:
+    """Errors that mean 'the registry cannot answer now' rather than 'the registry said no'."""
+    if isinstance(exc, Unreachable):
+        return True
+    return isinstance(exc, ApiError) and exc.status >= 500 and not isinstance(exc, NoInstanceAvailable)
+
+
+class ClientBase:
+    """State shared by `Client` and `AsyncClient`: URLs and breakers, cache, credentials, timeouts."""
+
+    def __init__(self, url: str | Iterable[str] = DEFAULT_URL, token: str | None = None, timeout_s: float = 5.0, *,
+                 retry: RetryPolicy | None = None, cache_ttl_s: float = 5.0, cache_jitter: float = 0.2,
+                 watch_cache: bool = False, watch_wait_s: float = 30.0, clock: Callable[[], float] = time.monotonic,
+                 rng: random.Random | None = None, headers: Mapping[str, str] | None = None) -> None:
+        self.urls = parse_urls(url)
+        self.token = token
+        self.timeout_s = timeout_s
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.transport = Transport(self.urls, retry or RetryPolicy(), clock, self.rng)
+        self.cache = LookupCache(cache_ttl_s, cache_jitter, clock, self.rng)
+        self.watch_cache = watch_cache
+        self.watch_wait_s = watch_wait_s
+        self.headers = {"User-Agent": "semreg-client", **(headers or {})}
+        if token:
+            self.headers["Authorization"] = f"Bearer {token}"
+        self._route_turn = itertools.count()
+
+    def _call(self, steps: Steps[T]) -> Any:  # pragma: no cover - each client defines it
+        raise NotImplementedError
+
+    def _start_cache_watch(self, key: Hashable, params: dict[str, Any]) -> None:
+        """Keep a cached discover result current with a background watch (only with watch_cache)."""
+
+    # -- instances ---------------------------------------------------------------------------------
+    @operation
+    def put_instance(self, id: str, body: Mapping[str, Any]) -> Steps[dict[str, Any]]:
+        """Create or replace an instance from a registration body, once: no heartbeats (see `register`)."""
+        resp = yield Call("PUT", f"/v1/instances/{quote(id, safe='')}", json=dict(body))
+        self.cache.expire()
+        return resp.json()
+
+    @operation
+    def instances(self, service: str | None = None) -> Steps[list[dict[str, Any]]]:
+        """Every registered instance (of `service`, if given), in every status."""
+        resp = yield Call("GET", "/v1/instances", params={"service": service})
+        return resp.json()
+
+    @operation
+    def instance(self, id: str) -> Steps[dict[str, Any]]:
+        """One instance's view; `NotFound` if it is not registered."""
+        resp = yield Call("GET", f"/v1/instances/{quote(id, safe='')}")
+        return resp.json()
+
+    @operation
+    def deregister(self, id: str) -> Steps[None]:
+        """Remove an instance; `NotFound` if it was not registered."""
+        yield Call("DELETE", f"/v1/instances/{quote(id, safe='')}")
+        self.cache.expire()
+
+    @operation
+    def heartbeat(self, id: str, load: float | None = None, status: str | None = None) -> Steps[dict[str, Any]]:
+        """Renew an instance's ttl, reporting its load and admin status (`up`, `blocked`, `draining`).
+
+        Returns `{"id", "status", "expires_at"}`; `NotFound` when the registry no longer has it.
+        """
+        body = {k: v for k, v in (("load", load), ("status", status)) if v is not None}
+        resp = yield Call("PUT", f"/v1/instances/{quote(id, safe='')}/heartbeat", json=body or None)
+        return resp.json()
+
+    # -- discovery ---------------------------------------------------------------------------------
+    @operation
+    def discover(self, s: str, p: str | None = None, o: str | None = None, match: str | Iterable[str] | None = None,
+                 service: str | None = None, status: str | None = None,
+                 limit: int | None = None) -> Steps[dict[str, Any]]:
+        """Instances whose tags match the pattern `(s p o)`: the contract's JSON as a dict.
+
+        Served from the local cache while fresh. When no registry URL can answer, the last good answer
+        for the same query is returned with `"stale": True` added (and `Unreachable` raised if there is none).
+        """
+        params = {"s": s, "p": p, "o": o, "match": match, "service": service, "status": status, "limit": limit}
+        key = _key("discover", params)
+        hit = self.cache.fresh(key)
+        if hit is not None:
+            return dict(hit)  # a copy, so a caller's edits stay out of the cache
+        try:
+            resp = yield Call("GET", "/v1/discover", params=params)
+        except SemregClientError as exc:
+            entry = self.cache.last(key) if _fallback_worthy(exc) else None
+            if entry is None:
+                raise
+            return {**entry.value, "stale": True}
+        body = resp.json()
+        if self.cache.put(key, body):
+            self._start_cache_watch(key, params)
+        return body
+
+    @operation
+    def _watch_step(self, state: WatchState, params: dict[str, Any]) -> Steps[dict[str, Any] | None]:
+        resp = yield Call("GET", "/v1/discover", params={**params, **state.params()},
+                          timeout_s=state.timeout_s(self.timeout_s))
+        return state.update(resp)
+
+    @operation
+    def route(self, s: str, p: str | None = None, o: str | None = None, match: str | Iterable[str] | None = None,
+              service: str | None = None, policy: str | None = None, path: str = "") -> Steps[RouteURL]:
+        """The URL of the instance the registry picks for this request (its 307 `Location`, not followed).
+
+        `NoInstanceAvailable` (with `retry_after`) when none is eligible. Every route is asked of the
+        registry, since its balancing counts the routes it hands out; when no registry URL answers, an
+        instance from earlier answers to the same query is chosen in turn and the `RouteURL` has
+        `stale=True`.
+        """
+        params = {"s": s, "p": p, "o": o, "match": match, "service": service, "policy": policy, "path": path or None}
+        key = _key("route", {**params, "path": None})
+        try:
+            resp = yield Call("GET", "/v1/route", params=params, final_statuses=frozenset({503}))
+        except SemregClientError as exc:
+            if not _fallback_worthy(exc):
+                raise
+            stale = self._stale_route(key, params, path)
+            if stale is None:
+                raise
+            return stale
+        location = resp.headers.get("location")
+        if resp.status_code not in (301, 302, 303, 307, 308) or not location:
+            raise SemregClientError(f"the registry answered /v1/route with {resp.status_code} and no redirect.")
+        instance_id = resp.headers.get("x-semreg-instance")
+        base = location[: len(location) - len(path)] if path and location.endswith(path) else location
+        entry = self.cache.last(key)
+        targets = [(base, instance_id)] + [t for t in (entry.value if entry else []) if t[1] != instance_id]
+        self.cache.put(key, targets[:MAX_ROUTE_TARGETS])
+        return RouteURL(location, instance_id)
+
+    def _stale_route(self, key: Hashable, params: dict[str, Any], path: str) -> RouteURL | None:
+        entry = self.cache.last(key)
+        targets: list[tuple[str, str | None]] = list(entry.value) if entry else []
+        if not targets:
+            query = {k: params[k] for k in ("s", "p", "o", "match", "service")}
+            found = self.cache.last(_key("discover", {**query, "status": None, "limit": None}))
+            for view in (found.value.get("instances", []) if found else []):
+                if view.get("status") == "up":
+                    targets.append((f"{view['scheme']}://{view['address']}:{view['port']}", view["id"]))
+        if not targets:
+            return None
+        base, instance_id = targets[next(self._route_turn) % len(targets)]
+        return RouteURL(base + path, instance_id, stale=True)
+
+    @operation
+    def discover_tags(self, tags: Iterable[str | Mapping[str, str]]) -> Steps[dict[str, Any]]:
+        """Exact lookup of many tags at once, no reasoning: `{"peers": {"S P O": [view, ...]}}`."""
+        resp = yield Call("POST", "/v1/discover/tags", json={"tags": list(tags)}, idempotent=True)
+        return resp.json()
+
+    @operation
+    def tags(self) -> Steps[dict[str, Any]]:
+        """Every registered tag: `{"tags": [{"s", "p", "o", "instances"}]}`."""
+        resp = yield Call("GET", "/v1/tags")
+        return resp.json()
+
+    @operation
+    def expand(self, s: str, p: str | None = None, o: str | None = None,
+               match: str | Iterable[str] | None = None) -> Steps[dict[str, Any]]:
+        """What each component of `(s p o)` expands to, with degrees: a discovery explained."""
+        resp = yield Call("GET", "/v1/expand", params={"s": s, "p": p, "o": o, "match": match})
+        return resp.json()
+
+    @operation
+    def concept(self, term: str) -> Steps[dict[str, Any]]:
+        """A concept's label, kind, parents, children, ancestors and descendants."""
+        resp = yield Call("GET", f"/v1/concepts/{quote(term, safe='')}")
+        return resp.json()
+
+    # -- ontologies and prefixes -------------------------------------------------------------------
+    @operation
+    def put_ontology(self, name: str, data: bytes | str | Path, content_type: str | None = None,
+                     progress: Progress | None = None) -> Steps[dict[str, Any]]:
+        """Upload (or replace) an ontology. A `Path` is streamed, calling `progress(sent, total)`; its
+        media type is guessed from the suffix unless `content_type` is given; bytes and str default to Turtle.
+        """
+        media = rdf_content_type(data, content_type)
+        content: bytes | FileBody
+        if isinstance(data, Path):
+            content = FileBody(data, progress)
+        else:
+            content = data.encode() if isinstance(data, str) else bytes(data)
+        resp = yield Call("PUT", f"/v1/ontologies/{quote(name, safe='')}", content=content,
+                          headers={"Content-Type": media}, timeout_s=max(self.timeout_s, 120.0))
+        self.cache.expire()
+        return resp.json()
+
+    @operation
+    def get_ontology(self, name: str, accept: str = "text/turtle") -> Steps[str]:
+        """An ontology's RDF, serialised as `accept` asks."""
+        resp = yield Call("GET", f"/v1/ontologies/{quote(name, safe='')}", headers={"Accept": accept})
+        return resp.text
+
+    @operation
+    def ontologies(self) -> Steps[list[dict[str, Any]]]:
+        """`[{"name", "triples", "inferred", "uploaded_at"}]`."""
+        resp = yield Call("GET", "/v1/ontologies")
+        return resp.json()
+
+    @operation
+    def delete_ontology(self, name: str) -> Steps[None]:
+        yield Call("DELETE", f"/v1/ontologies/{quote(name, safe='')}")
+        self.cache.expire()
+
+    @operation
+    def prefixes(self) -> Steps[dict[str, str]]:
+        """`{prefix: namespace IRI}`: every prefix the registry knows."""
+        resp = yield Call("GET", "/v1/prefixes")
+        return resp.json()
+
+    @operation
+    def put_prefix(self, prefix: str, iri: str) -> Steps[dict[str, Any]]:
+        resp = yield Call("PUT", f"/v1/prefixes/{quote(prefix, safe='')}", json={"iri": iri})
+        return json_or_none(resp)
+
+    # -- SPARQL and operations ---------------------------------------------------------------------
+    @operation
+    def sparql(self, query: str, accept: str = "application/sparql-results+json") -> Steps[Any]:
+        """Run a SPARQL query; a JSON answer comes back parsed, any other format as text."""
+        resp = yield Call("POST", "/sparql", data={"query": query}, headers={"Accept": accept}, idempotent=True,
+                          final_statuses=frozenset({503}), timeout_s=max(self.timeout_s, 30.0))
+        if "json" in resp.headers.get("content-type", ""):
+            return resp.json()
+        return resp.text
+
+    @operation
+    def cluster(self) -> Steps[dict[str, Any]]:
+        """`{"node", "members", "replicas", "checksum"}` of the node that answers."""
+        resp = yield Call("GET", "/v1/cluster")
+        return resp.json()
+
+
+__all__ = ["DEFAULT_URL", "ClientBase", "Steps", "operation"]

@@ -1,0 +1,146 @@
+"""`Client`: the blocking client, on `httpx.Client`; safe to share between threads."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from typing import Any, Self
+
+import httpx
+
+from semreg.client.base import ClientBase, Steps, T
+from semreg.client.calls import Call, WatchState, describe_transport_error, error_from, instance_body, local_error
+from semreg.client.errors import SemregClientError
+from semreg.client.heartbeat import LoadFn, Registration
+from semreg.client.transport import backoff_s
+
+log = logging.getLogger("semreg.client")
+
+
+class Client(ClientBase):
+    """A registry client. `url`: one URL, a list, or a comma-separated string of them.
+
+    Keyword options: `retry` (a `RetryPolicy`), `cache_ttl_s` / `cache_jitter` (the discover cache;
+    0 turns freshness caching off, the stale fallback stays), `watch_cache` (keep cached discover
+    results current with background watches), `clock`, `sleep` and `rng` (injected in tests),
+    `http_transport` (an `httpx.BaseTransport`, e.g. `httpx.MockTransport`), `headers`.
+    """
+
+    def __init__(self, url: str | Iterable[str] = "http://127.0.0.1:8080", token: str | None = None,
+                 timeout_s: float = 5.0, *, sleep: Callable[[float], None] = time.sleep,
+                 http_transport: httpx.BaseTransport | None = None, **options: Any) -> None:
+        super().__init__(url, token, timeout_s, **options)
+        self.sleep = sleep
+        self.http = httpx.Client(headers=self.headers, follow_redirects=False, transport=http_transport)
+        self._closed = threading.Event()
+        self._watchers: dict[Hashable, threading.Thread] = {}
+        self._watchers_lock = threading.Lock()
+
+    # -- driving operations ------------------------------------------------------------------------
+    def _call(self, steps: Steps[T]) -> T:
+        try:
+            call = next(steps)
+            while True:
+                try:
+                    response = self._send(call)
+                except SemregClientError as exc:
+                    call = steps.throw(exc)
+                else:
+                    call = steps.send(response)
+        except StopIteration as stop:
+            return stop.value
+
+    def _send(self, call: Call) -> httpx.Response:
+        plan = self.transport.plan(call.is_idempotent)
+        while (attempt := plan.next()) is not None:
+            if attempt.delay_s > 0:
+                self.sleep(attempt.delay_s)
+            try:
+                response = self.http.request(call.method, attempt.url + call.path,
+                                             timeout=call.timeout_s or self.timeout_s, **call.request_kwargs(False))
+            except httpx.TransportError as exc:
+                failure = describe_transport_error(exc)
+                if failure is None:
+                    raise local_error(exc) from exc
+                plan.failed(attempt, *failure)
+                continue
+            if plan.answered(attempt, response.status_code, response, call.final_statuses):
+                return self._checked(response, call)
+        if plan.last_response is not None:
+            return self._checked(plan.last_response, call)
+        raise plan.unreachable()
+
+    @staticmethod
+    def _checked(response: httpx.Response, call: Call) -> httpx.Response:
+        if response.status_code >= 400:
+            raise error_from(response, call.path)
+        return response
+
+    # -- registration and watching -----------------------------------------------------------------
+    def register(self, id: str, service: str, address: str, port: int, tags: Iterable[Any] = (), ttl: float = 30,
+                 weight: int = 1, capacity: int | None = None, meta: Mapping[str, str] | None = None,
+                 check: Mapping[str, Any] | None = None, scheme: str = "http", deregister_after: float | None = None,
+                 load: LoadFn | None = None) -> Registration:
+        """Register (one request, however many tags) and keep the instance alive with heartbeats every
+        ttl/3 on a daemon thread; use the handle as a context manager or call `close()` to deregister."""
+        body = instance_body(service, address, port, tags, ttl, weight, capacity, meta, check, scheme,
+                             deregister_after)
+        return Registration(self, id, body, load).open()
+
+    def watch(self, s: str, p: str | None = None, o: str | None = None, match: str | Iterable[str] | None = None,
+              service: str | None = None, status: str | None = None, limit: int | None = None,
+              wait_s: float = 30.0) -> Iterator[dict[str, Any]]:
+        """Yield the current discover result, then each new one as the registry reports a change.
+
+        Raises `Unreachable` when no registry answers; close the generator to stop watching.
+        """
+        state = WatchState(wait_s)
+        params = {"s": s, "p": p, "o": o, "match": match, "service": service, "status": status, "limit": limit}
+        while True:
+            result = self._watch_step(state, params)
+            if result is not None:
+                yield result
+
+    def _start_cache_watch(self, key: Hashable, params: dict[str, Any]) -> None:
+        if not self.watch_cache or self._closed.is_set():
+            return
+        with self._watchers_lock:
+            if key in self._watchers:
+                return
+            thread = self._watchers[key] = threading.Thread(target=self._cache_watch, args=(key, params),
+                                                            daemon=True, name="semreg-cache-watch")
+        thread.start()
+
+    def _cache_watch(self, key: Hashable, params: dict[str, Any]) -> None:
+        """Long-poll one cached query and keep its entry pinned fresh; on failure, unpin and back off."""
+        state = WatchState(self.watch_wait_s)
+        failures = 0
+        while not self._closed.is_set():
+            try:
+                self._watch_step(state, params)
+            except Exception as exc:  # noqa: BLE001 - includes "client closed" while a poll was in flight
+                if self._closed.is_set():
+                    return
+                self.cache.unpin(key)
+                state.index = None
+                failures += 1
+                log.debug("cache watch failed: %s", exc)
+                self._closed.wait(backoff_s(min(failures, 8), self.transport.policy, self.rng) + 0.5)
+                continue
+            failures = 0
+            if state.latest is not None and not self._closed.is_set():
+                # a wait that ended without a change still brings newer loads and leases
+                self.cache.put(key, state.latest, pinned=True)
+
+    # -- life cycle --------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close connections and stop cache watches (their threads end after their current long poll)."""
+        self._closed.set()
+        self.http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

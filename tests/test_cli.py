@@ -1,0 +1,328 @@
+"""The client commands, end to end: `python -m semreg ...` subprocesses against a real server."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import httpx
+import pytest
+from conftest import ONTOLOGIES
+from server import ServerProcess, free_port
+
+EX = "http://example.org/obras#"
+SR_ANY = "https://w3id.org/semreg#Any"
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    base = tmp_path_factory.mktemp("cli-server")
+    server = ServerProcess(base / "data", "--ontology", str(ONTOLOGIES / "obras.ttl")).start(base / "logs")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def http(srv):
+    with srv.client() as c:
+        yield c
+
+
+def semreg(*args: str, url: str | None = None, env: dict[str, str] | None = None, stdin: str | None = None,
+           timeout_s: float = 60) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEMREG_")}
+    environ.update({"SEMREG_URL": url} if url else {})
+    environ.update(env or {})
+    return subprocess.run([sys.executable, "-m", "semreg", *args], check=False, capture_output=True, text=True,
+                          env=environ, input=stdin, timeout=timeout_s)
+
+
+def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert result.returncode == 0, f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+    return result
+
+
+def js(result: subprocess.CompletedProcess):
+    return json.loads(ok(result).stdout)
+
+
+def uid(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def lines(text: str) -> list[list[str]]:
+    return [line.split() for line in text.strip().splitlines()]
+
+
+def wait_for(condition, timeout_s: float = 15.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"{what} did not happen within {timeout_s} s")
+
+
+def register(srv, iid: str, service: str, *tags: str, port: int = 9000, extra: tuple[str, ...] = ()):
+    args = ["register", "--id", iid, "--service", service, "--address", "127.0.0.1", "--port", str(port),
+            "--ttl", "0"]
+    for tag in tags:
+        args += ["--tag", tag]
+    return semreg(*args, *extra, "--json", url=srv.url)
+
+
+# -- instances ---------------------------------------------------------------------------------------
+def test_register_instances_heartbeat_deregister(srv, http):
+    iid, service = uid("livros"), uid("svc")
+    view = js(semreg("register", "--id", iid, "--service", service, "--address", "127.0.0.1", "--port", "9001",
+                     "--tag", "ex:Livro ex:temUmGenero ex:Terror", "--tag", "ex:Romance", "--ttl", "60",
+                     "--weight", "3", "--capacity", "10", "--meta", "zone=a", "--meta", "v=1=2",
+                     "--check-tcp", f"127.0.0.1:{srv.port}", "--json", url=srv.url))
+    assert view["id"] == iid and view["weight"] == 3 and view["capacity"] == 10 and view["ttl"] == 60
+    assert view["meta"] == {"zone": "a", "v": "1=2"} and view["check"]["tcp"] == f"127.0.0.1:{srv.port}"
+    assert view["tags"][0] == {"s": EX + "Livro", "p": EX + "temUmGenero", "o": EX + "Terror"}
+    assert http.get(f"/v1/instances/{iid}").status_code == 200, "a one-shot register leaves the lease behind"
+
+    listed = js(semreg("instances", "--service", service, "--json", url=srv.url))
+    assert [i["id"] for i in listed] == [iid] and {"status", "expires_at", "tags", "load"} <= set(listed[0])
+    table = ok(semreg("instances", "--service", service, url=srv.url)).stdout
+    header, row = lines(table)
+    assert header == ["ID", "SERVICE", "ADDRESS", "STATUS", "LOAD", "WEIGHT", "EXPIRES", "TAGS"]
+    assert row[:4] == [iid, service, "127.0.0.1:9001", "up"] and "ex:Livro" in row and "(+1)" in row
+    one = ok(semreg("instances", iid, url=srv.url)).stdout
+    assert "ex:Romance sr:Any sr:Any" in one, "tags shown as CURIEs"
+    assert js(semreg("instances", iid, "--json", url=srv.url))["id"] == iid
+
+    beat = js(semreg("heartbeat", iid, "--load", "4", "--status", "draining", "--json", url=srv.url))
+    assert set(beat) >= {"id", "status", "expires_at"} and beat["status"] == "draining"
+    assert http.get(f"/v1/instances/{iid}").json()["load"] == 4
+    assert iid in ok(semreg("heartbeat", iid, url=srv.url)).stdout
+
+    assert js(semreg("deregister", iid, "--json", url=srv.url)) == {"id": iid, "deregistered": True}
+    assert http.get(f"/v1/instances/{iid}").status_code == 404
+
+
+@pytest.mark.parametrize("args", [["deregister", "nobody-here"], ["heartbeat", "nobody-here"],
+                                  ["instances", "nobody-here"], ["concept", "ex:Nothing"],
+                                  ["ontology", "get", "nothing"], ["ontology", "delete", "nothing"]])
+def test_not_found_exits_4_with_the_servers_sentence(srv, args):
+    result = semreg(*args, url=srv.url)
+    assert result.returncode == 4, result.stderr
+    assert result.stdout == "" and result.stderr.startswith("semreg: ")
+    assert "nobody-here" in result.stderr or "nothing" in result.stderr.lower()
+
+
+def test_register_keep_alive_heartbeats_until_ctrl_c_then_deregisters(srv, http):
+    iid = uid("alive")
+    proc = subprocess.Popen([sys.executable, "-m", "semreg", "register", "--id", iid, "--service", "alive",
+                             "--address", "127.0.0.1", "--port", "9002", "--ttl", "1", "--tag", "ex:Filme",
+                             "--keep-alive", "--url", srv.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        first = wait_for(lambda: http.get(f"/v1/instances/{iid}").json().get("expires_at"), what="registration")
+        wait_for(lambda: http.get(f"/v1/instances/{iid}").json()["expires_at"] > first, what="a heartbeat")
+        time.sleep(1.2)  # past the ttl: still up only thanks to the heartbeats
+        assert http.get(f"/v1/instances/{iid}").json()["status"] == "up"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert f"registered {iid}" in out and f"deregistered {iid}" in err
+    assert http.get(f"/v1/instances/{iid}").status_code == 404
+
+
+# -- discovery ---------------------------------------------------------------------------------------
+def test_discover_table_uses_curies_and_json_is_the_servers(srv):
+    service = uid("disc")
+    ok(register(srv, uid("l"), service, "ex:Livro ex:temUmGenero ex:Terror", port=9101))
+    ok(register(srv, uid("p"), service, "ex:Obra a ex:Pintura", port=9102))
+    result = js(semreg("discover", "ex:Obra", "ex:temUmGenero", "ex:Terror", "--service", service, "--json",
+                       url=srv.url))
+    assert set(result) == {"query", "matches", "instances"}
+    assert result["query"] == {"s": EX + "Obra", "p": EX + "temUmGenero", "o": EX + "Terror"}
+    assert [m["degree"] for m in result["matches"]] == ["narrower"] and len(result["instances"]) == 1
+    assert set(result["matches"][0]) >= {"tag", "degree", "distance", "instances"}
+    quoted = js(semreg("discover", "ex:Obra ex:temUmGenero ex:Terror", "--service", service, "--json", url=srv.url))
+    assert quoted == result, "one quoted pattern is the same as three terms"
+
+    rows = lines(ok(semreg("discover", "ex:Obra", "ex:temUmGenero", "ex:Terror", "--service", service,
+                           url=srv.url)).stdout)
+    assert rows[0] == ["ID", "SERVICE", "URL", "STATUS", "LOAD", "DEGREE", "DISTANCE", "TAG"]
+    assert rows[1][2:] == ["http://127.0.0.1:9101", "up", "0", "narrower", "1", "ex:Livro", "ex:temUmGenero",
+                           "ex:Terror"]
+    everything = js(semreg("discover", "ex:Obra", "--match", "all", "--service", service, "--json", url=srv.url))
+    assert len(everything["instances"]) == 2
+    assert "no instances match" in ok(semreg("discover", "ex:Filme", "--service", service, url=srv.url)).stdout
+
+
+def test_route_prints_the_url(srv):
+    service = uid("route")
+    iid = uid("r")
+    ok(register(srv, iid, service, "ex:Filme ex:temUmGenero ex:Terror", port=9201))
+    out = ok(semreg("route", "ex:Obra", "ex:temUmGenero", "ex:Terror", "--service", service, "--path", "/films",
+                    url=srv.url)).stdout
+    assert out == "http://127.0.0.1:9201/films\n"
+    assert js(semreg("route", "ex:Obra", "--service", service, "--json", url=srv.url)) == \
+        {"url": "http://127.0.0.1:9201", "instance": iid}
+    none = semreg("route", "ex:Obra", "--service", uid("nobody"), url=srv.url)
+    assert none.returncode == 1 and none.stderr.startswith("semreg: ") and none.stdout == ""
+
+
+def test_watch_prints_each_change(srv):
+    service = uid("watch")
+    proc = subprocess.Popen([sys.executable, "-m", "semreg", "watch", "ex:Obra", "--service", service, "--json",
+                             "--count", "2", "--wait", "10", "--url", srv.url], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        first = json.loads(proc.stdout.readline())
+        assert first["instances"] == []
+        iid = uid("w")
+        ok(register(srv, iid, service, "ex:Livro", port=9301))
+        second = json.loads(proc.stdout.readline())
+        assert [i["id"] for i in second["instances"]] == [iid]
+        proc.wait(20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, proc.stderr.read()
+    table = ok(semreg("watch", "ex:Obra", "--service", service, "--count", "1", url=srv.url)).stdout
+    assert table.startswith("# ") and "1 instance(s)" in table and iid in table
+
+
+def test_tags_expand_and_concept(srv):
+    service = uid("tags")
+    ok(register(srv, uid("t"), service, "ex:Romance ex:temGeneroPrincipal ex:Drama", port=9401))
+    tags = js(semreg("tags", "--json", url=srv.url))["tags"]
+    mine = [t for t in tags if t["o"] == EX + "Drama"]
+    assert mine and set(mine[0]) == {"s", "p", "o", "instances"}
+    table = lines(ok(semreg("tags", url=srv.url)).stdout)
+    assert table[0] == ["SUBJECT", "PREDICATE", "OBJECT", "INSTANCES"]
+    assert ["ex:Romance", "ex:temGeneroPrincipal", "ex:Drama"] in [r[:3] for r in table]
+
+    expanded = js(semreg("expand", "ex:Obra", "ex:temUmGenero", "--json", url=srv.url))
+    assert {"query", "components", "tags"} <= set(expanded)
+    assert EX + "Romance" in [c["iri"] for c in expanded["components"]["s"]]
+    text = ok(semreg("expand", "ex:Obra", "ex:temUmGenero", url=srv.url)).stdout
+    assert "ex:Romance" in text and "ex:temGeneroPrincipal" in text and "REGISTERED TAG" in text
+
+    concept = js(semreg("concept", "ex:Livro", "--json", url=srv.url))
+    assert concept["iri"] == EX + "Livro" and concept["parents"] == [EX + "Obra"]
+    assert "ex:Obra" in ok(semreg("concept", "ex:Livro", url=srv.url)).stdout
+
+
+# -- ontologies and SPARQL ---------------------------------------------------------------------------
+def test_ontology_put_list_get_delete(srv, tmp_path):
+    path = tmp_path / "cores.ttl"
+    body = ["@prefix co: <http://example.org/cores#> .", "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> ."]
+    body += [f"co:Tom{n} rdfs:subClassOf co:Cor ." for n in range(5000)]
+    path.write_text("\n".join(body) + "\n")
+    put = ok(semreg("ontology", "put", "cores", str(path), "--progress", url=srv.url))
+    assert put.stdout.startswith("uploaded cores: 5000 triples")
+    assert "cores" in put.stderr, "the progress bar goes to stderr"
+    listed = js(semreg("ontology", "list", "--json", url=srv.url))
+    assert {"name", "triples", "inferred", "uploaded_at"} <= set(next(o for o in listed if o["name"] == "cores"))
+    rows = lines(ok(semreg("ontology", "list", url=srv.url)).stdout)
+    assert rows[0][:3] == ["NAME", "TRIPLES", "INFERRED"] and ["cores", "5000"] in [r[:2] for r in rows]
+    assert "Tom4999" in ok(semreg("ontology", "get", "cores", url=srv.url)).stdout
+    nt = ok(semreg("ontology", "get", "cores", "--format", "ntriples", url=srv.url)).stdout
+    assert "<http://example.org/cores#Tom7> <http://www.w3.org/2000/01/rdf-schema#subClassOf>" in nt
+    out = tmp_path / "copy.jsonld"
+    ok(semreg("ontology", "get", "cores", "--json", "-o", str(out), url=srv.url))
+    assert json.loads(out.read_text())
+    put_json = js(semreg("ontology", "put", "cores", str(path), "--json", url=srv.url))
+    assert put_json["name"] == "cores" and put_json["triples"] == 5000
+    stdin_put = js(semreg("ontology", "put", "tiny", "-", "--json", url=srv.url,
+                          stdin="<http://x.org/a> <http://www.w3.org/2000/01/rdf-schema#subClassOf> <http://x.org/b> ."))
+    assert stdin_put["triples"] == 1
+    assert ok(semreg("ontology", "delete", "cores", url=srv.url)).stdout == "deleted cores\n"
+    assert js(semreg("ontology", "delete", "tiny", "--json", url=srv.url)) == {"name": "tiny", "deleted": True}
+    assert semreg("ontology", "delete", "cores", url=srv.url).returncode == 4
+
+
+def test_ontology_put_refusals(srv, tmp_path):
+    bad = tmp_path / "bad.ttl"
+    bad.write_text("@prefix : <http://x.org/> .\n:a :b .\n")
+    result = semreg("ontology", "put", "bad", str(bad), url=srv.url)
+    assert result.returncode == 1 and result.stderr.startswith("semreg: ") and "line" in result.stderr.lower()
+    assert semreg("ontology", "put", "x", str(tmp_path / "missing.ttl"), url=srv.url).returncode == 2
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello")
+    assert semreg("ontology", "put", "x", str(notes), url=srv.url).returncode == 2
+
+
+def test_sparql_table_json_and_formats(srv):
+    service = uid("sparql")
+    iid = uid("s")
+    ok(register(srv, iid, service, "ex:Pintura", port=9501))
+    query = (f"PREFIX sr: <https://w3id.org/semreg#> SELECT ?id ?tagS WHERE {{ ?i a sr:Instance ; "
+             f"sr:service '{service}' ; sr:id ?id ; sr:tag ?t . ?t <http://www.w3.org/1999/02/22-rdf-syntax-ns#subject> ?tagS }}")
+    result = ok(semreg("sparql", query, url=srv.url))
+    assert lines(result.stdout) == [["id", "tagS"], [iid, "ex:Pintura"]]
+    assert "(1 row)" in result.stderr
+    data = js(semreg("sparql", query, "--json", url=srv.url))
+    assert data["head"]["vars"] == ["id", "tagS"]
+    assert data["results"]["bindings"][0]["tagS"] == {"type": "uri", "value": EX + "Pintura"}
+    csv = ok(semreg("sparql", query, "--format", "csv", url=srv.url)).stdout
+    assert csv.splitlines()[0].strip() == "id,tagS" and iid in csv
+    tsv = ok(semreg("sparql", query, "--format", "tsv", url=srv.url)).stdout
+    assert tsv.splitlines()[0].strip() == "?id\t?tagS"
+    xml = ok(semreg("sparql", query, "--format", "xml", url=srv.url)).stdout
+    assert "<sparql" in xml and iid in xml
+    assert ok(semreg("sparql", "ASK { ?s ?p ?o }", url=srv.url)).stdout == "true\n"
+    graph = ok(semreg("sparql", "CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o . FILTER(?s = <http://example.org/obras#Livro>) }",
+                      url=srv.url)).stdout
+    assert "Livro" in graph and "subClassOf" in graph
+    from_stdin = ok(semreg("sparql", "-", "--format", "csv", url=srv.url, stdin="SELECT ?x WHERE { VALUES ?x { 1 } }"))
+    assert from_stdin.stdout.split() == ["x", "1"]
+    bad = semreg("sparql", "SELEKT ?x", url=srv.url)
+    assert bad.returncode == 1 and bad.stderr.startswith("semreg: ")
+
+
+# -- exit codes, environment, help -------------------------------------------------------------------
+def test_exit_codes(srv):
+    dead = f"http://127.0.0.1:{free_port()}"
+    unreachable = semreg("instances", url=dead)
+    assert unreachable.returncode == 3 and "no registry answered" in unreachable.stderr
+    assert semreg("discover", "ex:Obra", "--url", dead).returncode == 3
+    bad_term = semreg("discover", "zz:Foo", url=srv.url)
+    assert bad_term.returncode == 1 and "zz" in bad_term.stderr and bad_term.stdout == ""
+    for args in (["discover"], ["discover", "a", "b", "c", "d"], ["register", "--service", "x"],
+                 ["register", "--service", "x", "--address", "h", "--port", "1", "--meta", "novalue"],
+                 ["instances", "--bogus"], ["sparql", "@/no/such/file"], ["ontology"]):
+        result = semreg(*args, url=srv.url)
+        assert result.returncode == 2, (args, result.stderr)
+        assert result.stderr
+
+
+def test_url_list_env_and_token(start_server, tmp_path):
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": [{"name": "ops", "token": "t-ops", "scopes": ["admin"]}]}))
+    server = start_server("--tokens", str(tokens))
+    dead = f"http://127.0.0.1:{free_port()}"
+    both = f"{dead},{server.url}"
+    assert js(semreg("instances", "--json", url=both, env={"SEMREG_TOKEN": "t-ops"})) == []
+    assert js(semreg("instances", "--json", "--token", "t-ops", "--url", both)) == []
+    refused = semreg("instances", url=server.url)
+    assert refused.returncode == 1 and refused.stderr.startswith("semreg: ")
+
+
+def test_help_documents_the_exit_codes():
+    for command in (["discover"], ["register"], ["ontology", "put"], ["sparql"]):
+        text = ok(semreg(*command, "--help")).stdout
+        assert "exit codes:" in text and "3  no registry URL could be reached" in text and "SEMREG_URL" in text
+
+
+def test_default_url_comes_from_the_environment(srv):
+    assert semreg("tags", "--json", env={"SEMREG_URL": srv.url}).returncode == 0
+    result = semreg("tags", env={"SEMREG_URL": f"http://127.0.0.1:{free_port()}"})
+    assert result.returncode == 3
+    assert httpx.get(srv.url + "/healthz").status_code == 200
