@@ -92,6 +92,21 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def raise_open_files_limit() -> int:
+    """Raise the soft limit on open files to the hard one: each watch holds a connection."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY:
+            hard = 1 << 20
+        if soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        return hard
+    except (ImportError, ValueError, OSError):
+        return -1
+
+
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -101,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     logs.configure(settings.log_level, settings.log_format)
+    raise_open_files_limit()
     if settings.tokens_file is None and not settings.insecure and not is_loopback(settings.host):
         print(f"semreg: refusing to listen on {settings.host} with no tokens: anyone who can reach it could "
               f"deregister every service. Give --tokens FILE, listen on 127.0.0.1, or pass --insecure.",
