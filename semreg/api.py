@@ -252,6 +252,7 @@ async def put_ontology(request: Request) -> Response:
     body = await read_body(request, node.settings.ontology_body_limit_bytes, "the ontology")
     change = await node.put_ontology(name, body, request.headers.get("content-type"))
     return JSONResponse({**change.meta.as_json(), "reasoning_ms": round(change.reasoning_ms, 1),
+                         "timings_ms": {k: round(v, 1) for k, v in change.timings_ms.items()},
                          "concepts": change.classes, "ms": round((time.perf_counter() - started) * 1000, 1)},
                         status_code=201 if change.created else 200)
 

@@ -7,6 +7,7 @@ the event loop keeps serving discovery while an ontology is being reasoned over.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import hashlib
 import logging
@@ -14,7 +15,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,15 @@ from semreg.watch import Topic, WatchHub
 log = logging.getLogger("semreg.node")
 
 
+@contextlib.contextmanager
+def _phase(timings: dict[str, float], name: str):
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[name] = (time.perf_counter() - started) * 1000
+
+
 def settle_heap() -> None:
     """Move what the registry holds out of the collector's way.
 
@@ -54,6 +64,7 @@ class OntologyChange:
     created: bool
     reasoning_ms: float
     classes: int
+    timings_ms: dict[str, float] = field(default_factory=dict)
 
 
 class Node:
@@ -167,53 +178,66 @@ class Node:
         known = self.ontologies.get(name)
         if known is not None and known.sha256 == hashlib.sha256(body).hexdigest():
             log.info("ontology unchanged", extra={"ontology": name, "file": str(path)})
-            return OntologyChange(known, False, 0.0, self.hierarchy.size)
+            return OntologyChange(known, False, 0.0, self.hierarchy.size, {})
         return await self.put_ontology(name, body, media)
 
     async def put_ontology(self, name: str, body: bytes, content_type: str | None) -> OntologyChange:
         ontology.validate_name(name)
         media = ontology.media_type_of(content_type)
-        parsed = await asyncio.to_thread(ontology.parse, body, media)
+        timings: dict[str, float] = {}
+        with _phase(timings, "parse"):
+            parsed = await asyncio.to_thread(ontology.parse, body, media)
         async with self._ontology_lock:
             assert self.store is not None
             created = name not in self.ontologies
-            others = [q for n in self.ontologies if n != name for q in self.store.ontology_triples(n)]
-            started = time.perf_counter()
-            closure, hierarchy = await asyncio.to_thread(self._reason, [*others, *parsed.triples])
-            reasoning_ms = (time.perf_counter() - started) * 1000
+            others = await self._write(self._ontology_triples, [n for n in self.ontologies if n != name])
+            closure, hierarchy, reason_timings = await asyncio.to_thread(self._reason, [*others, *parsed.triples])
+            timings.update(reason_timings)
             meta = OntologyMeta(name=name, triples=len(parsed.triples), inferred=len(closure.inferred),
                                 uploaded_at=now_rfc3339(), media_type=media, prefixes=parsed.prefixes,
                                 sha256=hashlib.sha256(body).hexdigest())
-            await self._write(self.store.replace_ontology, meta, parsed.triples)
-            self.ontologies[name] = meta
-            self._install(closure, hierarchy)
-            settle_heap()
+            with _phase(timings, "store"):
+                await self._write(self.store.replace_ontology, meta, parsed.triples)
+            with _phase(timings, "install"):
+                self.ontologies[name] = meta
+                self._install(closure, hierarchy)
+                settle_heap()
+        reasoning_ms = timings["closure"] + timings["index"]
         log.info("ontology stored", extra={"ontology": name, "triples": meta.triples, "inferred": meta.inferred,
-                                           "new": created, "reasoning_ms": round(reasoning_ms, 1)})
-        return OntologyChange(meta, created, reasoning_ms, hierarchy.size)
+                                           "new": created, "reasoning_ms": round(reasoning_ms, 1),
+                                           "timings_ms": {k: round(v, 1) for k, v in timings.items()}})
+        return OntologyChange(meta, created, reasoning_ms, hierarchy.size, timings)
+
+    def _ontology_triples(self, names: list[str]) -> list:
+        assert self.store is not None
+        return [q for n in names for q in self.store.ontology_triples(n)]
 
     async def delete_ontology(self, name: str) -> None:
         async with self._ontology_lock:
             assert self.store is not None
             if name not in self.ontologies:
                 raise NotFound(f"no ontology named '{name}'.")
-            others = [q for n in self.ontologies if n != name for q in self.store.ontology_triples(n)]
-            closure, hierarchy = await asyncio.to_thread(self._reason, others)
+            others = await self._write(self._ontology_triples, [n for n in self.ontologies if n != name])
+            closure, hierarchy, _ = await asyncio.to_thread(self._reason, others)
             await self._write(self.store.delete_ontology, name)
             del self.ontologies[name]
             self._install(closure, hierarchy)
         log.info("ontology deleted", extra={"ontology": name})
 
     def _reason(self, triples: list) -> tuple:
-        closure = compute_closure(triples)
-        hierarchy = build_hierarchy(triples, closure.inferred)
-        closure.inferred.extend(hierarchy_triples(hierarchy, [*triples, *closure.inferred]))
-        return closure, hierarchy
+        """Closure, then the hierarchy index and what it adds to the closure; with their times in ms."""
+        timings: dict[str, float] = {}
+        with _phase(timings, "closure"):
+            closure = compute_closure(triples)
+        with _phase(timings, "index"):
+            hierarchy = build_hierarchy(triples, closure.inferred)
+            closure.inferred.extend(hierarchy_triples(hierarchy, [*triples, *closure.inferred]))
+        return closure, hierarchy, timings
 
     async def _rebuild_closure(self, force_write: bool) -> None:
         assert self.store is not None
-        triples = [q for n in self.ontologies for q in self.store.ontology_triples(n)]
-        closure, hierarchy = await asyncio.to_thread(self._reason, triples)
+        triples = await self._write(self._ontology_triples, list(self.ontologies))
+        closure, hierarchy, _ = await asyncio.to_thread(self._reason, triples)
         state = self._closure_state()
         if force_write or self.store.closure_state() != state:
             assert self.materializer is not None

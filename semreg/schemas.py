@@ -232,6 +232,7 @@ class OntologyView(BaseModel):
 
 class OntologyStored(OntologyView):
     reasoning_ms: float
+    timings_ms: dict[str, float]
     concepts: int
     ms: float
 
