@@ -1,6 +1,7 @@
 """The route table and thin handlers: parse, call the node, shape the response."""
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -9,17 +10,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from semreg import ontology
+from semreg.auth import OPEN, Principal
+from semreg.balancer import parse_policy
 from semreg.discovery import DiscoverQuery
 from semreg.errors import BadRequest, NotFound
 from semreg.http import JSONResponse, int_param, read_body, read_json, watch_params
-from semreg.auth import OPEN, Principal
-from semreg.balancer import parse_policy
 from semreg.matching import parse_match
 from semreg.node import Node
 from semreg.schemas import ID_PATTERN, BatchBody, HeartbeatBody, PrefixBody, TagsBody, validate
 from semreg.terms import ANY, RDF_TYPE, Tag, parse_component
-
-import re
 
 _ID = re.compile(ID_PATTERN)
 

@@ -46,9 +46,9 @@ class Settings:
 def parse_duration_s(text: str) -> float:
     """`30`, `30s`, `500ms`, `2m` → seconds; ValueError on anything else."""
     text = text.strip().lower()
-    for suffix, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+    for suffix, unit in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
         if text.endswith(suffix):
-            value = float(text[: -len(suffix)])
+            value, scale = float(text[: -len(suffix)]), unit
             break
     else:
         value, scale = float(text), 1.0

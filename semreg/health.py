@@ -45,10 +45,10 @@ class HttpTcpProbe:
             writer.close()
             try:
                 await asyncio.wait_for(writer.wait_closed(), timeout)
-            except (OSError, asyncio.TimeoutError):
+            except (TimeoutError, OSError):
                 pass
             return True, "TCP connect ok"
-        except (httpx.HTTPError, OSError, asyncio.TimeoutError, ValueError) as exc:
+        except (TimeoutError, httpx.HTTPError, OSError, ValueError) as exc:
             return False, f"{type(exc).__name__}: {exc}"[:200]
 
     async def aclose(self) -> None:
@@ -141,13 +141,13 @@ class HealthChecker:
             self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), max(0.0, delay))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def _run(self, iid: str, gen: int, check: dict[str, Any]) -> None:
         try:
             passing, detail = await self.probe(check)
-        except Exception as exc:  # noqa: BLE001 - a probe that breaks is a failed check, not a dead checker
+        except Exception as exc:
             passing, detail = False, f"probe error: {exc}"[:200]
         finally:
             self._sem.release()

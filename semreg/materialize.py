@@ -137,7 +137,7 @@ class Materializer:
                 inferred, self._inferred = self._inferred, None
             try:
                 self._write(instances, inferred)
-            except Exception as exc:  # noqa: BLE001 - the thread must survive; records stay the truth
+            except Exception as exc:
                 self.last_error = exc
                 log.exception("materialising derived RDF failed; it will be rebuilt at the next start")
                 if self._on_error:

@@ -427,7 +427,7 @@ def hierarchy_triples(h: Hierarchy, present: Iterable[ox.Quad | ox.Triple]) -> l
                 p = SUB_PROPERTY if kind == "property" else TYPE if kind == "individual" else SUB_CLASS
                 for upper in h.members.get(a, frozenset((a,))):
                     add(lower, p, upper)
-    for r, members in h.members.items():
+    for members in h.members.values():
         if len(members) > 1:
             for a in members:
                 kind = h.kinds.get(a)

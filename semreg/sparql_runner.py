@@ -110,7 +110,7 @@ def run_query(store: pyoxigraph.Store, request: QueryRequest, *, accept: str | N
     guard = _Guard(limits)
     try:
         return _run(store, request, accept, prefixes, base_iri, guard, visible)
-    except Exception as exc:  # noqa: BLE001 - every failure becomes a 4xx or a 503, never a 500
+    except Exception as exc:
         error = guard.tripped or _translate(exc)
     # The error goes to the event loop's thread: it must not keep the frames (and so the result iterators,
     # which pyoxigraph forbids dropping outside this thread) alive through its traceback or context.

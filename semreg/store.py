@@ -242,7 +242,7 @@ class Store:
 
 
 def now_rfc3339() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _explain_open_error(path: Path | None, exc: OSError) -> str:

@@ -125,7 +125,7 @@ class WatchHub:
         t.waiters.add(fut)
         try:
             await asyncio.wait_for(fut, timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         finally:
             t.waiters.discard(fut)

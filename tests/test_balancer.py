@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from semreg.balancer import (LEAST_LOAD, ROUND_ROBIN, SPILLOVER, Candidate, choose, parse_policy, priority_of)
+from semreg.balancer import LEAST_LOAD, ROUND_ROBIN, SPILLOVER, Candidate, choose, parse_policy, priority_of
 from semreg.errors import BadRequest
 
 

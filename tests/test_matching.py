@@ -4,8 +4,19 @@ from __future__ import annotations
 import pytest
 
 from semreg.errors import BadRequest
-from semreg.matching import (BROADER, DEFAULT_MATCH, EXACT, NARROWER, OVERLAP, combine, component_match,
-                             parse_match, rank_key, sort_matches, tag_match)
+from semreg.matching import (
+    BROADER,
+    DEFAULT_MATCH,
+    EXACT,
+    NARROWER,
+    OVERLAP,
+    combine,
+    component_match,
+    parse_match,
+    rank_key,
+    sort_matches,
+    tag_match,
+)
 from semreg.terms import ANY, Tag
 
 

@@ -7,7 +7,7 @@ import pytest
 import rdflib
 from conftest import DATA, ONTOLOGIES
 
-from semreg.reasoner import OWL, RDF, RDFS, build_hierarchy, is_meta, compute_closure, hierarchy_triples
+from semreg.reasoner import OWL, RDF, RDFS, build_hierarchy, compute_closure, hierarchy_triples, is_meta
 
 EX = "http://example.org/r#"
 PREFIXES = f"@prefix : <{EX}> . @prefix rdfs: <{RDFS}> . @prefix owl: <{OWL}> . @prefix rdf: <{RDF}> .\n"

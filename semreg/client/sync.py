@@ -119,7 +119,7 @@ class Client(ClientBase):
         while not self._closed.is_set():
             try:
                 self._watch_step(state, params)
-            except Exception as exc:  # noqa: BLE001 - includes "client closed" while a poll was in flight
+            except Exception as exc:
                 if self._closed.is_set():
                     return
                 self.cache.unpin(key)
