@@ -72,8 +72,10 @@ async def readyz(request: Request) -> Response:
     if not node.ready:
         return JSONResponse({"status": "starting", "error": "the node is still opening its store or reasoning."},
                             status_code=503, headers={"Retry-After": "1"})
+    m = node.materializer
     return JSONResponse({"status": "ready", "store": "open", "closure": "built", "ring": "joined",
-                         "instances": len(node.registry.instances), "ontologies": len(node.ontologies)})
+                         "instances": len(node.registry.instances), "ontologies": len(node.ontologies),
+                         "materializing": m.pending if m is not None else 0})
 
 
 async def cluster(request: Request) -> Response:
@@ -302,7 +304,11 @@ async def delete_prefix(request: Request) -> Response:
     return Response(status_code=204)
 
 
+# The hot routes first: Starlette tries routes in order.
 ROUTES = [
+    Route("/v1/discover", discover, methods=["GET"]),
+    Route("/v1/route", route, methods=["GET"]),
+    Route("/v1/instances/{id}/heartbeat", heartbeat, methods=["PUT"]),
     Route("/healthz", healthz, methods=["GET"]),
     Route("/readyz", readyz, methods=["GET"]),
     Route("/v1/cluster", cluster, methods=["GET"]),
@@ -312,12 +318,9 @@ ROUTES = [
     Route("/v1/instances/{id}", get_instance, methods=["GET"]),
     Route("/v1/instances/{id}", put_instance, methods=["PUT"]),
     Route("/v1/instances/{id}", delete_instance, methods=["DELETE"]),
-    Route("/v1/instances/{id}/heartbeat", heartbeat, methods=["PUT"]),
-    Route("/v1/discover", discover, methods=["GET"]),
     Route("/v1/discover/tags", discover_tags, methods=["POST"]),
     Route("/v1/tags", tags, methods=["GET"]),
     Route("/v1/expand", expand, methods=["GET"]),
-    Route("/v1/route", route, methods=["GET"]),
     Route("/v1/concepts/{term:path}", concept, methods=["GET"]),
     Route("/v1/ontologies", list_ontologies, methods=["GET"]),
     Route("/v1/ontologies/{name}", get_ontology, methods=["GET"]),

@@ -119,7 +119,7 @@ def create_app(settings: Settings, node: Node | None = None, store=None) -> Star
     routes = list(ROUTES)
     sparql = sparql_route(node, settings)
     if sparql is not None:
-        routes.append(sparql)
+        routes.insert(2, sparql)
     routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))
     routes.append(Route("/openapi.json", openapi_endpoint, methods=["GET"]))
     metrics = Metrics()
