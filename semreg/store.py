@@ -80,13 +80,15 @@ class Store:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
+        if path is not None and path.exists() and not path.is_dir():
+            raise StoreError(f"the data directory {path} is a file, not a directory; give --data-dir a directory.")
         try:
             if path is None:
                 self.ox = ox.Store()
             else:
                 path.mkdir(parents=True, exist_ok=True)
                 self.ox = ox.Store(str(path))
-        except OSError as exc:
+        except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(_explain_open_error(path, exc)) from exc
         self._lock = threading.Lock()
         self._revisions: dict[str, int] = {}
@@ -245,8 +247,11 @@ def now_rfc3339() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _explain_open_error(path: Path | None, exc: OSError) -> str:
+def _explain_open_error(path: Path | None, exc: Exception) -> str:
     text = str(exc)
+    if "corrupt" in text.lower():
+        return (f"the data directory {path} holds a damaged store ({text}); restore it from a backup, or start "
+                f"with another --data-dir.")
     if "lock" in text.lower():
         return (f"the data directory {path} is in use by another process (its lock is held); stop that "
                 f"semreg, or start this one with another --data-dir.")

@@ -99,3 +99,18 @@ def test_schema_org_and_dbpedia_discovery(start_server):
         assert got == {"books": ("narrower", 1), "movies": ("narrower", 1), "audio": ("narrower", 2)}
         body = c.get("/v1/discover", params={"s": "dbo:Novel"}).json()
         assert [i["id"] for i in body["instances"]] == ["dbo-novels"]
+
+
+def test_unusable_data_dirs_are_clear_errors(tmp_path):
+    import subprocess
+    import sys
+
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "CURRENT").write_text("junk\n")
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    for path, fragment in ((damaged, "damaged"), (a_file, "not a directory")):
+        out = subprocess.run([sys.executable, "-m", "semreg", "serve", "--port", "1", "--data-dir", str(path)],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 1 and fragment in out.stderr and "Traceback" not in out.stderr, out.stderr
