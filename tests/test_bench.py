@@ -5,6 +5,7 @@ it starts, and one end-to-end smoke run. Timings are never asserted; etcd and wr
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import subprocess
@@ -16,12 +17,12 @@ import httpx
 import pyoxigraph as ox
 import pytest
 
-from semreg.bench import configure, stores, wrk
+from semreg.bench import aio, configure, stores, wrk
 from semreg.bench.context import median_figures
 from semreg.bench.dataset import Dataset, class_iri, property_iri
 from semreg.bench.peers import BenchError, Peers, find_tool
 from semreg.bench.report import Target, lookup
-from semreg.bench.scenarios import SCENARIOS, ms_summary
+from semreg.bench.scenarios import SCENARIOS, ms_summary, watch_groups
 from semreg.bench.settings import from_args
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -238,9 +239,19 @@ def test_settings_refuse_bad_flags(argv, message):
         _settings(*argv)
 
 
+def test_settings_quick_preset_keeps_the_load_scenarios_small():
+    full, quick = _settings(), _settings("--quick")
+    assert (full.watches, full.watch_groups, full.checked_instances, full.heartbeat_instances) == (10_000, 100, 1000, 5000)
+    assert (full.heartbeat_period_s, full.heartbeat_ttl_s, full.check_interval_s) == (5, 15, 1)
+    assert (quick.watches, quick.watch_groups, quick.checked_instances, quick.heartbeat_instances) == (300, 10, 50, 200)
+    assert _settings("--quick", "--watches", "1000").watches == 1000
+
+
 def test_scenarios_are_registered_in_order_with_targets():
-    assert list(SCENARIOS)[:4] == ["discovery", "sparql", "register-1000-tags", "closure"]
+    assert list(SCENARIOS) == ["discovery", "sparql", "register-1000-tags", "closure", "watches", "health-checks",
+                               "heartbeat-load"]
     assert SCENARIOS["discovery"].needs == ("wrk", "etcd")
+    assert SCENARIOS["watches"].needs == () and SCENARIOS["heartbeat-load"].needs == ("wrk",)
     assert all(s.targets for s in SCENARIOS.values())
 
 
@@ -280,6 +291,119 @@ def test_missing_wrk_is_a_clear_error(tmp_path):
     assert done.returncode == 2
     assert "wrk is not installed" in done.stderr and "apt-get install -y wrk" in done.stderr
     assert done.stdout == ""
+
+
+# -- the load the bench process makes itself (semreg.bench.aio) -------------------------------------------------
+def test_heartbeats_are_spread_evenly_and_each_instance_beats_once_a_period():
+    n, period = 5000, 5.0
+    schedule = [aio.heartbeat_due(k, n, period) for k in range(3 * n)]
+    dues = [due for due, _ in schedule]
+    assert dues == sorted(dues) and dues[0] == 0.0
+    gaps = {round(b - a, 9) for a, b in zip(dues, dues[1:])}
+    assert gaps == {round(period / n, 9)}  # 1,000 a second, evenly
+    assert sum(1 for due in dues if 1.0 <= due < 2.0) == 1000
+    first_round = [index for due, index in schedule[:n]]
+    assert sorted(first_round) == list(range(n))  # every instance once a period
+    beats_of_7 = [due for due, index in schedule if index == 7]
+    assert beats_of_7 == pytest.approx([7 * period / n, period + 7 * period / n, 2 * period + 7 * period / n])
+    assert aio.heartbeat_due(n - 1, n, period)[0] < period  # the last of a round is due before the next round
+
+
+def test_vmrss_and_open_files_limit_from_proc():
+    status = "Name:\tpython\nVmPeak:\t  400000 kB\nVmRSS:\t  370220 kB\nRssAnon:\t  300000 kB\n"
+    assert aio.vmrss_bytes(status) == 370220 * 1024
+    assert aio.vmrss_bytes("Name:\tkthreadd\n") is None
+    limits = ("Limit                     Soft Limit           Hard Limit           Units     \n"
+              "Max open files            1024                 20000                files     \n")
+    assert aio.max_open_files(limits) == 1024
+    assert aio.max_open_files("Max open files            unlimited            unlimited            files\n") is None
+    assert aio.process_rss_bytes(os.getpid()) > 0
+    assert aio.process_open_files_limit(os.getpid()) == aio.open_files_limit()
+    assert aio.process_rss_bytes(None) is None
+
+
+def test_parse_metrics_and_log_details():
+    text = """# HELP semreg_watches blocking reads waiting for a change
+# TYPE semreg_watches gauge
+semreg_watches 9900.0
+semreg_instances{status="critical"} 3.0
+semreg_checks_total 1.2345e+04
+"""
+    series = aio.parse_metrics(text)
+    assert series == {"semreg_watches": 9900.0, 'semreg_instances{status="critical"}': 3.0,
+                      "semreg_checks_total": 12345.0}
+    log = "\n".join([
+        '{"level":"info","msg":"check failing","instance":"a","detail":"ReadTimeout: "}',
+        '{"level":"info","msg":"check failing","instance":"b","detail":"ReadTimeout: "}',
+        '{"level":"info","msg":"check passing","instance":"a","detail":"HTTP 200"}',
+        'not json, check failing',
+        '{"level":"info","msg":"check failing","instance":"c","detail":"HTTP 503"}'])
+    assert aio.log_details(log, "check failing") == {"ReadTimeout: ": 2, "HTTP 503": 1}
+
+
+def test_wake_statistics():
+    assert aio.latency_stats([]) == {"n": 0}
+    samples = [n / 1000 for n in range(1, 101)]  # 1..100 ms
+    stats = aio.latency_stats(samples)
+    assert stats == {"n": 100, "p50_ms": 50.0, "p99_ms": 99.0, "min_ms": 1.0, "max_ms": 100.0}
+    assert aio.latency_stats([0.002])["p99_ms"] == 2.0
+    assert aio.percentile([1.0, 2.0, 3.0], 0) == 1.0 and aio.percentile([1.0, 2.0, 3.0], 100) == 3.0
+    with pytest.raises(ValueError):
+        aio.percentile([], 50)
+
+
+def test_watch_groups_are_round_robin():
+    plan = watch_groups(10_000, 100)
+    assert len(plan) == 10_000 and set(plan) == set(range(100))
+    assert {plan.count(g) for g in range(100)} == {100}
+    assert sorted({watch_groups(301, 10).count(g) for g in range(10)}) == [30, 31]
+
+
+def test_http_framing():
+    request = aio.encode_request("PUT", "/v1/instances/a/heartbeat", "127.0.0.1:8080", b'{"load": 3}',
+                                 {"Authorization": "Bearer t"})
+    assert request == (b"PUT /v1/instances/a/heartbeat HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAuthorization: Bearer t\r\n"
+                       b'Content-Length: 11\r\n\r\n{"load": 3}')
+    assert b"Content-Length" not in aio.encode_request("GET", "/", "h")
+    status, headers = aio.parse_head(b"HTTP/1.1 200 OK\r\nX-Semreg-Index: 17\r\ncontent-type: application/json")
+    assert status == 200 and headers == {"x-semreg-index": "17", "content-type": "application/json"}
+    with pytest.raises(ValueError, match="not an HTTP response"):
+        aio.parse_head(b"SSH-2.0-OpenSSH")
+
+    async def read(raw: bytes) -> list[aio.Response]:
+        reader = asyncio.StreamReader()
+        reader.feed_data(raw)
+        reader.feed_eof()
+        return [await aio.read_response(reader), await aio.read_response(reader)]
+
+    first, second = asyncio.run(read(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                                     b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                     b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"))
+    assert (first.status, first.body) == (200, b"ok")
+    assert (second.status, second.body) == (404, b"abcde")
+
+
+def test_heartbeater_and_watch_crowd_against_the_local_target():
+    """The schedule runs for real against the bench's own HTTP target, which answers 200 to anything."""
+    with aio.LoopThread() as loop, aio.HealthTarget(loop) as target:
+        assert httpx.get(target.url + "/health").text == "ok"
+        beater = aio.Heartbeater(target.url, [f"i{n}" for n in range(20)], period_s=0.2, connections=4)
+        running = loop.spawn(beater.run())
+        time.sleep(0.5)
+        beater.stop()
+        stats = running.result(10)
+        assert stats.failed == 0 and stats.statuses == {"200": stats.ok}
+        assert 40 <= stats.ok <= 70 and stats.ok == beater.scheduled  # 100 a second for half a second
+        assert target.hits >= stats.ok and target.connections <= 5
+        crowd = aio.WatchCrowd(target.url, [(n % 3, f"/v1/discover?s=x&n={n}") for n in range(50)], concurrency=8)
+        loop.run(crowd.start())
+        deadline = time.monotonic() + 10
+        while len(crowd.wakes) < 50 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        loop.run(crowd.aclose())
+        assert crowd.failed == 0 and crowd.sent == 50 and len(crowd.wakes) == 50
+        assert {w.status for w in crowd.wakes} == {200} and sorted(w.group for w in crowd.wakes) == sorted(
+            n % 3 for n in range(50))
 
 
 # -- the peers, under wrk ------------------------------------------------------------------------------------
@@ -333,3 +457,41 @@ def test_quick_run_prints_one_json_object():
     for figures in (register, closure):
         assert figures["targets"] and all(isinstance(t["met"], bool) for t in figures["targets"])
     assert time.monotonic() - started < 110
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_quick_run_of_the_load_scenarios():
+    """watches, health-checks and heartbeat-load at --quick sizes: the JSON shape, never the timings."""
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only",
+                           "watches,health-checks,heartbeat-load", "--json"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=110, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    scenarios = json.loads(done.stdout)["scenarios"]
+    assert list(scenarios) == ["watches", "health-checks", "heartbeat-load"]
+    watches, checks, beats = scenarios["watches"], scenarios["health-checks"], scenarios["heartbeat-load"]
+    for figures in scenarios.values():
+        assert "error" not in figures, figures["error"]
+        assert figures["targets"] and all(isinstance(t["met"], bool) for t in figures["targets"])
+
+    assert watches["watches"] == watches["watches_held"] == 300 and watches["groups"] == 10
+    assert watches["connect_errors"] == 0 and watches["premature_wakes"] == 0
+    assert watches["expected_woken"] == watches["woken"] == watches["wake"]["n"] == 30  # exactly one group
+    assert watches["wrong_wakes"] == 0 and watches["irrelevant_wakes"] == 0
+    assert watches["watches_after_wake"] == 270 and watches["wake_all"]["n"] == 270
+    for key in ("p50_ms", "p99_ms", "max_ms"):
+        assert isinstance(watches["wake"][key], float)
+    assert watches["server_rss_with_mib"] > 0 and isinstance(watches["bytes_per_watch"], int)
+
+    assert checks["checked_instances"] == 50 and checks["checks_per_s"] > 0 and checks["target_hits_per_s"] > 0
+    assert set(checks["peers"]) == {"without-checks", "with-checks"}
+    assert isinstance(checks["p99_ratio"], float) and isinstance(checks["check_failure_details"], dict)
+
+    assert beats["heartbeat_instances"] == 200 and beats["scheduled_per_s"] == 40.0
+    assert beats["heartbeats_per_s"] > 0 and beats["heartbeats_failed"] == 0 and beats["critical_max"] == 0
+    assert beats["listed"] == 200 and beats["listed_not_up"] == {}
+    assert set(beats["peers"]) == {"without-heartbeats", "with-heartbeats"}
+    for peer in (*checks["peers"].values(), *beats["peers"].values()):
+        assert peer["requests_per_s"] > 0 and peer["errors"] == 0
+    assert time.monotonic() - started < 60

@@ -8,6 +8,7 @@
     context.py    what a scenario gets: lazy peers, data loading, interleaved wrk runs
     stores.py     the same data into etcd and the Oxigraph server
     scenarios.py  the scenarios (`@scenario`), each `fn(ctx) -> figures`
+    aio.py        load made in the bench process on asyncio: long polls, heartbeats, a health-check target
     report.py     targets, machine info, tables
 
 Figures are reported (medians, ratios, and whether each target was met), never asserted: the exit
@@ -20,8 +21,10 @@ import argparse
 from semreg.bench.settings import add_arguments
 
 DESCRIPTION = ("Benchmark semreg: discovery against an etcd prefix read of the same records, SPARQL against the "
-               "Oxigraph server, a 1,000-tag registration and the closure of two real ontologies. Starts every "
-               "peer itself on loopback; needs wrk and etcd (apt-get install -y wrk etcd-server).")
+               "Oxigraph server, a 1,000-tag registration, the closure of two real ontologies, 10,000 blocking "
+               "reads held at once, discovery beside 1,000 active health checks a second and beside 1,000 "
+               "heartbeats a second. Starts every peer itself on loopback; needs wrk and etcd "
+               "(apt-get install -y wrk etcd-server).")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

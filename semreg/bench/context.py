@@ -132,39 +132,89 @@ class BenchContext:
     def ensure_ontology(self) -> dict:
         """Upload the synthetic ontology to the shared server once; its figures."""
         if self._ontology_figures is None:
-            turtle = self.dataset.turtle().encode()
-            with self.ui.step(f"uploading the synthetic ontology ({self.dataset.classes} classes)"), \
-                    self.client(self.semreg()) as http:
-                started = time.perf_counter()
-                response = expect(http.put(f"/v1/ontologies/{BENCH_ONTOLOGY}", content=turtle,
-                                           headers={"Content-Type": "text/turtle"}), 200, 201)
-                elapsed = time.perf_counter() - started
-            self.uploaded_ontologies.add(BENCH_ONTOLOGY)
-            self._ontology_figures = {"ontology_upload_s": round(elapsed, 3), "ontology_bytes": len(turtle),
-                                      **server_timings(response)}
+            self._ontology_figures = self.upload_ontology(self.semreg())
         return self._ontology_figures
 
     def ensure_instances(self) -> dict:
         """Register the synthetic instances on the shared server once, in batches; their figures."""
         if self._instances_figures is None:
             self.ensure_ontology()
-            data, size = self.dataset, self.settings.batch_size
-            elapsed = 0.0
-            with self.ui.step(f"registering {data.instances} instances × {data.tags_per_instance} tags",
-                              total=data.instances) as advance, self.client(self.semreg()) as http:
-                for batch in data.batches(size):
-                    body = {"instances": batch}
-                    started = time.perf_counter()
-                    response = expect(http.post("/v1/instances/batch", json=body))
-                    elapsed += time.perf_counter() - started
-                    registered = response.json().get("registered")
-                    if registered is not None and registered != len(batch):
-                        raise BenchError(f"a batch of {len(batch)} instances answered registered={registered}")
-                    self.registered_ids.update(item["id"] for item in batch)
-                    advance(len(batch))
-            self._instances_figures = {"register_s": round(elapsed, 3),
-                                       "instances_per_s": round(data.instances / elapsed, 1) if elapsed else None}
+            self._instances_figures = self.register_dataset(self.semreg())
         return self._instances_figures
+
+    def load_dataset(self, base_url: str) -> dict:
+        """The synthetic ontology and instances on `base_url` (a server of `own_semreg()`), or on the shared
+        server once when that is the one (with --semreg-url); their figures."""
+        if self.external or self._shared_url() == base_url:
+            return {**self.ensure_ontology(), **self.ensure_instances()}
+        return {**self.upload_ontology(base_url), **self.register_dataset(base_url)}
+
+    def _shared_url(self) -> str | None:
+        known = self._shared.get("semreg")
+        return known.url if isinstance(known, PeerProcess) else None
+
+    def upload_ontology(self, base_url: str) -> dict:
+        turtle = self.dataset.turtle().encode()
+        with self.ui.step(f"uploading the synthetic ontology ({self.dataset.classes} classes)"), \
+                self.client(base_url) as http:
+            started = time.perf_counter()
+            response = expect(http.put(f"/v1/ontologies/{BENCH_ONTOLOGY}", content=turtle,
+                                       headers={"Content-Type": "text/turtle"}), 200, 201)
+            elapsed = time.perf_counter() - started
+        self.uploaded_ontologies.add(BENCH_ONTOLOGY)
+        return {"ontology_upload_s": round(elapsed, 3), "ontology_bytes": len(turtle), **server_timings(response)}
+
+    def register_dataset(self, base_url: str) -> dict:
+        data, size = self.dataset, self.settings.batch_size
+        elapsed = 0.0
+        with self.ui.step(f"registering {data.instances} instances × {data.tags_per_instance} tags",
+                          total=data.instances) as advance, self.client(base_url) as http:
+            for batch in data.batches(size):
+                body = {"instances": batch}
+                started = time.perf_counter()
+                response = expect(http.post("/v1/instances/batch", json=body))
+                elapsed += time.perf_counter() - started
+                registered = response.json().get("registered")
+                if registered is not None and registered != len(batch):
+                    raise BenchError(f"a batch of {len(batch)} instances answered registered={registered}")
+                self.registered_ids.update(item["id"] for item in batch)
+                advance(len(batch))
+        return {"register_s": round(elapsed, 3),
+                "instances_per_s": round(data.instances / elapsed, 1) if elapsed else None}
+
+    def semreg_pid(self, base_url: str) -> int | None:
+        """The process id of the semreg server this run started at `base_url` (None for an external one)."""
+        for peer in self.peers.started:
+            if peer.name == "semreg" and peer.url == base_url and peer.proc is not None and peer.proc.poll() is None:
+                return peer.proc.pid
+        return None
+
+    def semreg_log(self, base_url: str, chars: int = 10_000_000) -> str:
+        """The end of the log of the semreg server this run started at `base_url` ("" for an external one)."""
+        for peer in self.peers.started:
+            if peer.name == "semreg" and peer.url == base_url:
+                return peer.log_tail(chars)
+        return ""
+
+    def metrics(self, http: httpx.Client) -> dict[str, float]:
+        """The server's /metrics as {series: value}."""
+        from semreg.bench.aio import parse_metrics
+
+        return parse_metrics(expect(http.get("/metrics")).text)
+
+    def wait_settled(self, http: httpx.Client, timeout_s: float = 180.0) -> float:
+        """Wait until the server has no derived RDF left to write (`semreg_materialize_pending` 0), so a
+        measurement does not share the server with its catch-up; the seconds waited."""
+        started = time.perf_counter()
+        with self.ui.step("waiting for the server's background writes"):
+            while True:
+                pending = self.metrics(http).get("semreg_materialize_pending", 0.0)
+                if not pending:
+                    return round(time.perf_counter() - started, 2)
+                if time.perf_counter() - started > timeout_s:
+                    raise BenchError(f"the server still had {pending:.0f} background writes pending after "
+                                     f"{timeout_s:.0f} s")
+                time.sleep(0.2)
 
     # -- wrk ----------------------------------------------------------------------------------------------
     def measure(self, loads: Iterable[Load]) -> dict[str, dict]:

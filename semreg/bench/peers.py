@@ -179,7 +179,7 @@ class Peers:
         for peer in reversed(self.started):
             try:
                 peer.stop()
-            except Exception as exc:  # noqa: BLE001 (keep stopping the others)
+            except Exception as exc:
                 errors.append(f"{peer.name}: {exc}")
         self.started.clear()
         if errors:

@@ -88,7 +88,7 @@ def run_scenario(ctx: BenchContext, scenario: Scenario) -> dict:
         request = getattr(exc, "_request", None)
         where = f" on {request.method} {request.url}" if request is not None else ""
         figures = {"error": f"{type(exc).__name__}{where}: {exc}"}
-    except Exception as exc:  # noqa: BLE001 (a bug or an unexpected answer: report it, go on)
+    except Exception as exc:
         figures = {"error": f"{type(exc).__name__}: {exc}"}
         ctx.ui.log(traceback.format_exc())
     if "error" in figures:

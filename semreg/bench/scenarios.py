@@ -7,14 +7,30 @@ shown, never asserted. To add a scenario, write a function here (or in a module 
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
 from semreg.bench import stores
+from semreg.bench.aio import (
+    Connection,
+    HealthTarget,
+    Heartbeater,
+    LoopThread,
+    WatchCrowd,
+    gather_limited,
+    latency_stats,
+    log_details,
+    process_open_files_limit,
+    process_rss_bytes,
+    raise_open_files_limit,
+    sample_metrics,
+)
 from semreg.bench.context import BenchContext, Load, expect, server_timings
 from semreg.bench.dataset import class_iri, property_iri
 from semreg.bench.peers import BenchError
@@ -209,4 +225,298 @@ def closure(ctx: BenchContext) -> dict:
         figures["delete_second"] = ms_summary(deletes)
     for key in sorted({key for timings in server for key in timings}):  # e.g. server_reasoning_ms
         figures["second_upload"][key] = statistics.median(t[key] for t in server if key in t)
+    return figures
+
+
+# -- shared by the scenarios of load beside discovery ---------------------------------------------------------
+MiB = 1024 * 1024
+WATCH_NS = "http://bench.semreg.example/watch#"
+CHECK_TAG = {"s": "http://bench.semreg.example/load#Checked"}
+HEARTBEAT_TAG = {"s": "http://bench.semreg.example/load#Beating"}
+CRITICAL = 'semreg_instances{status="critical"}'
+
+
+def checked_discovery_url(ctx: BenchContext, http, base_url: str) -> str:
+    """The discovery scenario's URL on `base_url`, after checking it answers the data set's known instances."""
+    query = ctx.dataset.discovery_query()
+    url = base_url + "/v1/discover?" + urlencode(query)
+    got = {view.get("id") for view in expect(http.get(url)).json().get("instances", [])}
+    want = ctx.dataset.expected_answer_ids()
+    if got != want:
+        raise BenchError(f"the discovery query {query} answered {len(got)} instances, {len(got & want)} of the "
+                         f"{len(want)} expected")
+    return url
+
+
+def register_batches(ctx: BenchContext, http, items: list[dict], size: int = 1000) -> None:
+    for start in range(0, len(items), size):
+        batch = items[start:start + size]
+        expect(http.post("/v1/instances/batch", json={"instances": batch}))
+        ctx.registered_ids.update(item["id"] for item in batch)
+
+
+def remove_instances(ctx: BenchContext, loop: LoopThread, base_url: str, ids: list[str]) -> None:
+    """On an external server, delete what a scenario registered (16 connections); a fresh one is stopped anyway."""
+    if not ctx.external or not ids:
+        return
+    headers = ctx.auth_headers(base_url)
+    connections = [Connection(base_url, headers) for _ in range(16)]
+
+    async def delete_all() -> None:
+        async def worker(conn: Connection, mine: list[str]) -> None:
+            for instance_id in mine:
+                await conn.request("DELETE", f"/v1/instances/{instance_id}")
+            conn.close()
+        await gather_limited([worker(c, ids[n::len(connections)]) for n, c in enumerate(connections)], 16)
+
+    with ctx.ui.step(f"removing {len(ids):,} instances"):
+        loop.run(delete_all(), 300)
+    ctx.registered_ids.difference_update(ids)
+
+
+def mib(value: int | None) -> float | None:
+    return round(value / MiB, 1) if value is not None else None
+
+
+def watch_groups(watches: int, groups: int) -> list[int]:
+    """The query group of each blocking read: round robin, so group sizes differ by at most one."""
+    return [n % groups for n in range(watches)]
+
+
+def watch_group_iri(group: int) -> str:
+    return f"{WATCH_NS}G{group:03d}"
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float, every_s: float = 0.005) -> bool:
+    deadline = time.perf_counter() + timeout_s
+    while not condition():
+        if time.perf_counter() > deadline:
+            return False
+        time.sleep(every_s)
+    return True
+
+
+# -- 5. 10,000 blocking reads ---------------------------------------------------------------------------------
+@scenario("watches", "10,000 blocking reads (?index=&wait=) held on one server: memory, who wakes on a write, "
+          "how fast",
+          targets=(Target("wake p99", "wake.p99_ms", "<=", 100.0, "ms"),
+                   Target("irrelevant wakes", "irrelevant_wakes", "<=", 0),
+                   Target("missed or extra wakes", "wrong_wakes", "<=", 0)))
+def watches(ctx: BenchContext) -> dict:
+    s = ctx.settings
+    n, groups = s.watches, min(s.watch_groups, s.watches)
+    soft, hard = raise_open_files_limit()
+    if soft < n + 256:
+        raise BenchError(f"this process may open {soft} files (hard limit {hard}), too few for {n:,} connections; "
+                         f"raise the hard limit (ulimit -Hn) or pass --watches under {max(0, soft - 256)}")
+    plan = watch_groups(n, groups)
+    woken_group = 0
+    expected = plan.count(woken_group)
+    with ctx.own_semreg() as url, ctx.client(url) as http, LoopThread("semreg-bench-watches") as loop:
+        pid = ctx.semreg_pid(url)
+        server_files = process_open_files_limit(pid)
+        base = [{"id": f"bench-watch-{g:03d}", "service": "bench-watch", "address": "127.0.0.1", "port": 9000 + g,
+                 "ttl": 0, "tags": [{"s": watch_group_iri(g)}]} for g in range(groups)]
+        register_batches(ctx, http, base)
+        indexes = {}
+        for g in range(groups):  # each query's own index: a read blocks while nothing it answers changes
+            indexes[g] = int(expect(http.get("/v1/discover", params={"s": watch_group_iri(g)})).headers["x-semreg-index"])
+        ctx.wait_settled(http)
+        rss_before = process_rss_bytes(pid)
+        targets = [(g, "/v1/discover?" + urlencode({"s": watch_group_iri(g), "index": indexes[g],
+                                                    "wait": f"{s.watch_wait_s}s"})) for g in plan]
+        crowd = WatchCrowd(url, targets, ctx.auth_headers(url))
+        held = 0
+        started = time.perf_counter()
+        loop.run(crowd.start())
+        timeout_s = min(120.0, s.watch_wait_s / 2)
+        with ctx.ui.step(f"opening {n:,} blocking reads over {groups} queries", total=n) as advance:
+            while True:
+                now_held = int(ctx.metrics(http).get("semreg_watches", 0))
+                advance(max(0, now_held - held))
+                held = now_held
+                if held + crowd.failed + len(crowd.wakes) >= n:
+                    break
+                if time.perf_counter() - started > timeout_s:
+                    break
+                time.sleep(0.1)
+        established_s = time.perf_counter() - started
+        figures = {"watches": n, "groups": groups, "wait_s": s.watch_wait_s, "watches_held": held,
+                   "establish_s": round(established_s, 2),
+                   "client_sent_s": round(crowd.all_sent - started, 2) if crowd.all_sent else None,
+                   "connect_errors": crowd.failed, "open_files_limit": {"bench": soft, "server": server_files}}
+        if crowd.errors:
+            figures["connect_error_messages"] = dict(crowd.errors.most_common(5))
+        if held < n:
+            tail = ctx.semreg_log(url, 1500)
+            ctx.ui.log(f"[yellow]  only {held:,} of {n:,} blocking reads held after {established_s:.0f} s "
+                       f"({crowd.failed} connections failed: {dict(crowd.errors.most_common(3))})")
+            figures["server_log_tail"] = tail[-1500:]
+            if held == 0:
+                raise BenchError(f"the server held none of {n:,} blocking reads: {dict(crowd.errors.most_common(3))}"
+                                 f"\n{tail}")
+        rss_with = process_rss_bytes(pid)
+        figures.update({"server_rss_before_mib": mib(rss_before), "server_rss_with_mib": mib(rss_with),
+                        "bytes_per_watch": round((rss_with - rss_before) / held) if rss_before and rss_with and held
+                        else None})
+        premature = len(crowd.wakes)
+
+        # one write relevant to one query group: exactly that group's reads answer
+        def write(instance_id: str, tags: list[dict]) -> tuple[float, float]:
+            body = {"service": "bench-watch", "address": "127.0.0.1", "port": 9999, "ttl": 0, "tags": tags}
+            sent = time.perf_counter()
+            expect(http.put(f"/v1/instances/{instance_id}", json=body), 200, 201)
+            ctx.registered_ids.add(instance_id)
+            return sent, time.perf_counter()
+
+        expect(http.get("/healthz"))  # the keep-alive connection is open before the timed write
+        before = len(crowd.wakes)
+        sent, acked = write("bench-watch-one", [{"s": watch_group_iri(woken_group)}])
+        wait_for(lambda: len(crowd.wakes) - before >= expected, 10.0)
+        time.sleep(0.5)  # a wake past the group's count would show up here
+        woken = crowd.wakes[before:]
+        mine = [w for w in woken if w.group == woken_group]
+        figures.update({
+            "premature_wakes": premature, "write_ms": round((acked - sent) * 1000, 2),
+            "woken": len(woken), "expected_woken": expected,
+            "wrong_wakes": (len(woken) - len(mine)) + abs(expected - len(mine)),
+            "wake": latency_stats([max(0.0, w.at - acked) for w in mine]),
+            "wake_from_write": latency_stats([w.at - sent for w in mine]),
+            "answered_before_ack": sum(1 for w in mine if w.at < acked),
+            "non_200_wakes": sum(1 for w in woken if w.status != 200),
+        })
+        figures["watches_after_wake"] = int(ctx.metrics(http).get("semreg_watches", 0))
+
+        # one write relevant to none: nothing answers within a second
+        before = len(crowd.wakes)
+        write("bench-watch-other", [{"s": WATCH_NS + "Unwatched"}])
+        time.sleep(1.0)
+        figures["irrelevant_wakes"] = len(crowd.wakes) - before
+
+        # one write relevant to every query: every read still waiting answers (and the server is left idle)
+        before = len(crowd.wakes)
+        waiting = held - len(mine)
+        sent, acked = write("bench-watch-all", [{"s": watch_group_iri(g)} for g in range(groups)])
+        with ctx.ui.step(f"waking the other {waiting:,} reads at once"):
+            wait_for(lambda: len(crowd.wakes) - before >= waiting, 60.0, 0.01)
+        everyone = crowd.wakes[before:]
+        figures["wake_all"] = {**latency_stats([max(0.0, w.at - acked) for w in everyone]),
+                               "expected": waiting, "write_ms": round((acked - sent) * 1000, 2)}
+        loop.run(crowd.aclose(), 60)
+        remove_instances(ctx, loop, url, [item["id"] for item in base]
+                         + ["bench-watch-one", "bench-watch-other", "bench-watch-all"])
+    ctx.ui.log(f"  {held:,} reads held, {figures['bytes_per_watch']} bytes each; a write woke {len(mine)} "
+               f"(p99 {figures['wake'].get('p99_ms')} ms), an irrelevant one {figures['irrelevant_wakes']}")
+    return figures
+
+
+# -- 6. discovery beside active health checks -----------------------------------------------------------------
+@scenario("health-checks", "discovery under wrk without and with 1,000 active HTTP checks a second on the server",
+          needs=("wrk",),
+          targets=(Target("p99 with / without checks", "p99_ratio", "<=", 2.0),
+                   Target("checks/s", "checks_per_s", ">=", 900.0)))
+def health_checks(ctx: BenchContext) -> dict:
+    s = ctx.settings
+    with ctx.own_semreg() as url, ctx.client(url) as http, LoopThread("semreg-bench-target") as loop, \
+            HealthTarget(loop) as target:
+        figures = ctx.load_dataset(url)
+        figures["settle_s"] = ctx.wait_settled(http)
+        load_url = checked_discovery_url(ctx, http, url)
+        peers = ctx.measure([Load("without-checks", load_url)])
+        check = {"http": f"{target.url}/health", "interval": s.check_interval_s, "timeout": 1}
+        items = [{"id": f"bench-checked-{n:05d}", "service": "bench-checked", "address": "127.0.0.1",
+                  "port": target.port, "ttl": 0, "tags": [CHECK_TAG], "check": check}
+                 for n in range(s.checked_instances)]
+        # registered over one interval, as instances arriving one after another would be: the checks spread
+        slices = 10
+        with ctx.ui.step(f"registering {len(items):,} instances with an HTTP check every {s.check_interval_s} s"):
+            started = time.perf_counter()
+            for k in range(slices):
+                register_batches(ctx, http, items[k * len(items) // slices:(k + 1) * len(items) // slices])
+                time.sleep(max(0.0, started + (k + 1) * s.check_interval_s / slices - time.perf_counter()))
+            time.sleep(s.check_interval_s)  # a round before measuring
+            idle_before, idle_t0 = ctx.metrics(http), time.perf_counter()
+            time.sleep(2 * s.check_interval_s)  # the checks alone, without wrk
+        before, hits_before, t0 = ctx.metrics(http), target.hits, time.perf_counter()
+        peers.update(ctx.measure([Load("with-checks", load_url)]))
+        after, hits_after, t1 = ctx.metrics(http), target.hits, time.perf_counter()
+        remove_instances(ctx, loop, url, [item["id"] for item in items])
+        failing = log_details(ctx.semreg_log(url), "check failing")
+    elapsed = t1 - t0
+    runs = after.get("semreg_checks_total", 0) - before.get("semreg_checks_total", 0)
+    idle_runs = before.get("semreg_checks_total", 0) - idle_before.get("semreg_checks_total", 0)
+    without, with_checks = peers["without-checks"], peers["with-checks"]
+    figures.update({
+        "checked_instances": len(items), "check_interval_s": s.check_interval_s,
+        "checks_per_s": round(runs / elapsed, 1), "checks_per_s_without_wrk": round(idle_runs / (t0 - idle_t0), 1),
+        "target_hits_per_s": round((hits_after - hits_before) / elapsed, 1),
+        "check_failures": int(after.get("semreg_check_failures_total", 0)), "critical": int(after.get(CRITICAL, 0)),
+        "target_connections": target.connections, "measured_s": round(elapsed, 1), "peers": peers,
+        "check_failure_details": failing,
+        "p99_ratio": round(with_checks["p99_ms"] / without["p99_ms"], 2) if without.get("p99_ms") else None,
+        "requests_per_s_ratio": round(with_checks["requests_per_s"] / without["requests_per_s"], 3),
+    })
+    ctx.ui.log(f"  {figures['checks_per_s']:,.0f} checks/s; discovery p99 {without['p99_ms']} → "
+               f"{with_checks['p99_ms']} ms")
+    return figures
+
+
+# -- 7. discovery beside 1,000 heartbeats a second ------------------------------------------------------------
+@scenario("heartbeat-load", "5,000 instances heartbeating every 5 s (1,000 a second) while wrk runs discovery on "
+          "the same server",
+          needs=("wrk",),
+          targets=(Target("heartbeats/s", "heartbeats_per_s", ">=", 950.0),
+                   Target("instances gone critical", "critical_max", "<=", 0)))
+def heartbeat_load(ctx: BenchContext) -> dict:
+    s = ctx.settings
+    with ctx.own_semreg() as url, ctx.client(url) as http, LoopThread("semreg-bench-heartbeats") as loop:
+        figures = ctx.load_dataset(url)
+        figures["settle_s"] = ctx.wait_settled(http)
+        load_url = checked_discovery_url(ctx, http, url)
+        peers = ctx.measure([Load("without-heartbeats", load_url)])
+        ids = [f"bench-hb-{n:05d}" for n in range(s.heartbeat_instances)]
+        items = [{"id": i, "service": "bench-hb", "address": "127.0.0.1", "port": 7000 + n % 1000,
+                  "ttl": s.heartbeat_ttl_s, "tags": [HEARTBEAT_TAG]} for n, i in enumerate(ids)]
+        with ctx.ui.step(f"registering {len(ids):,} instances with a {s.heartbeat_ttl_s} s ttl"):
+            register_batches(ctx, http, items)
+        beater = Heartbeater(url, ids, s.heartbeat_period_s, s.heartbeat_connections, ctx.auth_headers(url))
+        samples: list[tuple[float, dict[str, float]]] = []
+        beating = loop.spawn(beater.run())
+        sampling = loop.spawn(sample_metrics(url, 1.0, samples, ctx.auth_headers(url)))
+        try:
+            with ctx.ui.step(f"heartbeats at {len(ids) / s.heartbeat_period_s:,.0f}/s, warming up"):
+                time.sleep(2.0)
+            ok0, failed0, t0 = beater.stats.ok, beater.stats.failed, time.perf_counter()
+            late0 = len(beater.stats.lateness_s)
+            peers.update(ctx.measure([Load("with-heartbeats", load_url)]))
+            ok1, failed1, t1 = beater.stats.ok, beater.stats.failed, time.perf_counter()
+            late1 = len(beater.stats.lateness_s)
+            final = ctx.metrics(http)
+            listed = expect(http.get("/v1/instances", params={"service": "bench-hb"})).json()
+        finally:
+            beater.stop()
+            sampling.cancel()
+            with contextlib.suppress(Exception):
+                beating.result(60)
+        remove_instances(ctx, loop, url, ids)
+    stats = beater.stats
+    not_up = Counter(view.get("status") for view in listed if view.get("status") != "up")
+    critical_seen = [int(series.get(CRITICAL, 0)) for _at, series in samples] + [int(final.get(CRITICAL, 0))]
+    without, with_beats = peers["without-heartbeats"], peers["with-heartbeats"]
+    figures.update({
+        "heartbeat_instances": len(ids), "period_s": s.heartbeat_period_s, "ttl_s": s.heartbeat_ttl_s,
+        "scheduled_per_s": round(len(ids) / s.heartbeat_period_s, 1),
+        "heartbeats_per_s": round((ok1 - ok0) / (t1 - t0), 1), "measured_s": round(t1 - t0, 1),
+        "heartbeats_ok": stats.ok, "heartbeats_failed": stats.failed, "failed_while_measured": failed1 - failed0,
+        "heartbeat_statuses": dict(stats.statuses), "lateness": latency_stats(stats.lateness_s[late0:late1]),
+        "critical_max": max(critical_seen), "critical_samples": len(samples),
+        "listed": len(listed), "listed_not_up": dict(not_up), "peers": peers,
+        "p99_ratio": round(with_beats["p99_ms"] / without["p99_ms"], 2) if without.get("p99_ms") else None,
+        "requests_per_s_ratio": round(with_beats["requests_per_s"] / without["requests_per_s"], 3),
+    })
+    if stats.errors:
+        figures["heartbeat_errors"] = dict(stats.errors.most_common(5))
+    ctx.ui.log(f"  {figures['heartbeats_per_s']:,.0f} heartbeats/s ({stats.failed} failed, at most "
+               f"{figures['critical_max']} critical); discovery {without['requests_per_s']:,.0f} → "
+               f"{with_beats['requests_per_s']:,.0f} req/s")
     return figures

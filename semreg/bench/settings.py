@@ -36,6 +36,15 @@ class BenchSettings:
     register_repeats: int = 20
     register_replacements: int = 5
     closure_rounds: int = 3
+    watches: int = 10_000  # blocking reads held at once (scenario watches)
+    watch_groups: int = 100  # distinct queries they are spread over
+    watch_wait_s: int = 120  # the `wait` of each blocking read: longer than the scenario needs them
+    checked_instances: int = 1000  # instances with an active HTTP check (scenario health-checks)
+    check_interval_s: int = 1
+    heartbeat_instances: int = 5000  # instances heartbeating (scenario heartbeat-load)
+    heartbeat_period_s: int = 5
+    heartbeat_ttl_s: int = 15
+    heartbeat_connections: int = 16  # keep-alive connections the heartbeats share
     seed: int = 7
     only: tuple[str, ...] = ()
     quick: bool = False
@@ -60,7 +69,8 @@ class BenchSettings:
 
 # Sizes a `--quick` smoke run uses; any flag given explicitly still wins.
 QUICK = {"instances": 1000, "classes": 300, "duration_s": 2, "warmup_s": 0, "rounds": 1,
-         "register_repeats": 5, "register_replacements": 2, "closure_rounds": 2}
+         "register_repeats": 5, "register_replacements": 2, "closure_rounds": 2,
+         "watches": 300, "watch_groups": 10, "checked_instances": 50, "heartbeat_instances": 200}
 
 # flag, settings field, type, help
 _SIZES = (
@@ -75,6 +85,11 @@ _SIZES = (
     ("--rounds", "rounds", int, "measured runs per peer, interleaved; medians are reported (default 1)"),
     ("--register-repeats", "register_repeats", int, "1000-tag registrations timed (default 20; quick 5)"),
     ("--closure-rounds", "closure_rounds", int, "uploads of the second ontology timed (default 3; quick 2)"),
+    ("--watches", "watches", int, "blocking reads held at once (default 10000; quick 300)"),
+    ("--watch-groups", "watch_groups", int, "distinct queries the blocking reads spread over (default 100; quick 10)"),
+    ("--checked-instances", "checked_instances", int, "instances with an active HTTP check, each probed once a "
+     "second (default 1000; quick 50)"),
+    ("--heartbeat-instances", "heartbeat_instances", int, "instances heartbeating every 5 s (default 5000; quick 200)"),
     ("--seed", "seed", int, "seed of the synthetic data set (default 7)"),
 )
 
@@ -84,7 +99,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes and short runs: a smoke test")
     parser.add_argument("--only", metavar="NAME[,NAME]", default="",
                         help="run only these scenarios (comma list of discovery, sparql, register-1000-tags, "
-                             "closure; an unknown name lists every scenario)")
+                             "closure, watches, health-checks, heartbeat-load; an unknown name lists every "
+                             "scenario)")
     for flag, dest, kind, text in _SIZES:
         parser.add_argument(flag, dest=dest, type=kind, default=None, metavar="N", help=text)
     parser.add_argument("--semreg-url", metavar="URL", default=None,
