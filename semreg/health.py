@@ -1,59 +1,27 @@
-"""Active health checks: HTTP (any 2xx or 3xx passes) and TCP (a connection opens), on their own
-thread and event loop, so a thousand probes a second do not stall the loop that serves discovery.
+"""Active health checks, on their own thread and event loop, so a thousand probes a second do not
+stall the loop that serves discovery. The probes themselves are in `semreg.probes`.
 
-Each instance with a `check` is probed every `interval` seconds with `timeout`; the result is handed
-to the node's loop, which marks the instance `critical` on a failure (it leaves discovery at once)
-and `up` again when a check passes. The number of probes in flight is bounded.
+Each instance with a `check` is probed every `interval` seconds with `timeout` (the first probe within
+the first second, at a random point); the result is handed to the node's loop, which marks the
+instance `critical` on a failure (it leaves discovery at once) and `up` again when a check passes.
+The number of probes in flight is bounded.
 """
 from __future__ import annotations
 
 import asyncio
 import heapq
 import logging
+import random
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
-import httpx
+from semreg.probes import HttpTcpProbe, Probe
 
 log = logging.getLogger("semreg.health")
 
-Probe = Callable[[dict[str, Any]], Awaitable[tuple[bool, str]]]
 Report = Callable[[str, int, bool, str], None]  # (instance id, check generation, passing, detail)
-
-
-class HttpTcpProbe:
-    """The real probes; one pooled HTTP client for all HTTP checks."""
-
-    def __init__(self) -> None:
-        self._client: httpx.AsyncClient | None = None
-
-    async def __call__(self, check: dict[str, Any]) -> tuple[bool, str]:
-        timeout = float(check.get("timeout", 2.0))
-        try:
-            if check.get("http"):
-                if self._client is None:
-                    self._client = httpx.AsyncClient(follow_redirects=False, verify=False,
-                                                     limits=httpx.Limits(max_connections=256,
-                                                                         max_keepalive_connections=64))
-                r = await self._client.get(check["http"], timeout=timeout, headers={"User-Agent": "semreg-health"})
-                return 200 <= r.status_code < 400, f"HTTP {r.status_code}"
-            host, _, port = check["tcp"].rpartition(":")
-            host = host.strip("[]")
-            _, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), timeout)
-            writer.close()
-            try:
-                await asyncio.wait_for(writer.wait_closed(), timeout)
-            except (TimeoutError, OSError):
-                pass
-            return True, "TCP connect ok"
-        except (TimeoutError, httpx.HTTPError, OSError, ValueError) as exc:
-            return False, f"{type(exc).__name__}: {exc}"[:200]
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
 
 
 class HealthChecker:
@@ -120,7 +88,10 @@ class HealthChecker:
             self.checks.pop(instance_id, None)
             return
         self.checks[instance_id] = (gen, check)
-        heapq.heappush(self._due, (self.clock(), instance_id, gen))
+        # The first probe at a random point of the first interval, so checks registered together
+        # (a batch, a restart) do not all fall due in the same instant, every interval after.
+        first = self.clock() + random.uniform(0, min(float(check.get("interval", 10.0)), 1.0))
+        heapq.heappush(self._due, (first, instance_id, gen))
         assert self._wake is not None
         self._wake.set()
 
