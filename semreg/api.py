@@ -251,16 +251,16 @@ async def put_ontology(request: Request) -> Response:
     ontology.media_type_of(request.headers.get("content-type"))
     started = time.perf_counter()
     body = await read_body(request, node.settings.ontology_body_limit_bytes, "the ontology")
-    change = await node.put_ontology(name, body, request.headers.get("content-type"))
+    change = await node.ontologies.put(name, body, request.headers.get("content-type"))
     return JSONResponse({**change.meta.as_json(), "reasoning_ms": round(change.reasoning_ms, 1),
                          "timings_ms": {k: round(v, 1) for k, v in change.timings_ms.items()},
-                         "concepts": change.classes, "ms": round((time.perf_counter() - started) * 1000, 1)},
+                         "concepts": change.concepts, "ms": round((time.perf_counter() - started) * 1000, 1)},
                         status_code=201 if change.created else 200)
 
 
 async def list_ontologies(request: Request) -> Response:
     node = node_of(request)
-    return JSONResponse([m.as_json() for m in sorted(node.ontologies.values(), key=lambda m: m.name)])
+    return JSONResponse([m.as_json() for m in sorted(node.ontologies.metas.values(), key=lambda m: m.name)])
 
 
 async def get_ontology(request: Request) -> Response:
@@ -269,12 +269,12 @@ async def get_ontology(request: Request) -> Response:
     if name not in node.ontologies:
         raise NotFound(f"no ontology named '{name[:128]}'.")
     media, fmt = ontology.choose_representation(request.headers.get("accept"))
-    data = node.ontology_rdf(name, fmt)
+    data = node.ontologies.rdf(name, fmt)
     return Response(data, media_type=media + ("; charset=utf-8" if media != "application/ld+json" else ""))
 
 
 async def delete_ontology(request: Request) -> Response:
-    await node_of(request).delete_ontology(request.path_params["name"])
+    await node_of(request).ontologies.delete(request.path_params["name"])
     return Response(status_code=204)
 
 

@@ -1,4 +1,5 @@
-"""Write-behind materialisation of derived RDF: instances in the registry vocabulary, and the closure.
+"""Write-behind materialisation of derived RDF: ontology graphs, instances in the registry vocabulary,
+and the closure.
 
 Records are written before a request is acknowledged (`semreg.store`); their RDF form (five quads a
 tag) is written here, on one background thread, batching whatever piled up since the last pass. A
@@ -80,6 +81,7 @@ class Materializer:
         self._cond = threading.Condition()
         self._instances: dict[str, dict[str, Any] | None] = {}  # id → view to write, or None to remove
         self._inferred: tuple[list[ox.Triple], str] | None = None
+        self._ontologies: dict[str, tuple[list[ox.Triple], str | None]] = {}  # name → (triples, sha or None: drop)
         self._requested = 0
         self._done = 0
         self._stopping = False
@@ -100,6 +102,12 @@ class Materializer:
 
     def put_inferred(self, triples: list[ox.Triple], state: str) -> int:
         return self._request(lambda: setattr(self, "_inferred", (triples, state)))
+
+    def put_ontology(self, name: str, triples: list[ox.Triple], sha256: str) -> int:
+        return self._request(lambda: self._ontologies.__setitem__(name, (triples, sha256)))
+
+    def remove_ontology(self, name: str) -> int:
+        return self._request(lambda: self._ontologies.__setitem__(name, ([], None)))
 
     def _request(self, change: Callable[[], None]) -> int:
         with self._cond:
@@ -135,7 +143,10 @@ class Materializer:
                 target = self._requested
                 instances, self._instances = self._instances, {}
                 inferred, self._inferred = self._inferred, None
+                ontologies, self._ontologies = self._ontologies, {}
             try:
+                for name, (triples, sha256) in ontologies.items():
+                    self.store.replace_ontology_graph(name, triples, sha256)
                 self._write(instances, inferred)
             except Exception as exc:
                 self.last_error = exc

@@ -7,44 +7,31 @@ the event loop keeps serving discovery while an ontology is being reasoned over.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
-import hashlib
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pyoxigraph as ox
 
-from semreg import discovery, ontology
+from semreg import discovery
 from semreg.config import Settings
 from semreg.errors import BadRequest, NotFound
 from semreg.health import HealthChecker
 from semreg.instances import Instance, Registration
 from semreg.materialize import Materializer
-from semreg.reasoner import Hierarchy, build_hierarchy, compute_closure, hierarchy_triples
+from semreg.ontologies import Ontologies
+from semreg.reasoner import Hierarchy
 from semreg.registry import Change, Registry
 from semreg.schemas import InstanceBody, validate
-from semreg.store import RECORDS, OntologyMeta, Store, now_rfc3339
+from semreg.store import RECORDS, Store
 from semreg.terms import ANY, PrefixMap, Tag, check_iri, parse_tags, validate_prefix_name
 from semreg.watch import Topic, WatchHub
 
 log = logging.getLogger("semreg.node")
-
-
-@contextlib.contextmanager
-def _phase(timings: dict[str, float], name: str):
-    started = time.perf_counter()
-    try:
-        yield
-    finally:
-        timings[name] = (time.perf_counter() - started) * 1000
 
 
 def settle_heap() -> None:
@@ -58,15 +45,6 @@ def settle_heap() -> None:
     gc.freeze()
 
 
-@dataclass(frozen=True)
-class OntologyChange:
-    meta: OntologyMeta
-    created: bool
-    reasoning_ms: float
-    classes: int
-    timings_ms: dict[str, float] = field(default_factory=dict)
-
-
 class Node:
     def __init__(self, settings: Settings, clock: Callable[[], float] = time.time, store: Store | None = None) -> None:
         self.settings = settings
@@ -74,14 +52,13 @@ class Node:
         self.store: Store | None = store
         self.materializer: Materializer | None = None
         self.prefixes = PrefixMap()
-        self.ontologies: dict[str, OntologyMeta] = {}
+        self.ontologies: Ontologies  # set by open(), which needs the store
         self.hierarchy = Hierarchy()
         self.registry = Registry(on_change=self._on_change)
         self.hub = WatchHub()
         self.ready = False
         self.started_at = clock()
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="semreg-store")
-        self._ontology_lock = asyncio.Lock()
         self._revision = 0
         self._generation = 0
         self._visible: tuple[int, list] | None = None
@@ -103,8 +80,8 @@ class Node:
             self.store = await self._write(Store, self.settings.data_dir)
         self.materializer = Materializer(self.store)
         self.prefixes = PrefixMap(explicit=self.store.load_prefixes())
-        self.ontologies = {m.name: m for m in self.store.load_ontology_metas()}
-        await self._rebuild_closure(force_write=False)
+        self.ontologies = Ontologies(self.store, self.materializer, self._write, self._apply_hierarchy)
+        await self.ontologies.restore()
         records = await self._write(self.store.load_records)
         now = self.clock()
         regs, revs = [], []
@@ -125,7 +102,7 @@ class Node:
                 self.registry.instances[reg.id].admin_status = status
         self._revision = max(revs, default=0)
         for path in self.settings.ontologies:
-            await self.load_ontology_file(path)
+            await self.ontologies.load_file(path)
         self.ready = True
         self._arm_expiry()
         settle_heap()
@@ -167,92 +144,8 @@ class Node:
             self._visible = (generation, graphs)
         return self._visible[1]
 
-    # -- ontologies --------------------------------------------------------------------------------
-    async def load_ontology_file(self, path: Path) -> OntologyChange:
-        media = ontology.FILE_SUFFIXES.get(path.suffix.lower())
-        if media is None:
-            raise BadRequest(f"{path}: unknown ontology file type '{path.suffix}'; use .ttl, .n3, .owl, .rdf, "
-                             f".jsonld or .nt.")
-        name = re.sub(r"[^A-Za-z0-9._-]", "-", path.stem)[:128] or "ontology"
-        body = path.read_bytes()
-        known = self.ontologies.get(name)
-        if known is not None and known.sha256 == hashlib.sha256(body).hexdigest():
-            log.info("ontology unchanged", extra={"ontology": name, "file": str(path)})
-            return OntologyChange(known, False, 0.0, self.hierarchy.size, {})
-        return await self.put_ontology(name, body, media)
-
-    async def put_ontology(self, name: str, body: bytes, content_type: str | None) -> OntologyChange:
-        ontology.validate_name(name)
-        media = ontology.media_type_of(content_type)
-        timings: dict[str, float] = {}
-        with _phase(timings, "parse"):
-            parsed = await asyncio.to_thread(ontology.parse, body, media)
-        async with self._ontology_lock:
-            assert self.store is not None
-            created = name not in self.ontologies
-            others = await self._write(self._ontology_triples, [n for n in self.ontologies if n != name])
-            closure, hierarchy, reason_timings = await asyncio.to_thread(self._reason, [*others, *parsed.triples])
-            timings.update(reason_timings)
-            meta = OntologyMeta(name=name, triples=len(parsed.triples), inferred=len(closure.inferred),
-                                uploaded_at=now_rfc3339(), media_type=media, prefixes=parsed.prefixes,
-                                sha256=hashlib.sha256(body).hexdigest())
-            with _phase(timings, "store"):
-                await self._write(self.store.replace_ontology, meta, parsed.triples)
-            with _phase(timings, "install"):
-                self.ontologies[name] = meta
-                self._install(closure, hierarchy)
-                settle_heap()
-        reasoning_ms = timings["closure"] + timings["index"]
-        log.info("ontology stored", extra={"ontology": name, "triples": meta.triples, "inferred": meta.inferred,
-                                           "new": created, "reasoning_ms": round(reasoning_ms, 1),
-                                           "timings_ms": {k: round(v, 1) for k, v in timings.items()}})
-        return OntologyChange(meta, created, reasoning_ms, hierarchy.size, timings)
-
-    def _ontology_triples(self, names: list[str]) -> list:
-        assert self.store is not None
-        return [q for n in names for q in self.store.ontology_triples(n)]
-
-    async def delete_ontology(self, name: str) -> None:
-        async with self._ontology_lock:
-            assert self.store is not None
-            if name not in self.ontologies:
-                raise NotFound(f"no ontology named '{name}'.")
-            others = await self._write(self._ontology_triples, [n for n in self.ontologies if n != name])
-            closure, hierarchy, _ = await asyncio.to_thread(self._reason, others)
-            await self._write(self.store.delete_ontology, name)
-            del self.ontologies[name]
-            self._install(closure, hierarchy)
-        log.info("ontology deleted", extra={"ontology": name})
-
-    def _reason(self, triples: list) -> tuple:
-        """Closure, then the hierarchy index and what it adds to the closure; with their times in ms."""
-        timings: dict[str, float] = {}
-        with _phase(timings, "closure"):
-            closure = compute_closure(triples)
-        with _phase(timings, "index"):
-            hierarchy = build_hierarchy(triples, closure.inferred)
-            closure.inferred.extend(hierarchy_triples(hierarchy, [*triples, *closure.inferred]))
-        return closure, hierarchy, timings
-
-    async def _rebuild_closure(self, force_write: bool) -> None:
-        assert self.store is not None
-        triples = await self._write(self._ontology_triples, list(self.ontologies))
-        closure, hierarchy, _ = await asyncio.to_thread(self._reason, triples)
-        state = self._closure_state()
-        if force_write or self.store.closure_state() != state:
-            assert self.materializer is not None
-            self.materializer.put_inferred(closure.inferred, state)
-        self._apply_hierarchy(hierarchy, closure.seconds * 1000)
-
-    def _install(self, closure, hierarchy: Hierarchy) -> None:
-        assert self.materializer is not None
-        self.materializer.put_inferred(closure.inferred, self._closure_state())
-        self._apply_hierarchy(hierarchy, closure.seconds * 1000)
-
-    def _apply_hierarchy(self, hierarchy: Hierarchy, ms: float) -> None:
-        prefixes: dict[str, str] = {}
-        for meta in sorted(self.ontologies.values(), key=lambda m: m.uploaded_at):
-            prefixes.update(meta.prefixes)
+    def _apply_hierarchy(self, hierarchy: Hierarchy, prefixes: dict[str, str], ms: float) -> None:
+        """Install a new closure's index: discovery uses it from the next request on."""
         self.prefixes.set_ontology_prefixes(prefixes)
         self.hierarchy = hierarchy
         self.registry.catalogue.set_hierarchy(hierarchy)
@@ -261,18 +154,7 @@ class Node:
         if self.on_closure is not None:
             self.on_closure(ms / 1000)
         self.hub.changed((), membership=True, everything=True)
-
-    def _closure_state(self) -> str:
-        text = "|".join(f"{m.name}@{m.uploaded_at}#{m.triples}" for m in sorted(self.ontologies.values(),
-                                                                               key=lambda m: m.name))
-        return hashlib.sha256(text.encode()).hexdigest()
-
-    def ontology_rdf(self, name: str, fmt: ox.RdfFormat) -> bytes:
-        assert self.store is not None
-        if name not in self.ontologies:
-            raise NotFound(f"no ontology named '{name}'.")
-        triples = [ox.Triple(q.subject, q.predicate, q.object) for q in self.store.ontology_triples(name)]
-        return ox.serialize(triples, format=fmt, prefixes=self.ontologies[name].prefixes or None)
+        settle_heap()
 
     # -- prefixes ----------------------------------------------------------------------------------
     async def put_prefix(self, prefix: str, iri: str) -> bool:

@@ -2,11 +2,12 @@
 
 Graphs (the default graph of `/sparql` is their union):
 - `urn:semreg:records`: one record per instance (`sr:json`, the registration as accepted, with a
-  revision), ontology metadata and client-set prefixes. Written synchronously, transactionally.
-- `urn:semreg:ontology:{name}`: each uploaded ontology's triples, written synchronously.
-- `urn:semreg:registry` and `urn:semreg:inferred`: derived RDF (instances in the registry vocabulary,
-  the closure) materialised by `semreg.materialize.Materializer` behind the writes and rebuilt from
-  the records at start-up; `/sparql` waits for it to catch up before it answers.
+  revision), one per ontology (its metadata and the uploaded document, `sr:source`), client-set
+  prefixes. Written synchronously, transactionally, before a request is acknowledged.
+- `urn:semreg:ontology:{name}`, `urn:semreg:registry` and `urn:semreg:inferred`: derived RDF (each
+  ontology's triples, instances in the registry vocabulary, the closure) materialised by
+  `semreg.materialize.Materializer` behind the writes and checked or rebuilt from the records at
+  start-up; `/sparql` waits for it to catch up before it answers.
 
 Crash consistency of records: a replacement adds the new revision in one transaction and then removes
 the old one, so a crash leaves at most an extra older revision, which start-up discards; a record
@@ -17,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,8 @@ PREFIX = ox.NamedNode(SR + "Prefix")
 NAMESPACE = ox.NamedNode(SR + "namespace")
 CLOSURE_OF = ox.NamedNode(SR + "closureOf")
 CLOSURE_STATE = ox.NamedNode("urn:semreg:closure")
+SOURCE = ox.NamedNode(SR + "source")
+MATERIALIZED = ox.NamedNode(SR + "materializedFrom")
 XSD_INTEGER = ox.NamedNode(XSD + "integer")
 
 
@@ -90,8 +93,13 @@ class Store:
                 self.ox = ox.Store(str(path))
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(_explain_open_error(path, exc)) from exc
+        # Records are written by the node's one writer thread, derived graphs by the materializer's:
+        # disjoint keys, so each has its own lock and a large graph write never delays a record.
         self._lock = threading.Lock()
+        self._derived_lock = threading.Lock()
         self._revisions: dict[str, int] = {}
+        self._ontology_revisions: dict[str, int] = {}
+        self._max_ontology_revision = 0
 
     # -- instance records --------------------------------------------------------------------------
     def load_records(self) -> list[tuple[dict[str, Any], int]]:
@@ -170,40 +178,81 @@ class Store:
             self.ox.remove(q)
 
     # -- ontologies --------------------------------------------------------------------------------
-    def replace_ontology(self, meta: OntologyMeta, triples: list[ox.Triple]) -> None:
-        """Replace one ontology's graph and metadata. Callers have parsed and reasoned before this."""
-        graph = ontology_graph(meta.name)
+    # An ontology's record holds its metadata and the uploaded document itself (`sr:source`): the
+    # durable truth of an upload is one transaction, whatever its size; its graph is derived.
+    def save_ontology(self, meta: OntologyMeta, source: str) -> None:
         with self._lock:
-            if self.ox.contains_named_graph(graph):
-                self.ox.remove_graph(graph)
-            self.ox.extend([ox.Quad(t.subject, t.predicate, t.object, graph) for t in triples])
-            self._write_meta(meta)
-
-    def _write_meta(self, meta: OntologyMeta) -> None:
-        node = ox.NamedNode(f"urn:semreg:ontology-record:{meta.name}")
-        self._remove_subject(node, RECORDS)
-        self.ox.extend([ox.Quad(node, TYPE, ONTOLOGY, RECORDS), ox.Quad(node, NAME, ox.Literal(meta.name), RECORDS),
-                        ox.Quad(node, JSON, ox.Literal(orjson.dumps(meta.__dict__).decode()), RECORDS)])
+            old = self._ontology_revisions.get(meta.name, 0)
+            rev = max(old, self._max_ontology_revision) + 1
+            self._max_ontology_revision = rev
+            node = ox.NamedNode(f"urn:semreg:ontology-record:{meta.name}:{rev}")
+            self.ox.extend([ox.Quad(node, TYPE, ONTOLOGY, RECORDS), ox.Quad(node, NAME, ox.Literal(meta.name), RECORDS),
+                            ox.Quad(node, REVISION, ox.Literal(str(rev), datatype=XSD_INTEGER), RECORDS),
+                            ox.Quad(node, JSON, ox.Literal(orjson.dumps(meta.__dict__).decode()), RECORDS),
+                            ox.Quad(node, SOURCE, ox.Literal(source), RECORDS)])
+            self._ontology_revisions[meta.name] = rev
+            if old:
+                self._remove_subject(ox.NamedNode(f"urn:semreg:ontology-record:{meta.name}:{old}"), RECORDS)
 
     def delete_ontology(self, name: str) -> None:
         with self._lock:
-            self._remove_subject(ox.NamedNode(f"urn:semreg:ontology-record:{name}"), RECORDS)
-            graph = ontology_graph(name)
+            rev = self._ontology_revisions.pop(name, None)
+            if rev is not None:
+                self._remove_subject(ox.NamedNode(f"urn:semreg:ontology-record:{name}:{rev}"), RECORDS)
+
+    def load_ontologies(self) -> list[tuple[OntologyMeta, str]]:
+        """Each ontology's newest complete record (metadata, source); older and partial ones removed."""
+        parts: dict[str, dict[str, Any]] = {}
+        for q in self.ox.quads_for_pattern(None, None, None, RECORDS):
+            subj = q.subject.value
+            if subj.startswith("urn:semreg:ontology-record:"):
+                slot = parts.setdefault(subj, {})
+                key = {NAME: "name", REVISION: "rev", JSON: "json", SOURCE: "source"}.get(q.predicate)
+                if key is not None:
+                    slot[key] = q.object.value
+        best: dict[str, tuple[int, str, OntologyMeta, str]] = {}
+        garbage = []
+        for subj, slot in parts.items():
+            try:
+                rev = int(slot["rev"])
+                meta = OntologyMeta(**orjson.loads(slot["json"]))
+                source = slot["source"]
+            except (KeyError, ValueError, TypeError, orjson.JSONDecodeError):
+                garbage.append(subj)
+                continue
+            prev = best.get(meta.name)
+            if prev is None or prev[0] < rev:
+                if prev is not None:
+                    garbage.append(prev[1])
+                best[meta.name] = (rev, subj, meta, source)
+            else:
+                garbage.append(subj)
+        for subj in garbage:
+            self._remove_subject(ox.NamedNode(subj), RECORDS)
+        self._ontology_revisions = {name: rev for name, (rev, _, _, _) in best.items()}
+        self._max_ontology_revision = max(self._ontology_revisions.values(), default=0)
+        return [(meta, source) for _, _, meta, source in sorted(best.values(), key=lambda b: b[2].name)]
+
+    def materialized_ontologies(self) -> dict[str, str]:
+        """Ontology graph name → the sha256 of the source it was last written from."""
+        return {q.subject.value.removeprefix("urn:semreg:ontology-state:"): q.object.value
+                for q in self.ox.quads_for_pattern(None, MATERIALIZED, None, RECORDS)}
+
+    def ontology_graph_names(self) -> list[str]:
+        return [g.value.removeprefix(ONTOLOGY_PREFIX) for g in self.ox.named_graphs()
+                if isinstance(g, ox.NamedNode) and g.value.startswith(ONTOLOGY_PREFIX)]
+
+    def replace_ontology_graph(self, name: str, triples: list[ox.Triple], sha256: str | None) -> None:
+        """Write (or with sha256 None, drop) an ontology's graph and note what it was written from."""
+        graph = ontology_graph(name)
+        state = ox.NamedNode(f"urn:semreg:ontology-state:{name}")
+        with self._derived_lock:
+            self._remove_subject(state, RECORDS)
             if self.ox.contains_named_graph(graph):
                 self.ox.remove_graph(graph)
-
-    def load_ontology_metas(self) -> list[OntologyMeta]:
-        out = []
-        for q in self.ox.quads_for_pattern(None, JSON, None, RECORDS):
-            if q.subject.value.startswith("urn:semreg:ontology-record:"):
-                try:
-                    out.append(OntologyMeta(**orjson.loads(q.object.value)))
-                except (orjson.JSONDecodeError, TypeError):
-                    log.warning("ignored an unreadable ontology record", extra={"subject": q.subject.value})
-        return sorted(out, key=lambda m: m.name)
-
-    def ontology_triples(self, name: str) -> Iterator[ox.Quad]:
-        return self.ox.quads_for_pattern(None, None, None, ontology_graph(name))
+            if sha256 is not None:
+                self.ox.extend([ox.Quad(t.subject, t.predicate, t.object, graph) for t in triples])
+                self.ox.add(ox.Quad(state, MATERIALIZED, ox.Literal(sha256), RECORDS))
 
     def closure_state(self) -> str | None:
         for q in self.ox.quads_for_pattern(CLOSURE_STATE, CLOSURE_OF, None, RECORDS):
@@ -212,7 +261,7 @@ class Store:
 
     def replace_inferred(self, triples: list[ox.Triple], state: str) -> None:
         """The closure graph, and the ontology set it was computed from (so start-up can skip it)."""
-        with self._lock:
+        with self._derived_lock:
             self._remove_subject(CLOSURE_STATE, RECORDS)
             if self.ox.contains_named_graph(INFERRED):
                 self.ox.remove_graph(INFERRED)

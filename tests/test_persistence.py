@@ -114,3 +114,27 @@ def test_unusable_data_dirs_are_clear_errors(tmp_path):
         out = subprocess.run([sys.executable, "-m", "semreg", "serve", "--port", "1", "--data-dir", str(path)],
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 1 and fragment in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_an_acknowledged_upload_survives_kill_before_its_graph_is_written(start_server, tmp_path):
+    data = tmp_path / "data"
+    srv = start_server(data_dir=data)
+    body = (DATA / "ontologies" / "dbpedia-ontology-2026.08.20.ttl").read_bytes()
+    with srv.client() as c:
+        assert c.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
+                     headers={"Content-Type": "text/turtle"}).status_code == 201
+        r = c.put("/v1/ontologies/dbo", content=body, headers={"Content-Type": "text/turtle"})
+        assert r.status_code == 201
+        triples = r.json()["triples"]
+        assert c.delete("/v1/ontologies/obras").status_code == 204
+    srv.kill()  # the graph writes are behind the acknowledgement: likely still pending
+    srv = start_server(data_dir=data)
+    with srv.client() as c:
+        assert [o["name"] for o in c.get("/v1/ontologies").json()] == ["dbo"]
+        q = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH <urn:semreg:ontology:dbo> { ?s ?p ?o } }"
+        n = c.get("/sparql", params={"query": q}, headers={"Accept": "application/sparql-results+json"}).json()
+        assert int(n["results"]["bindings"][0]["n"]["value"]) == triples
+        q = "ASK { GRAPH <urn:semreg:ontology:obras> { ?s ?p ?o } }"
+        r = c.get("/sparql", params={"query": q}, headers={"Accept": "application/sparql-results+json"})
+        assert r.json()["boolean"] is False
+        assert c.get("/v1/concepts/" + "http://dbpedia.org/ontology/LightNovel".replace("#", "%23")).status_code == 200
