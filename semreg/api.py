@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
+from collections.abc import Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -19,6 +19,7 @@ from semreg.matching import parse_match
 from semreg.node import Node
 from semreg.schemas import ID_PATTERN, BatchBody, HeartbeatBody, PrefixBody, TagsBody, validate
 from semreg.terms import ANY, RDF_TYPE, Tag, parse_component
+from semreg.watch import Topic
 
 _ID = re.compile(ID_PATTERN)
 
@@ -58,8 +59,15 @@ def path_id(request: Request) -> str:
     return iid
 
 
-def indexed(body: bytes | Any, index: int, status: int = 200) -> JSONResponse:
-    return JSONResponse(body, status_code=status, headers={"X-Semreg-Index": str(index)})
+async def watched(request: Request, topic_of: Callable[[], Topic]) -> JSONResponse:
+    """A watchable read: the topic's body and index; with `?index=N&wait=`, after its result changes."""
+    node = node_of(request)
+    index, wait = watch_params(request, node.settings.watch_max_wait_s)
+    topic = topic_of()
+    if index is not None:
+        await node.hub.wait(topic, index, wait)
+        topic = topic_of()
+    return JSONResponse(topic.body, headers={"X-Semreg-Index": str(topic.index)})
 
 
 # -- operations ------------------------------------------------------------------------------------
@@ -131,12 +139,7 @@ async def batch_instances(request: Request) -> Response:
 async def list_instances(request: Request) -> Response:
     node = node_of(request)
     service = request.query_params.get("service") or None
-    index, wait = watch_params(request, node.settings.watch_max_wait_s)
-    topic = node.instances_topic(service)
-    if index is not None:
-        await node.hub.wait(topic, index, wait)
-        topic = node.instances_topic(service)
-    return indexed(topic.body, topic.index)
+    return await watched(request, lambda: node.instances_topic(service))
 
 
 async def get_instance(request: Request) -> Response:
@@ -186,12 +189,7 @@ async def discover(request: Request) -> Response:
         raise BadRequest(f"status takes 'up' (the default) or 'any', not '{status[:40]}'.", field="status")
     q = DiscoverQuery(query_tag(request, node), parse_match(params.get("match")), params.get("service") or None,
                       status == "any", int_param(request, "limit", 1, 1_000_000))
-    index, wait = watch_params(request, node.settings.watch_max_wait_s)
-    topic = node.discover_topic(q)
-    if index is not None:
-        await node.hub.wait(topic, index, wait)
-        topic = node.discover_topic(q)
-    return indexed(topic.body, topic.index)
+    return await watched(request, lambda: node.discover_topic(q))
 
 
 async def discover_tags(request: Request) -> Response:
@@ -202,12 +200,7 @@ async def discover_tags(request: Request) -> Response:
 
 async def tags(request: Request) -> Response:
     node = node_of(request)
-    index, wait = watch_params(request, node.settings.watch_max_wait_s)
-    topic = node.tags_topic()
-    if index is not None:
-        await node.hub.wait(topic, index, wait)
-        topic = node.tags_topic()
-    return indexed(topic.body, topic.index)
+    return await watched(request, node.tags_topic)
 
 
 async def expand(request: Request) -> Response:
