@@ -117,6 +117,12 @@ class WatchHub:
         self.wakeups += 1
         t.waiters.clear()
 
+    def release_all(self) -> None:
+        """Answer every blocking read now, with its current result (the server is stopping)."""
+        for t in self._topics.values():
+            if t.waiters:
+                self._wake(t)
+
     async def wait(self, t: Topic, index: int, timeout_s: float) -> None:
         """Return when `t.index > index` or after `timeout_s`."""
         if t.index > index or timeout_s <= 0:

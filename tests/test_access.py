@@ -144,3 +144,9 @@ def sized_body(size: int) -> bytes:
     out = json.dumps({**BODY, "meta": meta}).encode()
     assert len(out) == size
     return out
+
+
+def test_peers_are_refused_until_clustering_exists():
+    out = subprocess.run([sys.executable, "-m", "semreg", "serve", "--memory", "--port", "1", "--peers", "127.0.0.1:2"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "single node" in out.stderr

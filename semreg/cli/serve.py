@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
     p.add_argument("--tokens", default=e("tokens_file"), metavar="FILE", help="tokens file (JSON); see the README")
     p.add_argument("--insecure", action="store_true", default=_flag(e("insecure")),
                    help="allow listening beyond loopback without tokens")
-    p.add_argument("--peers", default=e("peers", ""), metavar="HOST:PORT,...", help="other cluster nodes")
+    p.add_argument("--peers", default=e("peers", ""), metavar="HOST:PORT,...", help="other cluster nodes (not available yet: refused)")
     p.add_argument("--replicas", type=int, default=int(e("replicas", 2)), help="replication factor (default 2)")
     p.add_argument("--json-body-limit", type=int, default=int(e("json_body_limit", 4 * MiB)), metavar="BYTES",
                    help="largest JSON body (default 4 MiB)")
@@ -107,6 +107,26 @@ def raise_open_files_limit() -> int:
         return -1
 
 
+def _draining_server_class():
+    import uvicorn
+
+    class DrainingServer(uvicorn.Server):
+        """On SIGTERM/SIGINT, answer blocking reads at once (with their current result) so that the
+        graceful drain does not wait out watches that may block for minutes."""
+
+        def __init__(self, config, node) -> None:
+            super().__init__(config)
+            self.node = node
+
+        def handle_exit(self, sig, frame) -> None:
+            super().handle_exit(sig, frame)
+            loop = self.node._loop
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(self.node.hub.release_all)
+
+    return DrainingServer
+
+
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -130,6 +150,10 @@ def run(args: argparse.Namespace) -> int:
         except TokensFileError as exc:
             print(f"semreg: {exc}", file=sys.stderr)
             return 2
+    if settings.peers:
+        print("semreg: --peers: this version runs a single node; clustering (the consistent-hash ring and its "
+              "membership) is not built yet. Start it without --peers.", file=sys.stderr)
+        return 2
     for path in settings.ontologies:
         if not path.is_file():
             print(f"semreg: --ontology {path}: no such file.", file=sys.stderr)
@@ -142,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(settings, store=store)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None, access_log=False,
                             lifespan="on", timeout_graceful_shutdown=10, backlog=4096)
-    server = uvicorn.Server(config)
+    server = _draining_server_class()(config, app.state.node)
     # uvicorn re-raises the signal that stopped it once it has drained; after a clean drain on
     # SIGTERM the exit status should be 0, so the handler it restores and re-raises is a no-op.
     signal.signal(signal.SIGTERM, lambda signum, frame: None)
