@@ -20,9 +20,10 @@ from semreg.config import Settings
 from semreg.errors import SemregError
 from semreg.http import JSONResponse
 from semreg.metrics import Metrics, MetricsMiddleware, metrics_endpoint
-from semreg.node import Node, Router
+from semreg.node import Node
 from semreg.openapi import openapi_endpoint
 from semreg.ratelimit import RateLimiter
+from semreg.routing import Router
 
 log = logging.getLogger("semreg.app")
 

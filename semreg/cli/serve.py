@@ -35,7 +35,8 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
     p.add_argument("--tokens", default=e("tokens_file"), metavar="FILE", help="tokens file (JSON); see the README")
     p.add_argument("--insecure", action="store_true", default=_flag(e("insecure")),
                    help="allow listening beyond loopback without tokens")
-    p.add_argument("--peers", default=e("peers", ""), metavar="HOST:PORT,...", help="other cluster nodes (not available yet: refused)")
+    p.add_argument("--peers", default=e("peers", ""), metavar="HOST:PORT,...",
+                   help="other cluster nodes (not available yet: refused)")
     p.add_argument("--replicas", type=int, default=int(e("replicas", 2)), help="replication factor (default 2)")
     p.add_argument("--json-body-limit", type=int, default=int(e("json_body_limit", 4 * MiB)), metavar="BYTES",
                    help="largest JSON body (default 4 MiB)")
