@@ -187,8 +187,10 @@ async def discover(request: Request) -> Response:
     status = params.get("status")
     if status not in (None, "", "up", "any"):
         raise BadRequest(f"status takes 'up' (the default) or 'any', not '{status[:40]}'.", field="status")
+    version = node.prefixes.version
     q = DiscoverQuery(query_tag(request, node), parse_match(params.get("match")), params.get("service") or None,
                       status == "any", int_param(request, "limit", 1, 1_000_000))
+    node.known_queries.remember(request.scope["query_string"], version, q)
     return await watched(request, lambda: node.discover_topic(q))
 
 
@@ -297,9 +299,11 @@ async def delete_prefix(request: Request) -> Response:
     return Response(status_code=204)
 
 
+DISCOVER = Route("/v1/discover", discover, methods=["GET"])
+
 # The hot routes first: Starlette tries routes in order.
 ROUTES = [
-    Route("/v1/discover", discover, methods=["GET"]),
+    DISCOVER,
     Route("/v1/route", route, methods=["GET"]),
     Route("/v1/instances/{id}/heartbeat", heartbeat, methods=["PUT"]),
     Route("/healthz", healthz, methods=["GET"]),

@@ -14,10 +14,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from semreg.access import AccessMiddleware
-from semreg.api import ROUTES
+from semreg.api import DISCOVER, ROUTES
 from semreg.auth import Tokens, TokensFileError
 from semreg.config import Settings
 from semreg.errors import SemregError
+from semreg.fastpath import DiscoverFastPath
 from semreg.http import JSONResponse
 from semreg.metrics import Metrics, MetricsMiddleware, metrics_endpoint
 from semreg.node import Node
@@ -129,7 +130,8 @@ def create_app(settings: Settings, node: Node | None = None, store=None) -> Star
     app = Starlette(routes=routes, lifespan=lifespan,
                     middleware=[Middleware(MetricsMiddleware, metrics=metrics),
                                 Middleware(AccessMiddleware, tokens=tokens,
-                                           limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst))],
+                                           limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst)),
+                                Middleware(DiscoverFastPath, node=node, route=DISCOVER)],
                     exception_handlers={SemregError: _semreg_error, HTTPException: _http_error,
                                         Exception: _unexpected})
     app.state.node = node

@@ -20,6 +20,7 @@ import pyoxigraph as ox
 from semreg import discovery
 from semreg.config import Settings
 from semreg.errors import BadRequest, NotFound
+from semreg.fastpath import KnownQueries
 from semreg.health import HealthChecker
 from semreg.instances import Instance, Registration
 from semreg.materialize import Materializer
@@ -56,6 +57,7 @@ class Node:
         self.hierarchy = Hierarchy()
         self.registry = Registry(on_change=self._on_change)
         self.hub = WatchHub()
+        self.known_queries = KnownQueries()
         self.ready = False
         self.started_at = clock()
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="semreg-store")

@@ -85,6 +85,7 @@ class PrefixMap:
 
     def _rebuild(self) -> None:
         self._merged = {**self._ontology, **self._explicit, **BUILTIN_PREFIXES}
+        self.version = getattr(self, "version", 0) + 1  # what a term expanded to may have changed
 
     def set_ontology_prefixes(self, prefixes: Mapping[str, str]) -> None:
         self._ontology = dict(prefixes)

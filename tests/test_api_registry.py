@@ -216,3 +216,24 @@ def test_transport_example(start_server):
         body = c.get("/v1/discover", params={"s": "tr:Car", "match": "all"}).json()
         got = {i["id"]: (m["degree"], m["distance"]) for m in body["matches"] for i in m["instances"]}
         assert got == {"bio": ("narrower", 0), "ev": ("narrower", 1), "any": ("broader", 1)}
+
+
+def test_repeated_discovery_answers_identically_and_follows_prefix_changes(api):
+    """The short path for repeated queries answers byte for byte as the handler, and a prefix
+    redefinition (after which the same query text means other terms) is not served stale."""
+    assert api.put("/v1/prefixes/fp", json={"iri": EX}).status_code in (200, 201)
+    put(api, "fp-1", ["ex:Filme ex:temUmGenero ex:Terror"])
+    q = {"s": "fp:Obra", "p": "fp:temUmGenero", "o": "fp:Terror"}
+    first = api.get("/v1/discover", params=q)
+    second = api.get("/v1/discover", params=q)
+    assert first.content == second.content and first.headers["x-semreg-index"] == second.headers["x-semreg-index"]
+    assert [i["id"] for i in second.json()["instances"]] == ["fp-1"]
+    put(api, "fp-2", ["ex:Livro ex:temUmGenero ex:Terror"])
+    assert [i["id"] for i in api.get("/v1/discover", params=q).json()["instances"]] == ["fp-1", "fp-2"]
+    assert api.put("/v1/prefixes/fp", json={"iri": "http://example.org/elsewhere#"}).status_code == 200
+    assert api.get("/v1/discover", params=q).json()["instances"] == []
+    text = api.get("/metrics").text
+    assert 'semreg_http_requests_total{method="GET",route="/v1/discover",status="200"}' in text
+    api.delete("/v1/prefixes/fp")
+    for iid in ("fp-1", "fp-2"):
+        api.delete(f"/v1/instances/{iid}")
