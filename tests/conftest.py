@@ -41,3 +41,20 @@ def module_server(tmp_path_factory):
     server = ServerProcess(base / "data").start(base / "logs")
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_threads(request):
+    """Fail a test that leaves threads running (heartbeat threads, pools, servers it did not stop)."""
+    import threading
+    import time
+
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + 5
+    while True:
+        leaked = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+        if not leaked or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    assert not leaked, f"{request.node.name} left threads running: {sorted(t.name for t in leaked)}"
