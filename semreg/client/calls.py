@@ -107,6 +107,13 @@ def local_error(exc: httpx.HTTPError) -> SemregClientError:
     return SemregClientError(f"the request could not be made: {type(exc).__name__}: {exc}")
 
 
+def checked(response: httpx.Response, call: Call) -> httpx.Response:
+    """The response, or the `ApiError` its 4xx/5xx status stands for."""
+    if response.status_code >= 400:
+        raise error_from(response, call.path)
+    return response
+
+
 def error_from(response: httpx.Response, path: str = "") -> ApiError:
     """The `ApiError` for a 4xx/5xx answer, carrying the server's one-sentence `error`."""
     body: Any

@@ -10,7 +10,7 @@ from typing import Any, Self
 import httpx
 
 from semreg.client.base import ClientBase, Steps, T
-from semreg.client.calls import Call, WatchState, describe_transport_error, error_from, instance_body, local_error
+from semreg.client.calls import Call, WatchState, checked, describe_transport_error, instance_body, local_error
 from semreg.client.errors import SemregClientError
 from semreg.client.heartbeat import LoadFn, Registration
 from semreg.client.transport import backoff_s
@@ -66,16 +66,10 @@ class Client(ClientBase):
                 plan.failed(attempt, *failure)
                 continue
             if plan.answered(attempt, response.status_code, response, call.final_statuses):
-                return self._checked(response, call)
+                return checked(response, call)
         if plan.last_response is not None:
-            return self._checked(plan.last_response, call)
+            return checked(plan.last_response, call)
         raise plan.unreachable()
-
-    @staticmethod
-    def _checked(response: httpx.Response, call: Call) -> httpx.Response:
-        if response.status_code >= 400:
-            raise error_from(response, call.path)
-        return response
 
     # -- registration and watching -----------------------------------------------------------------
     def register(self, id: str, service: str, address: str, port: int, tags: Iterable[Any] = (), ttl: float = 30,
