@@ -62,7 +62,7 @@ def test_expiry_then_deletion_after_deregister_after(api):
 
 
 def test_heartbeat_keeps_an_instance_up(api):
-    put(api, "beating", ttl=1)
+    put(api, "beating", ttl=2)
     for _ in range(4):
         time.sleep(0.4)
         assert api.put("/v1/instances/beating/heartbeat", json={"load": 1}).status_code == 200
