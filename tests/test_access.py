@@ -105,7 +105,7 @@ def test_refuses_non_loopback_without_tokens():
 
 
 def test_rate_limit_answers_429_with_retry_after(start_server):
-    srv = start_server("--rate-limit", "5", "--rate-burst", "5", data_dir=None)
+    srv = start_server("--rate-limit", "0.5", "--rate-burst", "5", data_dir=None)  # one token back every 2 s
     with srv.client() as c:
         codes = [c.get("/v1/instances").status_code for _ in range(5)]
         assert codes == [200] * 5
