@@ -333,10 +333,7 @@ class Node:
             matched = t.payload.matched_tags if t is not None and t.payload is not None else frozenset()
             return discovery.relevant(reg, q, matched, changes)
 
-        topic = self.hub.topic(q.key, compute, relevant)
-        if topic.body is None:
-            topic.body = discovery.body(topic.payload)
-        return topic
+        return self.hub.topic(q.key, compute, relevant, discovery.body)
 
     def instances_topic(self, service: str | None) -> Topic:
         reg = self.registry
@@ -350,10 +347,10 @@ class Node:
                 (c.after is not None and c.after.reg.service == service) or
                 (c.before is not None and c.before.service == service) for c in changes)
 
-        topic = self.hub.topic(("instances", service), compute, relevant)
-        if topic.body is None:
-            topic.body = b"[" + b",".join(i.view_json() for i in topic.payload) + b"]"
-        return topic
+        def render(instances):
+            return b"[" + b",".join(i.view_json() for i in instances) + b"]"
+
+        return self.hub.topic(("instances", service), compute, relevant, render)
 
     def tags_topic(self) -> Topic:
         cat = self.registry.catalogue
@@ -365,10 +362,10 @@ class Node:
         def relevant(changes: Iterable[Change]):
             return any(c.reason in ("registered", "replaced", "deregistered", "deleted") for c in changes)
 
-        topic = self.hub.topic(("tags",), compute, relevant)
-        if topic.body is None:
-            topic.body = orjson.dumps({"tags": [{**t.as_json(), "instances": n} for t, n in topic.payload]})
-        return topic
+        def render(counts):
+            return orjson.dumps({"tags": [{**t.as_json(), "instances": n} for t, n in counts]})
+
+        return self.hub.topic(("tags",), compute, relevant, render)
 
     def discover_tags(self, raw_tags: list[Any]) -> dict[str, list[dict[str, Any]]]:
         tags = parse_tags(raw_tags, self.prefixes)

@@ -19,7 +19,9 @@ from typing import Any
 
 Signature = Hashable
 Compute = Callable[[], tuple[Signature, Any]]  # → (signature, payload used to build the body)
+Render = Callable[[Any], bytes]  # payload → the JSON body
 MAX_IDLE_TOPICS = 10_000
+MAX_BODY_BYTES = 256 * 1024 * 1024  # rendered bodies kept; past it, idle topics go, least recent first
 
 
 @dataclass(eq=False)
@@ -27,6 +29,7 @@ class Topic:
     key: Hashable
     compute: Compute
     relevant: Callable[[Any], bool]  # does a change possibly alter this topic?
+    render: Render
     index: int
     signature: Signature = None
     payload: Any = None
@@ -43,6 +46,7 @@ class WatchHub:
         self.view_gen = 0  # bumped on every change of a view (heartbeats included)
         self._topics: OrderedDict[Hashable, Topic] = OrderedDict()
         self.wakeups = 0
+        self.body_bytes = 0
 
     @property
     def watches(self) -> int:
@@ -52,29 +56,37 @@ class WatchHub:
     def topics(self) -> int:
         return len(self._topics)
 
-    def topic(self, key: Hashable, compute: Compute, relevant: Callable[[Any], bool]) -> Topic:
-        """The topic for `key`, its signature current (recomputed if anything changed since)."""
+    def topic(self, key: Hashable, compute: Compute, relevant: Callable[[Any], bool], render: Render) -> Topic:
+        """The topic for `key`, its signature and body current (recomputed if anything changed since)."""
         t = self._topics.get(key)
         if t is None:
-            t = Topic(key, compute, relevant, self.index)
+            t = Topic(key, compute, relevant, render, self.index)
             self._topics[key] = t
             self._refresh(t, bump=False)
-            if len(self._topics) > MAX_IDLE_TOPICS:
-                self._evict()
         else:
             self._topics.move_to_end(key)
             if t.membership_gen != self.membership_gen:
                 self._refresh(t, bump=True)
             elif t.view_gen != self.view_gen:
-                t.body = None
+                self._drop_body(t)
                 t.view_gen = self.view_gen
+        if t.body is None:
+            t.body = t.render(t.payload)
+            self.body_bytes += len(t.body)
+            if self.body_bytes > MAX_BODY_BYTES or len(self._topics) > MAX_IDLE_TOPICS:
+                self._evict(keep=t)
         return t
+
+    def _drop_body(self, t: Topic) -> None:
+        if t.body is not None:
+            self.body_bytes -= len(t.body)
+            t.body = None
 
     def _refresh(self, t: Topic, bump: bool) -> bool:
         signature, payload = t.compute()
         changed = signature != t.signature
         t.payload = payload
-        t.body = None
+        self._drop_body(t)
         t.membership_gen = self.membership_gen
         t.view_gen = self.view_gen
         if changed:
@@ -83,11 +95,14 @@ class WatchHub:
                 t.index = self.index
         return changed
 
-    def _evict(self) -> None:
+    def _evict(self, keep: Topic) -> None:
+        """Forget idle topics, least recently read first, until under both bounds."""
         for key in list(self._topics):
-            if len(self._topics) <= MAX_IDLE_TOPICS:
+            if len(self._topics) <= MAX_IDLE_TOPICS and self.body_bytes <= MAX_BODY_BYTES:
                 break
-            if not self._topics[key].waiters:
+            t = self._topics[key]
+            if t is not keep and not t.waiters:
+                self._drop_body(t)
                 del self._topics[key]
 
     # -- changes -----------------------------------------------------------------------------------
