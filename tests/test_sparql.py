@@ -565,3 +565,42 @@ def test_error_bodies_are_json(client):
     response = client.get("/sparql", params={"query": "ASK {"})
     assert response.headers["content-type"] == "application/json"
     assert set(json.loads(response.text)) >= {"error"}
+
+
+def test_a_query_known_to_be_cheap_runs_inline_and_answers_the_same():
+    store = ox.Store()
+    store.add(ox.Quad(n("s"), n("p"), ox.Literal("v"), ox.NamedNode(G1)))
+    endpoint = SparqlEndpoint(store)
+    app = Starlette(routes=[Route("/sparql", endpoint.handle, methods=["GET", "POST"])])
+    query = {"query": f"SELECT ?o WHERE {{ <{EX}s> <{EX}p> ?o }}"}
+    try:
+        with TestClient(app) as c:
+            answers = [c.get("/sparql", params=query).content for _ in range(3)]
+            assert endpoint.inline_runs == 2  # the first run, in the pool, taught the endpoint it is cheap
+            assert answers[0] == answers[1] == answers[2]
+            store.add(ox.Quad(n("s"), n("p"), ox.Literal("w"), ox.NamedNode(G1)))
+            assert sorted(b["o"]["value"] for b in c.get("/sparql", params=query).json()["results"]["bindings"]) \
+                == ["v", "w"]
+    finally:
+        endpoint.close(wait=True)
+
+
+def test_a_query_that_turned_slow_goes_back_to_the_pool(monkeypatch):
+    from semreg import sparql
+
+    store = ox.Store()
+    endpoint = SparqlEndpoint(store)
+    app = Starlette(routes=[Route("/sparql", endpoint.handle, methods=["GET", "POST"])])
+    query = {"query": "ASK { ?s ?p ?o }"}
+    try:
+        with TestClient(app) as c:
+            c.get("/sparql", params=query)
+            c.get("/sparql", params=query)
+            assert endpoint.inline_runs == 1
+            monkeypatch.setattr(sparql, "INLINE_DEMOTE_MS", -1.0)  # every run now counts as slow
+            c.get("/sparql", params=query)  # inline, measured slow: demoted
+            c.get("/sparql", params=query)
+            c.get("/sparql", params=query)
+            assert endpoint.inline_runs == 2
+    finally:
+        endpoint.close(wait=True)
