@@ -786,3 +786,15 @@ def test_clients_share_one_set_of_operations():
     assert Path(__file__).exists()
     with pytest.raises(SemregClientError):
         Client("http://127.0.0.1:1").put_ontology("x", Path("notes.txt"))
+
+
+def test_close_interrupts_a_cache_watch_in_a_long_poll(srv):
+    """A client closed while its background watch waits in a 30 s long poll lets go at once."""
+    c = Client(srv.url, cache_ttl_s=3600, watch_cache=True, watch_wait_s=30)
+    c.discover("ex:Obra", service=uid("closing"))
+    wait_for(lambda: any(t.name == "semreg-cache-watch" for t in threading.enumerate()), what="the watch to start")
+    time.sleep(0.3)  # into its long poll
+    started = time.monotonic()
+    c.close()
+    assert not any(t.name == "semreg-cache-watch" and t.is_alive() for t in threading.enumerate())
+    assert time.monotonic() - started < 5

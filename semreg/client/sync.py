@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any, Self
 
@@ -36,6 +38,9 @@ class Client(ClientBase):
         self._closed = threading.Event()
         self._watchers: dict[Hashable, threading.Thread] = {}
         self._watchers_lock = threading.Lock()
+        # Sockets of the connections this client opened, so close() can wake a thread blocked in a
+        # long poll: closing a socket does not interrupt a recv() in another thread; shutdown() does.
+        self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
 
     # -- driving operations ------------------------------------------------------------------------
     def _call(self, steps: Steps[T]) -> T:
@@ -58,7 +63,8 @@ class Client(ClientBase):
                 self.sleep(attempt.delay_s)
             try:
                 response = self.http.request(call.method, attempt.url + call.path,
-                                             timeout=call.timeout_s or self.timeout_s, **call.request_kwargs(False))
+                                             timeout=call.timeout_s or self.timeout_s,
+                                             extensions={"trace": self._trace}, **call.request_kwargs(False))
             except httpx.TransportError as exc:
                 failure = describe_transport_error(exc)
                 if failure is None:
@@ -127,11 +133,27 @@ class Client(ClientBase):
                 # a wait that ended without a change still brings newer loads and leases
                 self.cache.put(key, state.latest, pinned=True)
 
+    def _trace(self, event: str, info: dict[str, Any]) -> None:
+        if event == "connection.connect_tcp.complete":
+            sock = getattr(info.get("return_value"), "get_extra_info", lambda name: None)("socket")
+            if sock is not None:
+                self._sockets.add(sock)
+
     # -- life cycle --------------------------------------------------------------------------------
     def close(self) -> None:
-        """Close connections and stop cache watches (their threads end after their current long poll)."""
+        """Close connections and stop cache watches, interrupting their long polls."""
         self._closed.set()
-        self.http.close()
+        for sock in list(self._sockets):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by the pool
+        self.http.close()  # before joining: a watch retrying now fails at once instead of polling again
+        with self._watchers_lock:
+            watchers = list(self._watchers.values())
+        for thread in watchers:
+            if thread is not threading.current_thread():
+                thread.join(timeout=5)
 
     def __enter__(self) -> Self:
         return self
