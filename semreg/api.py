@@ -5,6 +5,7 @@ import re
 import time
 from collections.abc import Callable
 
+import mmh3
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -89,8 +90,10 @@ async def readyz(request: Request) -> Response:
 async def cluster(request: Request) -> Response:
     node = node_of(request)
     me = f"{node.settings.host}:{node.settings.port}"
-    return JSONResponse({"node": me, "members": [{"id": me, "address": me, "status": "alive"}], "replicas": 1,
-                         "checksum": 0})
+    members = [{"id": me, "address": me, "status": "alive"}]
+    # ringpop's checksum: a hash of the sorted member addresses, equal on every node that agrees
+    checksum = mmh3.hash(";".join(sorted(m["address"] for m in members)), signed=False)
+    return JSONResponse({"node": me, "members": members, "replicas": 1, "checksum": checksum})
 
 
 # -- instances -------------------------------------------------------------------------------------

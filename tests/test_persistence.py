@@ -138,3 +138,11 @@ def test_an_acknowledged_upload_survives_kill_before_its_graph_is_written(start_
         r = c.get("/sparql", params={"query": q}, headers={"Accept": "application/sparql-results+json"})
         assert r.json()["boolean"] is False
         assert c.get("/v1/concepts/" + "http://dbpedia.org/ontology/LightNovel".replace("#", "%23")).status_code == 200
+
+
+def test_ontology_flag_takes_several_files(start_server):
+    srv = start_server("--ontology", str(ONTOLOGIES / "obras.ttl"), str(ONTOLOGIES / "transport.ttl"), data_dir=None)
+    with srv.client() as c:
+        assert sorted(o["name"] for o in c.get("/v1/ontologies").json()) == ["obras", "transport"]
+        cluster = c.get("/v1/cluster").json()
+        assert cluster["checksum"] > 0 and cluster["replicas"] == 1

@@ -30,8 +30,8 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
                        help="pyoxigraph store directory (default ./semreg-data)")
     store.add_argument("--memory", action="store_true", default=_flag(e("memory")),
                        help="keep everything in memory; nothing survives a restart")
-    p.add_argument("--ontology", action="append", default=_list(e("ontology")), metavar="FILE",
-                   help="preload an ontology file (repeatable; .ttl .n3 .owl .rdf .jsonld .nt)")
+    p.add_argument("--ontology", action="extend", nargs="+", default=_list(e("ontology")), metavar="FILE",
+                   help="preload ontology files (one or more, and repeatable; .ttl .n3 .owl .rdf .jsonld .nt)")
     p.add_argument("--tokens", default=e("tokens_file"), metavar="FILE", help="tokens file (JSON); see the README")
     p.add_argument("--insecure", action="store_true", default=_flag(e("insecure")),
                    help="allow listening beyond loopback without tokens")
