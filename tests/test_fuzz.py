@@ -23,10 +23,12 @@ def test_schemathesis_finds_no_server_error_or_schema_violation(start_server, tm
     srv = start_server("--ontology", str(ONTOLOGIES / "obras.ttl"))
     exe = Path(sys.executable).with_name("schemathesis")
     assert exe.exists() or shutil.which("schemathesis"), "schemathesis is a test dependency: pip install -e '.[test]'"
+    # one worker: with two, hypothesis parses lambda sources with ast in parallel threads, which
+    # CPython 3.11 sometimes fails with "AST constructor recursion depth mismatch" (not our API)
     out = subprocess.run([str(exe if exe.exists() else "schemathesis"), "run", srv.url + "/openapi.json",
                           "--checks", "not_a_server_error,response_schema_conformance,status_code_conformance,"
                                       "content_type_conformance",
-                          "--max-examples", "25", "--workers", "2", "--seed", "20261130", "--no-color"],
+                          "--max-examples", "25", "--workers", "1", "--seed", "20261130", "--no-color"],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
     assert "passed" in out.stdout
