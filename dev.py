@@ -77,8 +77,11 @@ def cmd_test(args: list[str]) -> int:
     ensure_venv("test,bench")
     ensure_system_packages()
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    if not args and run([BIN / "ruff", "check", "semreg", "tests", "dev.py"], cwd=ROOT, env=env) != 0:
-        return 1
+    if not args:
+        if run([BIN / "ruff", "check", "semreg", "tests", "dev.py"], cwd=ROOT, env=env) != 0:
+            return 1
+        if run([BIN / "mypy"], cwd=ROOT, env=env) != 0:
+            return 1
     code = run([PY, "-m", "pytest", "-q", *args], cwd=ROOT, env=env)
     if code != 0 or args:
         return code

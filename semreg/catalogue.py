@@ -122,24 +122,26 @@ class Catalogue:
             candidates.append(cand)
 
         # Walk the position with the fewest candidate tags; look the other two up.
-        best_pos, best_count = -1, None
-        for pos, cand in enumerate(candidates):
-            if cand is None:
+        best: tuple[int, int, dict[str, tuple[str, int]]] | None = None  # (count, position, candidates)
+        for pos, found in enumerate(candidates):
+            if found is None:
                 continue
-            count = sum(len(self.by_position[pos][t]) for t in cand)
-            if best_count is None or count < best_count:
-                best_pos, best_count = pos, count
-        if best_pos < 0:
-            tags: Iterable[Tag] = self.holders.keys()
+            count = sum(len(self.by_position[pos][t]) for t in found)
+            if best is None or count < best[0]:
+                best = (count, pos, found)
+        tags: Iterable[Tag]
+        if best is None:
+            tags = self.holders.keys()
         else:
-            tags = (tag for t in candidates[best_pos] for tag in self.by_position[best_pos][t])
+            _, best_pos, best_cand = best
+            tags = (tag for t in best_cand for tag in self.by_position[best_pos][t])
         out: list[Match] = []
         for tag in tags:
             degrees = []
             distance = 0
-            for pos, cand in enumerate(candidates):
+            for pos, by_term in enumerate(candidates):
                 r = tag[pos]
-                if cand is None:
+                if by_term is None:
                     if r == ANY:
                         degrees.append(EXACT)
                     elif want_narrower:
@@ -147,7 +149,7 @@ class Catalogue:
                     else:
                         break
                     continue
-                m = cand.get(r)
+                m = by_term.get(r)
                 if m is None:
                     break
                 degrees.append(m[0])
@@ -170,6 +172,6 @@ def _take(cand: dict[str, tuple[str, int]], distances: dict[str, int], registere
                 cand[term] = (degree, d)
     else:
         for term in registered:
-            d = distances.get(term)
-            if d is not None and term not in cand:
-                cand[term] = (degree, d)
+            found = distances.get(term)
+            if found is not None and term not in cand:
+                cand[term] = (degree, found)

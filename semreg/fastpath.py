@@ -55,10 +55,11 @@ class DiscoverFastPath:
             query = node.known_queries.get(scope["query_string"], node.prefixes.version)
             if query is not None:
                 topic = node.discover_topic(query)
+                body = topic.body or b""  # the hub renders every topic it hands out
                 scope["route"] = self.route
                 await send({"type": "http.response.start", "status": 200, "headers": [
-                    (b"content-length", str(len(topic.body)).encode()), (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()), (b"content-type", b"application/json"),
                     (b"x-semreg-index", str(topic.index).encode())]})
-                await send({"type": "http.response.body", "body": topic.body})
+                await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)

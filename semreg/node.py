@@ -65,6 +65,7 @@ class Node:
         self._generation = 0
         self._visible: tuple[int, list] | None = None
         self._expiry_handle: asyncio.TimerHandle | None = None
+        self._expiry_when = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self.closure_ms = 0.0
         self.closure_rebuilds = 0
@@ -339,7 +340,7 @@ class Node:
         reg = self.registry
 
         def compute():
-            insts = reg.list(service)
+            insts = reg.of_service(service)
             return tuple((i.id, i.revision, i.status) for i in insts), insts
 
         def relevant(changes: Iterable[Change]):

@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyoxigraph as ox
 
@@ -169,7 +169,7 @@ class Ontologies:
     def rdf(self, name: str, fmt: ox.RdfFormat) -> bytes:
         if name not in self.metas:
             raise NotFound(f"no ontology named '{name[:128]}'.")
-        return ox.serialize(self.triples[name], format=fmt, prefixes=self.metas[name].prefixes or None)
+        return cast(bytes, ox.serialize(self.triples[name], format=fmt, prefixes=self.metas[name].prefixes or None))
 
     def prefixes(self) -> dict[str, str]:
         """Prefixes declared in uploads; a later upload's declaration wins."""

@@ -53,8 +53,10 @@ BOOLEAN_CLASS = frozenset({INTERSECTION, UNION})
 
 def _rdf_list(lists: dict[str, tuple[str | None, str | None]], head: str) -> list[str]:
     """The named members of an RDF list (cycles and malformed lists end the walk)."""
-    out, seen, node = [], set(), head
-    while node in lists and node not in seen:
+    out: list[str] = []
+    seen: set[str] = set()
+    node: str | None = head
+    while node is not None and node in lists and node not in seen:
         seen.add(node)
         first, rest = lists[node]
         if first is not None and not first.startswith("_:") and first not in lists:
@@ -132,6 +134,7 @@ def _to_oxigraph(t, cache: dict):
     hit = cache.get(t)
     if hit is not None:
         return hit
+    out: ox.NamedNode | ox.BlankNode | ox.Literal
     if isinstance(t, BNode):
         out = ox.BlankNode(str(t))
     elif isinstance(t, Literal):
@@ -243,21 +246,23 @@ def build_hierarchy(asserted: Iterable[ox.Quad | ox.Triple], inferred: Iterable[
     boolean_classes: list[tuple[str, str, str]] = []  # (class, intersectionOf|unionOf, list head)
     for is_asserted, triples in ((True, asserted), (False, inferred)):
         for t in triples:
-            s, p, o = t.subject, t.predicate.value, t.object
-            if p in LIST_PREDICATES and isinstance(s, ox.BlankNode) and not isinstance(o, ox.Literal):
-                first, rest = lists.get(s.value, (None, None))
-                lists[s.value] = (o.value, rest) if p == FIRST else (first, o.value)
+            subj, pred, obj = t.subject, t.predicate.value, t.object
+            if isinstance(subj, ox.Triple) or isinstance(obj, ox.Triple):
                 continue
-            if not isinstance(s, ox.NamedNode):
+            if pred in LIST_PREDICATES and isinstance(subj, ox.BlankNode) and not isinstance(obj, ox.Literal):
+                first, rest = lists.get(subj.value, (None, None))
+                lists[subj.value] = (obj.value, rest) if pred == FIRST else (first, obj.value)
                 continue
-            if p in BOOLEAN_CLASS and isinstance(o, ox.BlankNode):
-                boolean_classes.append((s.value, p, o.value))
+            if not isinstance(subj, ox.NamedNode):
                 continue
-            if p == LABEL and is_asserted and isinstance(o, ox.Literal):
-                if s.value not in labels or o.language in (None, "", "en"):
-                    labels[s.value] = o.value
-            elif p in HIERARCHY_PREDICATES and isinstance(o, ox.NamedNode):
-                rows.append((s.value, p, o.value, is_asserted))
+            if pred in BOOLEAN_CLASS and isinstance(obj, ox.BlankNode):
+                boolean_classes.append((subj.value, pred, obj.value))
+                continue
+            if pred == LABEL and is_asserted and isinstance(obj, ox.Literal):
+                if subj.value not in labels or obj.language in (None, "", "en"):
+                    labels[subj.value] = obj.value
+            elif pred in HIERARCHY_PREDICATES and isinstance(obj, ox.NamedNode):
+                rows.append((subj.value, pred, obj.value, is_asserted))
 
     # scm-int / scm-uni: a class is below each member of its intersection, above each of its union.
     for cls, p, head in boolean_classes:
@@ -363,8 +368,8 @@ def build_hierarchy(asserted: Iterable[ox.Quad | ox.Triple], inferred: Iterable[
     for r in reps:
         ancestors_of(r)
     down_sets: dict[str, set[str]] = {r: set() for r in reps}
-    for r, ups in up.items():
-        for a in ups:
+    for r, above in up.items():
+        for a in above:
             down_sets.setdefault(a, set()).add(r)
     asserted_up: dict[str, set[str]] = {}
     asserted_down: dict[str, set[str]] = {}
@@ -379,11 +384,11 @@ def build_hierarchy(asserted: Iterable[ox.Quad | ox.Triple], inferred: Iterable[
                 asserted_down.setdefault(rb, set()).add(ra)
     members: dict[str, set[str]] = {}
     rep: dict[str, str] = {}
-    for t in terms:
-        r = find(t)
-        members.setdefault(r, set()).add(t)
-        if r != t:
-            rep[t] = r
+    for term in terms:
+        r = find(term)
+        members.setdefault(r, set()).add(term)
+        if r != term:
+            rep[term] = r
     for r in reps:
         members.setdefault(r, {r})
     return Hierarchy(

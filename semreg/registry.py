@@ -166,7 +166,7 @@ class Registry:
             raise NotFound(f"no instance '{instance_id}' is registered.")
         return inst
 
-    def list(self, service: str | None = None) -> list[Instance]:
+    def of_service(self, service: str | None = None) -> list[Instance]:
         if service is None:
             ids: Iterable[str] = self.instances.keys()
         else:

@@ -7,6 +7,7 @@ materialised in their own graph, `urn:semreg:inferred`.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import cast
 
 import pyoxigraph
 from pyoxigraph import BlankNode, Literal, NamedNode, QueryResultsFormat, RdfFormat, Triple
@@ -77,4 +78,5 @@ def description_triples(endpoint_url: str) -> list[Triple]:
 @lru_cache(maxsize=64)
 def describe(endpoint_url: str, offer: Offer) -> bytes:
     """The description serialised as `offer`; cached, as it changes only with the endpoint's URL."""
-    return pyoxigraph.serialize(description_triples(endpoint_url), format=offer.format, prefixes=PREFIXES)
+    rdf_format = cast(pyoxigraph.RdfFormat, offer.format)
+    return cast(bytes, pyoxigraph.serialize(description_triples(endpoint_url), format=rdf_format, prefixes=PREFIXES))

@@ -22,7 +22,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple, cast
 
 import pyoxigraph
 from pyoxigraph import QueryBoolean, QueryResultsFormat, QuerySolutions, Triple
@@ -127,10 +127,11 @@ def _run(store: pyoxigraph.Store, request: QueryRequest, accept: str | None, pre
         return Output(offer.content_type, _serialize_solutions(results, offer, guard))
     if isinstance(results, QueryBoolean):
         offer = require(accept, SOLUTIONS, "an ASK result")
-        return Output(offer.content_type, results.serialize(format=offer.format))
+        return Output(offer.content_type, cast(bytes, results.serialize(format=_results_format(offer))))
     offer = require(accept, GRAPH, "a CONSTRUCT or DESCRIBE result")
+    graph_format = cast(pyoxigraph.RdfFormat, offer.format)
     return Output(offer.content_type,
-                  pyoxigraph.serialize(_guarded(results, guard), format=offer.format, prefixes=prefixes))
+                  cast(bytes, pyoxigraph.serialize(_guarded(results, guard), format=graph_format, prefixes=prefixes)))
 
 
 def _evaluate(store: pyoxigraph.Store, request: QueryRequest, prefixes: dict[str, str] | None,
@@ -156,11 +157,16 @@ def _evaluate(store: pyoxigraph.Store, request: QueryRequest, prefixes: dict[str
 
 def _serialize_solutions(results: QuerySolutions, offer: Offer, guard: _Guard) -> bytes:
     sink = _Sink(guard)
-    results.serialize(sink, QueryResultsFormat.TSV)
+    results.serialize(cast(IO[bytes], sink), QueryResultsFormat.TSV)
     tsv = b"".join(sink.chunks)
     if offer.format == QueryResultsFormat.TSV:
         return tsv
-    return pyoxigraph.parse_query_results(tsv, QueryResultsFormat.TSV).serialize(format=offer.format)
+    parsed = pyoxigraph.parse_query_results(tsv, QueryResultsFormat.TSV)
+    return cast(bytes, parsed.serialize(format=_results_format(offer)))
+
+
+def _results_format(offer: Offer) -> QueryResultsFormat:
+    return cast(QueryResultsFormat, offer.format)
 
 
 def _guarded(triples: Iterator[Triple], guard: _Guard) -> Iterator[Triple]:

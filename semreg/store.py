@@ -106,17 +106,17 @@ class Store:
         """Every instance record, newest revision per id; removes superseded and partial ones."""
         parts: dict[str, dict[str, Any]] = {}
         for q in self.ox.quads_for_pattern(None, None, None, RECORDS):
-            subj = q.subject.value
+            subj = _text(q.subject)
             if not subj.startswith("urn:semreg:record:"):
                 continue
             p = q.predicate
             slot = parts.setdefault(subj, {})
             if p == JSON:
-                slot["json"] = q.object.value
+                slot["json"] = _text(q.object)
             elif p == REVISION:
-                slot["rev"] = int(q.object.value)
+                slot["rev"] = int(_text(q.object))
             elif p == RECORD_OF:
-                slot["of"] = q.object.value
+                slot["of"] = _text(q.object)
         best: dict[str, tuple[int, str, dict[str, Any]]] = {}
         garbage: list[str] = []
         for subj, slot in parts.items():
@@ -204,12 +204,12 @@ class Store:
         """Each ontology's newest complete record (metadata, source); older and partial ones removed."""
         parts: dict[str, dict[str, Any]] = {}
         for q in self.ox.quads_for_pattern(None, None, None, RECORDS):
-            subj = q.subject.value
+            subj = _text(q.subject)
             if subj.startswith("urn:semreg:ontology-record:"):
                 slot = parts.setdefault(subj, {})
                 key = {NAME: "name", REVISION: "rev", JSON: "json", SOURCE: "source"}.get(q.predicate)
                 if key is not None:
-                    slot[key] = q.object.value
+                    slot[key] = _text(q.object)
         best: dict[str, tuple[int, str, OntologyMeta, str]] = {}
         garbage = []
         for subj, slot in parts.items():
@@ -235,7 +235,7 @@ class Store:
 
     def materialized_ontologies(self) -> dict[str, str]:
         """Ontology graph name → the sha256 of the source it was last written from."""
-        return {q.subject.value.removeprefix("urn:semreg:ontology-state:"): q.object.value
+        return {_text(q.subject).removeprefix("urn:semreg:ontology-state:"): _text(q.object)
                 for q in self.ox.quads_for_pattern(None, MATERIALIZED, None, RECORDS)}
 
     def ontology_graph_names(self) -> list[str]:
@@ -256,7 +256,7 @@ class Store:
 
     def closure_state(self) -> str | None:
         for q in self.ox.quads_for_pattern(CLOSURE_STATE, CLOSURE_OF, None, RECORDS):
-            return q.object.value
+            return _text(q.object)
         return None
 
     def replace_inferred(self, triples: list[ox.Triple], state: str) -> None:
@@ -273,7 +273,7 @@ class Store:
         out = {}
         for q in self.ox.quads_for_pattern(None, NAMESPACE, None, RECORDS):
             for n in self.ox.quads_for_pattern(q.subject, NAME, None, RECORDS):
-                out[n.object.value] = q.object.value
+                out[_text(n.object)] = _text(q.object)
         return out
 
     def set_prefix(self, prefix: str, iri: str) -> None:
@@ -290,6 +290,11 @@ class Store:
     def flush(self) -> None:
         if self.path is not None:
             self.ox.flush()
+
+
+def _text(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple) -> str:
+    """The lexical value of a term (records never hold RDF-star triples)."""
+    return str(term) if isinstance(term, ox.Triple) else term.value
 
 
 def now_rfc3339() -> str:

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 from semreg.bench import stores
@@ -146,7 +147,10 @@ def thousand_tags(ctx: BenchContext, variant: int) -> list[dict]:
 def register_1000_tags(ctx: BenchContext) -> dict:
     ctx.ensure_ontology()
     s = ctx.settings
-    created, replaced, statuses, body_bytes = [], [], {}, 0
+    created: list[float] = []
+    replaced: list[float] = []
+    statuses: dict[str, int] = {}
+    body_bytes = 0
     ids = [f"bench-tags-{n:03d}" for n in range(s.register_repeats)]
     with ctx.client(ctx.semreg()) as http, \
             ctx.ui.step(f"registering {len(ids)} + {s.register_replacements} instances of {s.register_tags} tags",
@@ -315,8 +319,9 @@ def watches(ctx: BenchContext) -> dict:
     with ctx.own_semreg() as url, ctx.client(url) as http, LoopThread("semreg-bench-watches") as loop:
         pid = ctx.semreg_pid(url)
         server_files = process_open_files_limit(pid)
-        base = [{"id": f"bench-watch-{g:03d}", "service": "bench-watch", "address": "127.0.0.1", "port": 9000 + g,
-                 "ttl": 0, "tags": [{"s": watch_group_iri(g)}]} for g in range(groups)]
+        base: list[dict[str, Any]] = [
+            {"id": f"bench-watch-{g:03d}", "service": "bench-watch", "address": "127.0.0.1", "port": 9000 + g,
+             "ttl": 0, "tags": [{"s": watch_group_iri(g)}]} for g in range(groups)]
         register_batches(ctx, http, base)
         indexes = {}
         for g in range(groups):  # each query's own index: a read blocks while nothing it answers changes
@@ -341,7 +346,7 @@ def watches(ctx: BenchContext) -> dict:
                     break
                 time.sleep(0.1)
         established_s = time.perf_counter() - started
-        figures = {"watches": n, "groups": groups, "wait_s": s.watch_wait_s, "watches_held": held,
+        figures: dict[str, Any] = {"watches": n, "groups": groups, "wait_s": s.watch_wait_s, "watches_held": held,
                    "establish_s": round(established_s, 2),
                    "client_sent_s": round(crowd.all_sent - started, 2) if crowd.all_sent else None,
                    "connect_errors": crowd.failed, "open_files_limit": {"bench": soft, "server": server_files}}
@@ -419,12 +424,12 @@ def health_checks(ctx: BenchContext) -> dict:
     s = ctx.settings
     with ctx.own_semreg() as url, ctx.client(url) as http, LoopThread("semreg-bench-target") as loop, \
             HealthTarget(loop) as target:
-        figures = ctx.load_dataset(url)
+        figures: dict[str, Any] = ctx.load_dataset(url)
         figures["settle_s"] = ctx.wait_settled(http)
         load_url = checked_discovery_url(ctx, http, url)
         peers = ctx.measure([Load("without-checks", load_url)])
         check = {"http": f"{target.url}/health", "interval": s.check_interval_s, "timeout": 1}
-        items = [{"id": f"bench-checked-{n:05d}", "service": "bench-checked", "address": "127.0.0.1",
+        items: list[dict[str, Any]] = [{"id": f"bench-checked-{n:05d}", "service": "bench-checked", "address": "127.0.0.1",
                   "port": target.port, "ttl": 0, "tags": [CHECK_TAG], "check": check}
                  for n in range(s.checked_instances)]
         # registered over one interval, as instances arriving one after another would be: the checks spread
@@ -470,7 +475,7 @@ def health_checks(ctx: BenchContext) -> dict:
 def heartbeat_load(ctx: BenchContext) -> dict:
     s = ctx.settings
     with ctx.own_semreg() as url, ctx.client(url) as http, LoopThread("semreg-bench-heartbeats") as loop:
-        figures = ctx.load_dataset(url)
+        figures: dict[str, Any] = ctx.load_dataset(url)
         figures["settle_s"] = ctx.wait_settled(http)
         load_url = checked_discovery_url(ctx, http, url)
         peers = ctx.measure([Load("without-heartbeats", load_url)])

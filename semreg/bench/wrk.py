@@ -51,7 +51,7 @@ class WrkResult:
     def errors(self) -> int:
         return sum(self.socket_errors.values()) + self.non_2xx_3xx
 
-    def figures(self) -> dict[str, float | int]:
+    def figures(self) -> dict[str, float | int | None]:
         """The flat figures a scenario reports for this run."""
         return {"requests_per_s": round(self.requests_per_s, 1), "p50_ms": self.percentiles_ms.get("50"),
                 "p90_ms": self.percentiles_ms.get("90"), "p99_ms": self.percentiles_ms.get("99"),

@@ -5,7 +5,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Mapping
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import httpx
 
@@ -35,7 +35,7 @@ class AsyncClient(ClientBase):
         self._watchers: dict[Hashable, asyncio.Task[None]] = {}
         self._closed = False
 
-    async def _call(self, steps: Steps[T]) -> T:  # type: ignore[override]
+    async def _call(self, steps: Steps[T]) -> T:
         try:
             call = next(steps)
             while True:
@@ -86,7 +86,7 @@ class AsyncClient(ClientBase):
         state = WatchState(wait_s)
         params = {"s": s, "p": p, "o": o, "match": match, "service": service, "status": status, "limit": limit}
         while True:
-            result = await self._watch_step(state, params)
+            result = await cast(Awaitable[dict[str, Any] | None], self._watch_step(state, params))
             if result is not None:
                 yield result
 
@@ -100,7 +100,7 @@ class AsyncClient(ClientBase):
         failures = 0
         while not self._closed:
             try:
-                await self._watch_step(state, params)
+                await cast(Awaitable[dict[str, Any] | None], self._watch_step(state, params))
             except SemregClientError as exc:
                 self.cache.unpin(key)
                 state.index = None

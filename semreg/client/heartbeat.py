@@ -152,7 +152,7 @@ class AsyncRegistration(_Handle):
                 self._task = asyncio.create_task(self._run(), name=f"semreg-heartbeat-{self.id}")
         return self
 
-    def __await__(self):  # type: ignore[no-untyped-def]
+    def __await__(self):
         return self.open().__await__()
 
     async def _run(self) -> None:
@@ -200,7 +200,7 @@ class AsyncRegistration(_Handle):
             log.warning("could not deregister instance %s: %s", self.id, exc)
         self.alive = False
 
-    async def __aenter__(self) -> Self:
+    async def __aenter__(self) -> AsyncRegistration:
         return await self.open()
 
     async def __aexit__(self, *exc: object) -> None:
