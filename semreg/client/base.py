@@ -8,6 +8,7 @@ method that hands it to the client's `_call`, so `client.discover(...)` returns 
 """
 from __future__ import annotations
 
+import abc
 import functools
 import itertools
 import random
@@ -54,7 +55,7 @@ def _fallback_worthy(exc: SemregClientError) -> bool:
     return isinstance(exc, ApiError) and exc.status >= 500 and not isinstance(exc, NoInstanceAvailable)
 
 
-class ClientBase:
+class ClientBase(abc.ABC):
     """State shared by `Client` and `AsyncClient`: URLs and breakers, cache, credentials, timeouts."""
 
     def __init__(self, url: str | Iterable[str] = DEFAULT_URL, token: str | None = None, timeout_s: float = 5.0, *,
@@ -75,9 +76,11 @@ class ClientBase:
             self.headers["Authorization"] = f"Bearer {token}"
         self._route_turn = itertools.count()
 
-    def _call(self, steps: Steps[T]) -> Any:  # pragma: no cover - each client defines it
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _call(self, steps: Steps[T]) -> Any:
+        """Drive one operation's requests: with blocking I/O (`Client`) or awaiting them (`AsyncClient`)."""
 
+    @abc.abstractmethod
     def _start_cache_watch(self, key: Hashable, params: dict[str, Any]) -> None:
         """Keep a cached discover result current with a background watch (only with watch_cache)."""
 
