@@ -45,7 +45,7 @@ def http_target(url: str) -> HttpTarget:
 
 
 class ProbeError(Exception):
-    pass
+    """The target answered, but not with HTTP a probe can read."""
 
 
 class HttpTcpProbe:

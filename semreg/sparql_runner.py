@@ -96,7 +96,7 @@ class _Sink:
         return len(data)
 
     def flush(self) -> None:
-        pass
+        """Nothing to flush: chunks are kept in memory as they arrive."""
 
 
 def run_query(store: pyoxigraph.Store, request: QueryRequest, *, accept: str | None, limits: Limits,

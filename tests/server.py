@@ -8,9 +8,22 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+
+
+def wait_for(condition: Callable[[], object], timeout_s: float = 15.0, what: str = "condition") -> object:
+    """Poll `condition` until it is truthy (returned), or fail naming `what`: tests wait for states,
+    never for fixed delays."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"{what} did not happen within {timeout_s} s")
 
 
 def free_port() -> int:

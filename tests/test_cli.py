@@ -12,7 +12,7 @@ import uuid
 import httpx
 import pytest
 from conftest import ONTOLOGIES
-from server import ServerProcess, free_port
+from server import ServerProcess, free_port, wait_for
 
 EX = "http://example.org/obras#"
 SR_ANY = "https://w3id.org/semreg#Any"
@@ -56,16 +56,6 @@ def uid(prefix: str) -> str:
 
 def lines(text: str) -> list[list[str]]:
     return [line.split() for line in text.strip().splitlines()]
-
-
-def wait_for(condition, timeout_s: float = 15.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"{what} did not happen within {timeout_s} s")
 
 
 def register(srv, iid: str, service: str, *tags: str, port: int = 9000, extra: tuple[str, ...] = ()):

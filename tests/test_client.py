@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import ONTOLOGIES
-from server import ServerProcess, free_port
+from server import ServerProcess, free_port, wait_for
 
 from semreg.client import (
     ApiError,
@@ -45,16 +45,6 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
-
-
-def wait_for(condition: Callable[[], object], timeout_s: float = 15.0, what: str = "condition") -> object:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"{what} did not happen within {timeout_s} s")
 
 
 def next_within(iterator, timeout_s: float):

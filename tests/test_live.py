@@ -10,6 +10,7 @@ import time
 import httpx
 import pytest
 from conftest import ONTOLOGIES
+from server import wait_for
 
 Q = {"s": "ex:Obra", "p": "ex:temUmGenero", "o": "ex:Terror"}
 
@@ -41,22 +42,12 @@ def ids(c, **extra):
     return [i["id"] for i in c.get("/v1/discover", params={**Q, **extra}).json()["instances"]]
 
 
-def eventually(predicate, timeout_s=10.0, every_s=0.05):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every_s)
-    raise AssertionError("condition not met in time")
-
-
 def test_expiry_then_deletion_after_deregister_after(api):
     put(api, "short", ttl=0.5, deregister_after=1.5)
     assert ids(api) == ["short"]
-    eventually(lambda: ids(api) == [])
+    wait_for(lambda: ids(api) == [])
     assert api.get("/v1/instances/short").json()["status"] == "critical"
-    eventually(lambda: api.get("/v1/instances/short").status_code == 404)
+    wait_for(lambda: api.get("/v1/instances/short").status_code == 404)
     r = api.put("/v1/instances/short/heartbeat", json={})
     assert r.status_code == 404  # the client re-registers
 
@@ -99,10 +90,10 @@ def test_http_check_failure_and_recovery(api):
         put(api, "checked", check={"http": f"http://127.0.0.1:{target.port}/health", "interval": 0.2, "timeout": 1})
         assert ids(api) == ["checked"]
         target.healthy = False
-        eventually(lambda: ids(api) == [])
+        wait_for(lambda: ids(api) == [])
         assert api.get("/v1/instances/checked").json()["status"] == "critical"
         target.healthy = True
-        eventually(lambda: ids(api) == ["checked"])
+        wait_for(lambda: ids(api) == ["checked"])
     finally:
         target.close()
 
@@ -112,7 +103,7 @@ def test_tcp_check_on_a_closed_port_fails(api):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     put(api, "tcp", check={"tcp": f"127.0.0.1:{port}", "interval": 0.2, "timeout": 0.5})
-    eventually(lambda: api.get("/v1/instances/tcp").json()["status"] == "critical")
+    wait_for(lambda: api.get("/v1/instances/tcp").json()["status"] == "critical")
 
 
 def test_watch_wakes_fast_for_its_result_only(srv, api):
