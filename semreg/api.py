@@ -81,10 +81,9 @@ async def readyz(request: Request) -> Response:
     if not node.ready:
         return JSONResponse({"status": "starting", "error": "the node is still opening its store or reasoning."},
                             status_code=503, headers={"Retry-After": "1"})
-    m = node.materializer
     return JSONResponse({"status": "ready", "store": "open", "closure": "built", "ring": "joined",
                          "instances": len(node.registry.instances), "ontologies": len(node.ontologies),
-                         "materializing": m.pending if m is not None else 0})
+                         "replica_pending": node.replica.pending})
 
 
 async def cluster(request: Request) -> Response:

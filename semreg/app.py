@@ -19,12 +19,13 @@ from semreg.auth import Tokens, TokensFileError
 from semreg.config import Settings
 from semreg.errors import SemregError
 from semreg.fastpath import DiscoverFastPath
-from semreg.http import JSONResponse
+from semreg.http import JSONResponse, error_response
 from semreg.metrics import Metrics, MetricsMiddleware, metrics_endpoint
 from semreg.node import Node
 from semreg.openapi import openapi_endpoint
 from semreg.ratelimit import RateLimiter
 from semreg.routing import Router
+from semreg.sparql import SparqlEndpoint
 
 log = logging.getLogger("semreg.app")
 
@@ -36,7 +37,7 @@ async def _semreg_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, SemregError)
     if exc.status >= 500:
         log.warning("request refused", extra={"path": request.url.path, "status": exc.status, "error": exc.message})
-    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+    return error_response(exc)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -50,38 +51,49 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": "the server failed to handle this request; the log says why."}, status_code=500)
 
 
-def sparql_route(node: Node, settings: Settings) -> Route | None:
-    try:
-        from semreg.sparql import SparqlEndpoint
-    except ImportError:
-        return None
+def sparql_route(node: Node, settings: Settings) -> tuple[Route, SparqlEndpoint]:
+    """`/sparql`, evaluated by a pool of query processes over a replica the node's feed keeps current."""
+    from semreg.sparql_pool import QueryPool
 
-    holder: dict[str, Any] = {}
+    def request_snapshot() -> None:
+        node.replica.on_replica = pool.publish
+        node.replica.request_snapshot()
+
+    pool = QueryPool(request_snapshot, min_workers=settings.sparql_workers, max_workers=settings.sparql_max_workers,
+                     memory_limit_mib=settings.sparql_memory_limit_mib)
 
     async def before_query() -> None:
-        m = node.materializer
-        if m is not None and m.pending:
+        if node.replica.pending:
             import asyncio
 
-            await asyncio.to_thread(m.wait, None, settings.sparql_time_limit_s)
+            await asyncio.to_thread(node.replica.wait, None, settings.sparql_time_limit_s)
 
-    async def endpoint(request: Request) -> Response:
-        ep = holder.get("ep")
-        if ep is None:
-            assert node.store is not None
-            ep = holder["ep"] = SparqlEndpoint(node.store.ox, time_limit_s=settings.sparql_time_limit_s,
-                                               result_limit=settings.sparql_result_limit,
-                                               prefixes=node.prefixes.as_dict, before_query=before_query,
-                                               generation=node.store_generation, visible_graphs=node.sparql_graphs)
-        return await ep(request)
+    endpoint = SparqlEndpoint(pool, time_limit_s=settings.sparql_time_limit_s, result_limit=settings.sparql_result_limit,
+                              prefixes=node.prefixes, before_query=before_query)
 
-    def close() -> None:
-        ep = holder.get("ep")
-        if ep is not None:
-            ep.close()
+    async def handle(request: Request) -> Response:
+        return await endpoint.handle(request)
 
-    node.on_close.append(close)
-    return Route("/sparql", endpoint, methods=["GET", "POST"])
+    node.query_pool = pool
+    node.on_stopping.append(pool.stop)
+    return Route("/sparql", handle, methods=["GET", "POST"]), endpoint
+
+
+class SparqlGet:
+    """`GET /sparql` answered straight from the ASGI scope by the endpoint (inside the access gate and the
+    metrics, like the discovery short path); POST and HEAD take the router."""
+
+    def __init__(self, app: Any, endpoint: SparqlEndpoint, route: Route) -> None:
+        self.app = app
+        self.endpoint = endpoint
+        self.route = route
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/sparql" and scope["method"] == "GET":
+            scope["route"] = self.route
+            await self.endpoint.asgi_get(scope, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def _on_sighup(tokens: Tokens) -> None:
@@ -111,6 +123,8 @@ def create_app(settings: Settings, node: Node | None = None, store=None) -> Star
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await node.open()
+        if settings.sparql_prestart and node.query_pool is not None:
+            await node.query_pool.start()
         _on_sighup(tokens)
         try:
             yield
@@ -119,9 +133,8 @@ def create_app(settings: Settings, node: Node | None = None, store=None) -> Star
             log.info("node stopped")
 
     routes = list(ROUTES)
-    sparql = sparql_route(node, settings)
-    if sparql is not None:
-        routes.insert(2, sparql)
+    sparql, endpoint = sparql_route(node, settings)
+    routes.insert(2, sparql)
     routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))
     routes.append(Route("/openapi.json", openapi_endpoint, methods=["GET"]))
     metrics = Metrics()
@@ -131,7 +144,8 @@ def create_app(settings: Settings, node: Node | None = None, store=None) -> Star
                     middleware=[Middleware(MetricsMiddleware, metrics=metrics),
                                 Middleware(AccessMiddleware, tokens=tokens,
                                            limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst)),
-                                Middleware(DiscoverFastPath, node=node, route=DISCOVER)],
+                                Middleware(DiscoverFastPath, node=node, route=DISCOVER),
+                                Middleware(SparqlGet, endpoint=endpoint, route=sparql)],
                     exception_handlers={SemregError: _semreg_error, HTTPException: _http_error,
                                         Exception: _unexpected})
     app.state.node = node

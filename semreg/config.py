@@ -23,6 +23,10 @@ class Settings:
     ontology_body_limit_bytes: int = 32 * MiB
     sparql_time_limit_s: float = 10.0
     sparql_result_limit: int = 100_000
+    sparql_workers: int = 2  # query processes kept ready
+    sparql_max_workers: int = 8  # queries evaluated at once; more wait their turn
+    sparql_memory_limit_mib: int = 2048  # address space a query process may add to what it forked with
+    sparql_prestart: bool = True  # start the query processes with the node, not at the first query
     max_tags_per_instance: int = 10_000
     max_batch_instances: int = 10_000
     watch_max_wait_s: float = 300.0

@@ -33,6 +33,17 @@ class SemregError(Exception):
     def body(self) -> dict[str, Any]:
         return {"error": self.message, **self.extra}
 
+    def __reduce__(self) -> tuple:
+        # Errors cross from the query processes to the server pickled; keep the extras and headers.
+        return (_rebuild, (type(self), self.message, self.extra, self.headers))
+
+
+def _rebuild(cls: type[SemregError], message: str, extra: dict[str, Any], headers: dict[str, str]) -> SemregError:
+    error = cls.__new__(cls)
+    SemregError.__init__(error, message, **extra)
+    error.headers = dict(headers)
+    return error
+
 
 class BadRequest(SemregError):
     """The request is malformed or a field is invalid."""

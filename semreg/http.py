@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from semreg.config import parse_duration_s
-from semreg.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from semreg.errors import BadRequest, PayloadTooLarge, SemregError, UnsupportedMediaType
 
 JSON_TYPE = "application/json"
 
@@ -18,6 +18,11 @@ class JSONResponse(Response):
 
     def render(self, content: Any) -> bytes:
         return content if isinstance(content, bytes) else orjson.dumps(content)
+
+
+def error_response(exc: SemregError) -> JSONResponse:
+    """The one JSON form of every error a client gets: `{"error": sentence, ...}` with its status."""
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
 
 async def read_body(request: Request, limit: int, what: str = "the body") -> bytes:

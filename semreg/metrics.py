@@ -70,8 +70,16 @@ class _NodeCollector(Collector):
         yield c
         yield CounterMetricFamily("semreg_closure_rebuilds", "closure and index rebuilds",
                                   value=self.node.closure_rebuilds)
-        yield GaugeMetricFamily("semreg_materialize_pending", "writes of derived RDF not yet done",
-                                value=self.node.materializer.pending if self.node.materializer else 0)
+        yield GaugeMetricFamily("semreg_replica_pending", "changes not yet handed to the SPARQL replica",
+                                value=self.node.replica.pending)
+        pool = self.node.query_pool
+        if pool is not None:
+            yield GaugeMetricFamily("semreg_sparql_processes", "SPARQL query processes ready or busy", value=pool.workers)
+            yield GaugeMetricFamily("semreg_sparql_running", "SPARQL queries being evaluated", value=pool.busy)
+            yield GaugeMetricFamily("semreg_sparql_waiting", "SPARQL queries waiting for a process", value=pool.waiting)
+            yield CounterMetricFamily("semreg_sparql_stopped", "SPARQL queries stopped at their time limit "
+                                      "(their process killed)", value=pool.killed)
+            yield CounterMetricFamily("semreg_sparql_forks", "SPARQL query processes forked", value=pool.forked)
 
 
 class MetricsMiddleware:

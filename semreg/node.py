@@ -15,7 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
-import pyoxigraph as ox
 
 from semreg import discovery
 from semreg.config import Settings
@@ -23,12 +22,13 @@ from semreg.errors import BadRequest, NotFound
 from semreg.fastpath import KnownQueries
 from semreg.health import HealthChecker
 from semreg.instances import Instance, Registration
-from semreg.materialize import Materializer
 from semreg.ontologies import Ontologies
 from semreg.reasoner import Hierarchy
 from semreg.registry import Change, Registry
+from semreg.replica_feed import ReplicaFeed
 from semreg.schemas import InstanceBody, validate
-from semreg.store import RECORDS, Store
+from semreg.sparql_pool import QueryPool
+from semreg.store import Store
 from semreg.terms import ANY, PrefixMap, Tag, check_iri, parse_tags, validate_prefix_name
 from semreg.watch import Topic, WatchHub
 
@@ -51,7 +51,7 @@ class Node:
         self.settings = settings
         self.clock = clock
         self.store: Store | None = store
-        self.materializer: Materializer | None = None
+        self.replica = ReplicaFeed()
         self.prefixes = PrefixMap()
         self.ontologies: Ontologies  # set by open(), which needs the store
         self.hierarchy = Hierarchy()
@@ -62,8 +62,6 @@ class Node:
         self.started_at = clock()
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="semreg-store")
         self._revision = 0
-        self._generation = 0
-        self._visible: tuple[int, list] | None = None
         self._expiry_handle: asyncio.TimerHandle | None = None
         self._expiry_when = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -71,6 +69,8 @@ class Node:
         self.closure_rebuilds = 0
         self.on_closure: Callable[[float], None] | None = None
         self.on_close: list[Callable[[], None]] = []
+        self.on_stopping: list[Callable[[], None]] = []  # when asked to stop, before requests drain
+        self.query_pool: QueryPool | None = None
         self.health = HealthChecker(report=self._check_reported)
         self._check_gen: dict[str, int] = {}
 
@@ -81,9 +81,13 @@ class Node:
         started = time.perf_counter()
         if self.store is None:
             self.store = await self._write(Store, self.settings.data_dir)
-        self.materializer = Materializer(self.store)
-        self.prefixes = PrefixMap(explicit=self.store.load_prefixes())
-        self.ontologies = Ontologies(self.store, self.materializer, self._write, self._apply_hierarchy)
+        self.replica.foreign = self.store.foreign_quads
+        dropped = await self._write(self.store.drop_derived_graphs)
+        if dropped:
+            log.info("dropped derived graphs an earlier version kept on disk", extra={"graphs": dropped})
+        for prefix, iri in self.store.load_prefixes().items():
+            self.prefixes.set(prefix, iri)
+        self.ontologies = Ontologies(self.store, self.replica, self._write, self._apply_hierarchy)
         await self.ontologies.restore()
         records = await self._write(self.store.load_records)
         now = self.clock()
@@ -94,8 +98,7 @@ class Node:
                 revs.append(rev)
             except (KeyError, TypeError, ValueError):
                 log.warning("ignored an unreadable instance record", extra={"record": str(rec)[:200]})
-        await self._write(self.materializer.reset_registry)
-        self.materializer.start()
+        self.replica.start()
         self.health.start()
         # restored instances get one fresh ttl before they can expire
         self.registry.put_many(regs, now, revisions=revs)
@@ -119,33 +122,22 @@ class Node:
         await asyncio.to_thread(self.health.stop)
         for fn in self.on_close:
             fn()
-        if self.materializer is not None:
-            await asyncio.to_thread(self.materializer.stop)
+        if self.query_pool is not None:
+            await self.query_pool.close()
+        await asyncio.to_thread(self.replica.stop)
         if self.store is not None:
             await self._write(self.store.flush)
         self._writer.shutdown(wait=True)
 
     async def _write(self, fn: Callable, *args: Any) -> Any:
         """Run a store operation on the single writer thread, in submission order."""
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._writer, fn, *args)
-        finally:
-            self._generation += 1
+        return await asyncio.get_running_loop().run_in_executor(self._writer, fn, *args)
 
-    def store_generation(self) -> int:
-        """A number that changes whenever the store may have changed (SPARQL's result cache key)."""
-        m = self.materializer
-        return self._generation * 1_000_003 + (m.batches if m is not None else 0)
-
-    def sparql_graphs(self) -> list[ox.NamedNode]:
-        """The graphs of the SPARQL dataset: every graph but the internal records."""
-        generation = self.store_generation()
-        if self._visible is None or self._visible[0] != generation:
-            assert self.store is not None
-            graphs = sorted((g for g in self.store.ox.named_graphs()
-                             if isinstance(g, ox.NamedNode) and g != RECORDS), key=lambda g: g.value)
-            self._visible = (generation, graphs)
-        return self._visible[1]
+    def stopping(self) -> None:
+        """The server was asked to stop: answer what would hold the drain up (watches, queries) now."""
+        self.hub.release_all()
+        for fn in self.on_stopping:
+            fn()
 
     def _apply_hierarchy(self, hierarchy: Hierarchy, prefixes: dict[str, str], ms: float) -> None:
         """Install a new closure's index: discovery uses it from the next request on."""
@@ -301,7 +293,7 @@ class Node:
 
     # -- change fan-out ----------------------------------------------------------------------------
     def _on_change(self, changes: list[Change]) -> None:
-        m = self.materializer
+        m = self.replica
         membership = False
         for c in changes:
             if c.reason in ("registered", "replaced") and c.after is not None:
@@ -312,11 +304,9 @@ class Node:
             if c.after is None:
                 if self._check_gen.pop(c.id, None) is not None:
                     self.health.set(c.id, None)
-                if m:
-                    m.remove_instance(c.id)
+                m.remove_instance(c.id)
             elif c.membership:
-                if m:
-                    m.put_instance(c.after.view())
+                m.put_instance(c.after.view())
             if c.membership:
                 membership = True
         self.hub.changed(changes, membership=membership)

@@ -2,7 +2,7 @@
 
 An upload is parsed, reasoned over together with the others (closure, hierarchy index), recorded
 durably as one transaction (its metadata and the document itself), and installed; its graph and the
-closure graph are written behind it by the materializer. A failed parse changes nothing; so does a
+closure graph reach the SPARQL replica behind it (`semreg.replica_feed`). A failed parse changes nothing; so does a
 failure before the record is written. Parsed triples stay in memory, so re-reasoning never reads the
 store and `GET /v1/ontologies/{name}` never waits for the graph to be written.
 """
@@ -23,8 +23,8 @@ import pyoxigraph as ox
 
 from semreg import ontology
 from semreg.errors import BadRequest, NotFound
-from semreg.materialize import Materializer
 from semreg.reasoner import Closure, Hierarchy, build_hierarchy, compute_closure, hierarchy_triples
+from semreg.replica_feed import ReplicaFeed
 from semreg.store import OntologyMeta, Store, now_rfc3339
 
 log = logging.getLogger("semreg.ontologies")
@@ -62,10 +62,10 @@ def reason(triples: list) -> tuple[Closure, Hierarchy, dict[str, float]]:
 
 
 class Ontologies:
-    def __init__(self, store: Store, materializer: Materializer, write: Write,
+    def __init__(self, store: Store, replica: ReplicaFeed, write: Write,
                  install: Callable[[Hierarchy, dict[str, str], float], None]) -> None:
         self.store = store
-        self.materializer = materializer
+        self.replica = replica
         self._write = write
         self._install_hierarchy = install
         self.metas: dict[str, OntologyMeta] = {}
@@ -91,17 +91,10 @@ class Ontologies:
                 continue
             self.metas[meta.name] = meta
             self.triples[meta.name] = parsed.triples
-        written = await self._write(self.store.materialized_ontologies)
         for name, meta in self.metas.items():
-            if written.get(name) != meta.sha256:
-                self.materializer.put_ontology(name, self.triples[name], meta.sha256)
-        for name in await self._write(self.store.ontology_graph_names):
-            if name not in self.metas:
-                self.materializer.remove_ontology(name)  # deleted just before a crash
+            self.replica.put_ontology(name, self.triples[name], meta.sha256)
         closure, hierarchy, _ = await asyncio.to_thread(reason, self._all())
-        state = self.closure_state()
-        if self.store.closure_state() != state:
-            self.materializer.put_inferred(closure.inferred, state)
+        self.replica.put_inferred(closure.inferred, self.closure_state())
         self._install_hierarchy(hierarchy, self.prefixes(), closure.seconds * 1000)
 
     # -- changes -----------------------------------------------------------------------------------
@@ -128,8 +121,8 @@ class Ontologies:
             with phase(timings, "install"):
                 self.metas[name] = meta
                 self.triples[name] = parsed.triples
-                self.materializer.put_ontology(name, parsed.triples, meta.sha256)
-                self.materializer.put_inferred(closure.inferred, self.closure_state())
+                self.replica.put_ontology(name, parsed.triples, meta.sha256)
+                self.replica.put_inferred(closure.inferred, self.closure_state())
                 self._install_hierarchy(hierarchy, self.prefixes(), closure.seconds * 1000)
         reasoning_ms = timings["closure"] + timings["index"]
         log.info("ontology stored", extra={"ontology": name, "triples": meta.triples, "inferred": meta.inferred,
@@ -146,8 +139,8 @@ class Ontologies:
             await self._write(self.store.delete_ontology, name)
             del self.metas[name]
             del self.triples[name]
-            self.materializer.remove_ontology(name)
-            self.materializer.put_inferred(closure.inferred, self.closure_state())
+            self.replica.remove_ontology(name)
+            self.replica.put_inferred(closure.inferred, self.closure_state())
             self._install_hierarchy(hierarchy, self.prefixes(), closure.seconds * 1000)
         log.info("ontology deleted", extra={"ontology": name})
 

@@ -40,14 +40,14 @@ class QueryRequest:
 
 async def read_query_request(request: Request, max_body_bytes: int) -> QueryRequest:
     """Parse a GET or POST into a `QueryRequest`; protocol errors raise the `semreg.errors` they map to."""
-    params = _parse_params(request.scope.get("query_string", b""), "the URL")
+    params = parse_params(request.scope.get("query_string", b""), "the URL")
     if request.method != "POST":
         return from_params(params)
     media_type, charset = split_content_type(request.headers.get("content-type", ""))
     body = await read_body(request, max_body_bytes)
     if media_type == FORM:
         _require_utf8(charset)
-        return from_params(params + _parse_params(body, "the form body"))
+        return from_params(params + parse_params(body, "the form body"))
     if media_type == QUERY:
         _require_utf8(charset)
         return from_params(params, body_query=_decode(body, "the query"))
@@ -122,7 +122,7 @@ def _decode(raw: bytes, what: str) -> str:
         raise BadRequest(f"{what} is not valid UTF-8 (byte {exc.start}).") from exc
 
 
-def _parse_params(raw: bytes, where: str) -> list[tuple[str, str]]:
+def parse_params(raw: bytes, where: str) -> list[tuple[str, str]]:
     if not raw:
         return []
     try:

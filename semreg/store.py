@@ -1,13 +1,13 @@
 """Durable truth in pyoxigraph: the submitted documents, written before a request is acknowledged.
 
-Graphs (the default graph of `/sparql` is their union):
-- `urn:semreg:records`: one record per instance (`sr:json`, the registration as accepted, with a
-  revision), one per ontology (its metadata and the uploaded document, `sr:source`), client-set
-  prefixes. Written synchronously, transactionally, before a request is acknowledged.
-- `urn:semreg:ontology:{name}`, `urn:semreg:registry` and `urn:semreg:inferred`: derived RDF (each
-  ontology's triples, instances in the registry vocabulary, the closure) materialised by
-  `semreg.materialize.Materializer` behind the writes and checked or rebuilt from the records at
-  start-up; `/sparql` waits for it to catch up before it answers.
+One graph, `urn:semreg:records`: one record per instance (`sr:json`, the registration as accepted, with
+a revision), one per ontology (its metadata and the uploaded document, `sr:source`), client-set
+prefixes. Written synchronously, transactionally, before a request is acknowledged.
+
+Everything else is derived from the records and kept in memory: the hierarchy, the registry, and the
+RDF that `/sparql` answers from (`urn:semreg:ontology:{name}`, `urn:semreg:registry`,
+`urn:semreg:inferred`, in the query processes' replica, `semreg.replica_feed`). Writing that RDF to
+disk as well cost ~1.3 ms an instance and was rebuilt at every start anyway.
 
 Crash consistency of records: a replacement adds the new revision in one transaction and then removes
 the old one, so a crash leaves at most an extra older revision, which start-up discards; a record
@@ -44,10 +44,9 @@ NAME = ox.NamedNode(SR + "name")
 ONTOLOGY = ox.NamedNode(SR + "Ontology")
 PREFIX = ox.NamedNode(SR + "Prefix")
 NAMESPACE = ox.NamedNode(SR + "namespace")
-CLOSURE_OF = ox.NamedNode(SR + "closureOf")
-CLOSURE_STATE = ox.NamedNode("urn:semreg:closure")
+CLOSURE_STATE = ox.NamedNode("urn:semreg:closure")  # written by earlier versions; removed at start
 SOURCE = ox.NamedNode(SR + "source")
-MATERIALIZED = ox.NamedNode(SR + "materializedFrom")
+MATERIALIZED = ox.NamedNode(SR + "materializedFrom")  # likewise
 XSD_INTEGER = ox.NamedNode(XSD + "integer")
 
 
@@ -93,10 +92,7 @@ class Store:
                 self.ox = ox.Store(str(path))
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(_explain_open_error(path, exc)) from exc
-        # Records are written by the node's one writer thread, derived graphs by the materializer's:
-        # disjoint keys, so each has its own lock and a large graph write never delays a record.
         self._lock = threading.Lock()
-        self._derived_lock = threading.Lock()
         self._revisions: dict[str, int] = {}
         self._ontology_revisions: dict[str, int] = {}
         self._max_ontology_revision = 0
@@ -233,40 +229,28 @@ class Store:
         self._max_ontology_revision = max(self._ontology_revisions.values(), default=0)
         return [(meta, source) for _, _, meta, source in sorted(best.values(), key=lambda b: b[2].name)]
 
-    def materialized_ontologies(self) -> dict[str, str]:
-        """Ontology graph name → the sha256 of the source it was last written from."""
-        return {_text(q.subject).removeprefix("urn:semreg:ontology-state:"): _text(q.object)
-                for q in self.ox.quads_for_pattern(None, MATERIALIZED, None, RECORDS)}
+    def foreign_quads(self) -> Iterable[ox.Quad]:
+        """The quads of the graphs semreg does not own (put in the data directory by other tools): the
+        default graph and any named graph outside `urn:semreg:`. `/sparql` serves them as they are."""
+        graphs: list[Any] = [ox.DefaultGraph()]
+        graphs += [g for g in self.ox.named_graphs()
+                   if not (isinstance(g, ox.NamedNode) and g.value.startswith(OWNED_PREFIXES))]
+        for graph in graphs:
+            yield from self.ox.quads_for_pattern(None, None, None, graph)
 
-    def ontology_graph_names(self) -> list[str]:
-        return [g.value.removeprefix(ONTOLOGY_PREFIX) for g in self.ox.named_graphs()
-                if isinstance(g, ox.NamedNode) and g.value.startswith(ONTOLOGY_PREFIX)]
-
-    def replace_ontology_graph(self, name: str, triples: list[ox.Triple], sha256: str | None) -> None:
-        """Write (or with sha256 None, drop) an ontology's graph and note what it was written from."""
-        graph = ontology_graph(name)
-        state = ox.NamedNode(f"urn:semreg:ontology-state:{name}")
-        with self._derived_lock:
-            self._remove_subject(state, RECORDS)
-            if self.ox.contains_named_graph(graph):
-                self.ox.remove_graph(graph)
-            if sha256 is not None:
-                self.ox.extend([ox.Quad(t.subject, t.predicate, t.object, graph) for t in triples])
-                self.ox.add(ox.Quad(state, MATERIALIZED, ox.Literal(sha256), RECORDS))
-
-    def closure_state(self) -> str | None:
-        for q in self.ox.quads_for_pattern(CLOSURE_STATE, CLOSURE_OF, None, RECORDS):
-            return _text(q.object)
-        return None
-
-    def replace_inferred(self, triples: list[ox.Triple], state: str) -> None:
-        """The closure graph, and the ontology set it was computed from (so start-up can skip it)."""
-        with self._derived_lock:
-            self._remove_subject(CLOSURE_STATE, RECORDS)
-            if self.ox.contains_named_graph(INFERRED):
-                self.ox.remove_graph(INFERRED)
-            self.ox.extend([ox.Quad(t.subject, t.predicate, t.object, INFERRED) for t in triples])
-            self.ox.add(ox.Quad(CLOSURE_STATE, CLOSURE_OF, ox.Literal(state), RECORDS))
+    def drop_derived_graphs(self) -> list[str]:
+        """Remove graphs other than the records (derived RDF an earlier version wrote to disk)."""
+        dropped = []
+        with self._lock:
+            for graph in list(self.ox.named_graphs()):
+                if isinstance(graph, ox.NamedNode) and graph != RECORDS and graph.value.startswith(OWNED_PREFIXES):
+                    self.ox.remove_graph(graph)
+                    dropped.append(graph.value)
+            for q in list(self.ox.quads_for_pattern(None, MATERIALIZED, None, RECORDS)):
+                self.ox.remove(q)
+            for q in list(self.ox.quads_for_pattern(CLOSURE_STATE, None, None, RECORDS)):
+                self.ox.remove(q)
+        return dropped
 
     # -- prefixes ----------------------------------------------------------------------------------
     def load_prefixes(self) -> dict[str, str]:

@@ -5,7 +5,7 @@ import csv
 import io
 import itertools
 import json
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from urllib.parse import urlencode
 
 import pyoxigraph as ox
@@ -18,9 +18,11 @@ from starlette.testclient import TestClient
 from semreg.errors import BadRequest, Forbidden, SemregError, Unavailable
 from semreg.sparql import SparqlEndpoint
 from semreg.sparql_formats import GRAPH, SOLUTIONS, negotiate, parse_accept
+from semreg.sparql_pool import QueryPool
 from semreg.sparql_protocol import QueryRequest, from_params, split_content_type
 from semreg.sparql_runner import Limits, run_query
 from semreg.sparql_scan import Keywords, scan
+from semreg.terms import PrefixMap
 
 EX = "http://ex.org/"
 G1, G2 = EX + "g1", EX + "g2"
@@ -45,24 +47,30 @@ def store() -> ox.Store:
 
 
 @contextmanager
-def serve(store: ox.Store, **options):
-    endpoint = SparqlEndpoint(store, **options)
+def serve(store: ox.Store, *, min_workers: int = 1, max_workers: int = 4, **options):
+    """The endpoint over `store` in an app of its own, with a query pool that ends with the app."""
+    pool = QueryPool.over_store(store, min_workers=min_workers, max_workers=max_workers)
+    endpoint = SparqlEndpoint(pool, **options)
 
     async def on_error(request, exc: SemregError):
         return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
+    @asynccontextmanager
+    async def lifespan(app):
+        try:
+            yield
+        finally:
+            await pool.close()
+
     app = Starlette(routes=[Route("/sparql", endpoint.handle, methods=["GET", "POST"])],
-                    exception_handlers={SemregError: on_error})
-    try:
-        with TestClient(app) as client:
-            yield client
-    finally:
-        endpoint.close(wait=True)
+                    exception_handlers={SemregError: on_error}, lifespan=lifespan)
+    with TestClient(app) as client:
+        yield client
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def client(store):
-    with serve(store, prefixes=lambda: {"ex": EX}) as client:
+    with serve(store, prefixes=PrefixMap(explicit={"ex": EX})) as client:
         yield client
 
 
@@ -112,16 +120,19 @@ def test_relative_iris_resolve_against_the_endpoint(client):
 
 def test_the_instance_is_a_request_handler(store):
     """`await endpoint(request)` from the app's own handler, as `semreg.app` mounts it."""
-    endpoint = SparqlEndpoint(store)
+    pool = QueryPool.over_store(store, min_workers=1)
+    endpoint = SparqlEndpoint(pool)
 
     async def handler(request):
         return await endpoint(request)
 
-    try:
-        with TestClient(Starlette(routes=[Route("/sparql", handler, methods=["GET", "POST"])])) as client:
-            assert client.get("/sparql", params={"query": "ASK {}"}).json() == {"head": {}, "boolean": True}
-    finally:
-        endpoint.close(wait=True)
+    @asynccontextmanager
+    async def lifespan(app):
+        yield
+        await pool.close()
+
+    with TestClient(Starlette(routes=[Route("/sparql", handler, methods=["GET", "POST"])], lifespan=lifespan)) as client:
+        assert client.get("/sparql", params={"query": "ASK {}"}).json() == {"head": {}, "boolean": True}
 
 
 def test_before_query_is_awaited_before_each_query_only(store):
@@ -524,7 +535,7 @@ def test_worker_gives_up_a_job_that_waited_past_its_deadline(big_store):
 
 
 def test_pool_is_free_again_after_a_stopped_query(big_store):
-    with serve(big_store, time_limit_s=0.5, result_limit=None, workers=1) as client:
+    with serve(big_store, time_limit_s=0.5, result_limit=None, max_workers=1) as client:
         assert client.get("/sparql", params={"query": "SELECT * { ?a ?b ?c . ?d ?e ?f }"}).status_code == 503
         assert client.get("/sparql", params={"query": "ASK {}"}).status_code == 200
 
@@ -565,42 +576,3 @@ def test_error_bodies_are_json(client):
     response = client.get("/sparql", params={"query": "ASK {"})
     assert response.headers["content-type"] == "application/json"
     assert set(json.loads(response.text)) >= {"error"}
-
-
-def test_a_query_known_to_be_cheap_runs_inline_and_answers_the_same():
-    store = ox.Store()
-    store.add(ox.Quad(n("s"), n("p"), ox.Literal("v"), ox.NamedNode(G1)))
-    endpoint = SparqlEndpoint(store)
-    app = Starlette(routes=[Route("/sparql", endpoint.handle, methods=["GET", "POST"])])
-    query = {"query": f"SELECT ?o WHERE {{ <{EX}s> <{EX}p> ?o }}"}
-    try:
-        with TestClient(app) as c:
-            answers = [c.get("/sparql", params=query).content for _ in range(3)]
-            assert endpoint.inline_runs == 2  # the first run, in the pool, taught the endpoint it is cheap
-            assert answers[0] == answers[1] == answers[2]
-            store.add(ox.Quad(n("s"), n("p"), ox.Literal("w"), ox.NamedNode(G1)))
-            assert sorted(b["o"]["value"] for b in c.get("/sparql", params=query).json()["results"]["bindings"]) \
-                == ["v", "w"]
-    finally:
-        endpoint.close(wait=True)
-
-
-def test_a_query_that_turned_slow_goes_back_to_the_pool(monkeypatch):
-    from semreg import sparql
-
-    store = ox.Store()
-    endpoint = SparqlEndpoint(store)
-    app = Starlette(routes=[Route("/sparql", endpoint.handle, methods=["GET", "POST"])])
-    query = {"query": "ASK { ?s ?p ?o }"}
-    try:
-        with TestClient(app) as c:
-            c.get("/sparql", params=query)
-            c.get("/sparql", params=query)
-            assert endpoint.inline_runs == 1
-            monkeypatch.setattr(sparql, "INLINE_DEMOTE_MS", -1.0)  # every run now counts as slow
-            c.get("/sparql", params=query)  # inline, measured slow: demoted
-            c.get("/sparql", params=query)
-            c.get("/sparql", params=query)
-            assert endpoint.inline_runs == 2
-    finally:
-        endpoint.close(wait=True)

@@ -34,6 +34,8 @@ class Load:
     method: str = "GET"
     body: bytes | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    script: str | None = None  # a wrk script that builds each request itself (`url` is then a sample)
+    base: str | None = None  # with a script: the server's base URL wrk connects to
 
 
 def expect(response: httpx.Response, *statuses: int) -> httpx.Response:
@@ -203,12 +205,12 @@ class BenchContext:
         return parse_metrics(expect(http.get("/metrics")).text)
 
     def wait_settled(self, http: httpx.Client, timeout_s: float = 180.0) -> float:
-        """Wait until the server has no derived RDF left to write (`semreg_materialize_pending` 0), so a
+        """Wait until the server has no derived RDF left to write (`semreg_replica_pending` 0), so a
         measurement does not share the server with its catch-up; the seconds waited."""
         started = time.perf_counter()
         with self.ui.step("waiting for the server's background writes"):
             while True:
-                pending = self.metrics(http).get("semreg_materialize_pending", 0.0)
+                pending = self.metrics(http).get("semreg_replica_pending", 0.0)
                 if not pending:
                     return round(time.perf_counter() - started, 2)
                 if time.perf_counter() - started > timeout_s:
@@ -239,7 +241,11 @@ class BenchContext:
 
     def _wrk(self, load: Load, settings: wrk.WrkSettings) -> wrk.WrkResult:
         headers = {**self.auth_headers(load.url), **load.headers}
-        result = wrk.run(load.url, settings, method=load.method, body=load.body, headers=headers)
+        if load.script is not None:
+            assert load.base is not None
+            result = wrk.run(load.base, settings, script=load.script)
+        else:
+            result = wrk.run(load.url, settings, method=load.method, body=load.body, headers=headers)
         if result.errors > max(0, result.requests // 100):  # past 1 %: the figure would measure failures
             raise BenchError(f"{load.label}: {result.errors} of {result.requests} requests failed under wrk "
                              f"(non-2xx/3xx {result.non_2xx_3xx}, socket errors {result.socket_errors})")

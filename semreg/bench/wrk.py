@@ -117,14 +117,50 @@ def lua_script(method: str = "GET", body: str | bytes | None = None, headers: Ma
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True)
+class RandomParam:
+    """A query parameter drawn anew for every request: `template` in Lua's string.format syntax
+    (`C%05d`), filled with one integer drawn from each inclusive range of `ranges`."""
+
+    name: str
+    template: str
+    ranges: tuple[tuple[int, int], ...] = ()
+
+
+def lua_random_script(path: str, params: tuple[RandomParam, ...], headers: Mapping[str, str] | None = None) -> str:
+    """A wrk script sending GET `path?params` with a new draw of every parameter on each request, so that
+    each request asks a question the server (most likely) has not answered yet. Each wrk thread has
+    its own seed."""
+    header_lines = "".join(f"  [{lua_string(k)}] = {lua_string(v)},\n" for k, v in (headers or {}).items())
+    parts = []
+    for param in params:
+        draws = ", ".join(f"math.random({lo}, {hi})" for lo, hi in param.ranges)
+        value = f"string.format({lua_string(param.template)}, {draws})" if draws else lua_string(param.template)
+        parts.append(f"{lua_string(param.name + '=')} .. encode({value})")
+    query = " .. \"&\" .. ".join(parts) or '""'
+    return (
+        "local threads = 0\n"
+        "function setup(thread)\n  threads = threads + 1\n  thread:set(\"seed\", threads)\nend\n"
+        "function init(args)\n  math.randomseed(os.time() * 1000 + seed * 7919)\nend\n"
+        "local function encode(s)\n"
+        "  return (s:gsub(\"[^%w%-_%.~]\", function(c) return string.format(\"%%%02X\", string.byte(c)) end))\n"
+        "end\n"
+        f"local headers = {{\n{header_lines}}}\n"
+        "function request()\n"
+        f"  return wrk.format(\"GET\", {lua_string(path)} .. \"?\" .. {query}, headers)\n"
+        "end\n")
+
+
 def run(url: str, settings: WrkSettings, *, method: str = "GET", body: str | bytes | None = None,
-        headers: Mapping[str, str] | None = None) -> WrkResult:
-    """Run wrk once against `url`; BenchError when it fails or every request failed."""
+        headers: Mapping[str, str] | None = None, script: str | None = None) -> WrkResult:
+    """Run wrk once against `url` (with `script`, a whole wrk Lua script that builds the requests);
+    BenchError when it fails or every request failed."""
     wrk = find_tool("wrk")
     with tempfile.TemporaryDirectory(prefix="semreg-wrk-") as tmp:
-        script = Path(tmp) / "request.lua"
-        script.write_text(lua_script(method, body, headers))
-        argv = [wrk, *settings.argv(), "-s", str(script), url]
+        path = Path(tmp) / "request.lua"
+        path.write_text(script if script is not None else lua_script(method, body, headers))
+        script = str(path)
+        argv = [wrk, *settings.argv(), "-s", script, url]
         try:
             done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=settings.duration_s + 60)
         except subprocess.TimeoutExpired as exc:

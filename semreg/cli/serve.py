@@ -46,6 +46,12 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
                    help="SPARQL query time limit in seconds (default 10)")
     p.add_argument("--sparql-result-limit", type=int, default=int(e("sparql_result_limit", 100_000)),
                    metavar="N", help="most rows or triples a SPARQL answer may have (default 100000)")
+    p.add_argument("--sparql-workers", type=int, default=int(e("sparql_workers", 2)), metavar="N",
+                   help="query processes kept ready for /sparql (default 2)")
+    p.add_argument("--sparql-max-workers", type=int, default=int(e("sparql_max_workers", 8)), metavar="N",
+                   help="SPARQL queries evaluated at once, each in its own process; more wait their turn (default 8)")
+    p.add_argument("--sparql-memory-limit", type=int, default=int(e("sparql_memory_limit", 2048)), metavar="MIB",
+                   help="memory a SPARQL query may take, in MiB; 0 = no cap (default 2048)")
     p.add_argument("--max-tags", type=int, default=int(e("max_tags", 10_000)), metavar="N",
                    help="most tags an instance may have (default 10000)")
     p.add_argument("--max-batch", type=int, default=int(e("max_batch", 10_000)), metavar="N",
@@ -78,6 +84,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         insecure=args.insecure, peers=tuple(p for p in args.peers.split(",") if p), replicas=args.replicas,
         json_body_limit_bytes=args.json_body_limit, ontology_body_limit_bytes=args.ontology_body_limit,
         sparql_time_limit_s=args.sparql_time_limit, sparql_result_limit=args.sparql_result_limit,
+        sparql_workers=args.sparql_workers, sparql_max_workers=args.sparql_max_workers,
+        sparql_memory_limit_mib=args.sparql_memory_limit,
         max_tags_per_instance=args.max_tags, max_batch_instances=args.max_batch,
         rate_limit_per_s=args.rate_limit, rate_burst=args.rate_burst or args.rate_limit,
         balance_limit=args.balance_limit, verbose_routing=args.verbose_routing,
@@ -123,7 +131,7 @@ def _draining_server_class():
             super().handle_exit(sig, frame)
             loop = self.node._loop
             if loop is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(self.node.hub.release_all)
+                loop.call_soon_threadsafe(self.node.stopping)
 
     return DrainingServer
 
@@ -138,6 +146,10 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     logs.configure(settings.log_level, settings.log_format)
     raise_open_files_limit()
+    if not 1 <= settings.sparql_workers <= settings.sparql_max_workers:
+        print(f"semreg: --sparql-workers must be at least 1 and at most --sparql-max-workers "
+              f"({settings.sparql_workers} and {settings.sparql_max_workers} given).", file=sys.stderr)
+        return 2
     if settings.tokens_file is None and not settings.insecure and not is_loopback(settings.host):
         print(f"semreg: refusing to listen on {settings.host} with no tokens: anyone who can reach it could "
               f"deregister every service. Give --tokens FILE, listen on 127.0.0.1, or pass --insecure.",
