@@ -5,16 +5,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from semreg.auth import Tokens, required_scope
+from semreg.auth import Tokens
+from semreg.endpoints import ScopeTable
 from semreg.errors import SemregError, TooManyRequests
 from semreg.http import JSONResponse
 from semreg.ratelimit import RateLimiter, retry_after_s
 
 
 class AccessMiddleware:
-    def __init__(self, app, tokens: Tokens, limiter: RateLimiter, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, app, tokens: Tokens, limiter: RateLimiter, scopes: ScopeTable,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.app = app
         self.tokens = tokens
+        self.scopes = scopes
         self.limiter = limiter
         self.clock = clock
 
@@ -22,7 +25,7 @@ class AccessMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        needed = required_scope(scope["method"], scope["path"])
+        needed = self.scopes.required(scope["method"], scope["path"])
         try:
             principal = None
             if needed is not None:

@@ -1,32 +1,60 @@
-"""The route table and thin handlers: parse, call the node, shape the response."""
+"""The HTTP API: each route declared once (`semreg.endpoints`) with a thin handler: parse, call the
+domain (the coordinator, the knowledge), shape the response. The router's table, the access rules and
+`/openapi.json` are generated from these declarations.
+
+Handlers find the node's parts on `request.app.state`: `coordinator`, `knowledge`, `router`,
+`settings`, `tokens`, `known_queries`, `ready` (a callable).
+"""
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+import uuid
+from typing import Any
 
 import mmh3
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from semreg import ontology
-from semreg.auth import OPEN, Principal
+from semreg import schemas as s
+from semreg.auth import ADMIN, OPEN, READ, WRITE, Principal
 from semreg.balancer import parse_policy
+from semreg.coordinator import Coordinator
 from semreg.discovery import DiscoverQuery
+from semreg.endpoints import Endpoints, Param, Reply
 from semreg.errors import BadRequest, NotFound
 from semreg.http import JSONResponse, int_param, read_body, read_json, watch_params
-from semreg.matching import parse_match
-from semreg.node import Node
-from semreg.schemas import ID_PATTERN, BatchBody, HeartbeatBody, PrefixBody, TagsBody, validate
-from semreg.terms import ANY, RDF_TYPE, Tag, parse_component
+from semreg.instances import Registration, rfc3339
+from semreg.knowledge import Knowledge
+from semreg.matching import DEGREES, parse_match
+from semreg.schemas import ID_PATTERN, BatchBody, HeartbeatBody, InstanceBody, PrefixBody, TagsBody, validate
+from semreg.terms import ANY, RDF_TYPE, Tag, parse_component, parse_tags
 from semreg.watch import Topic
 
+API = Endpoints()
 _ID = re.compile(ID_PATTERN)
 
+# -- shared parameters and replies -----------------------------------------------------------------
+TERM = {"type": "string", "minLength": 1, "description": "a full IRI, <IRI> or CURIE"}
+PATTERN = (Param("s", required=True, schema=TERM, description="subject term"),
+           Param("p", schema=TERM, description="predicate term (omitted: any)"),
+           Param("o", schema=TERM, description="object term (omitted: any)"),
+           Param("match", description="comma list of exact, narrower, broader, overlap; or all"))
+WATCH = (Param("index", schema={"type": "integer", "minimum": 0}, description="X-Semreg-Index of the last read"),
+         Param("wait", description="how long to block, e.g. 30s (cap 300 s)"))
+ID = Param("id", "path", True, {"type": "string", "pattern": ID_PATTERN}, "instance id")
+INDEX_HEADER = {"X-Semreg-Index": {"schema": {"type": "integer", "minimum": 1}}}
+RDF_TYPES = ["text/turtle", "application/rdf+xml", "application/ld+json", "application/n-triples"]
+OBJECT = {"type": "object"}
 
-def node_of(request: Request) -> Node:
-    return request.app.state.node
+
+def coordinator_of(request: Request) -> Coordinator:
+    return request.app.state.coordinator
+
+
+def knowledge_of(request: Request) -> Knowledge:
+    return request.app.state.knowledge
 
 
 def principal_of(request: Request) -> Principal:
@@ -38,19 +66,21 @@ def owner_of(request: Request) -> str | None:
     return principal_of(request).name if request.app.state.tokens.enabled else None
 
 
-def check_owner(request: Request, instance_id: str) -> None:
+async def check_owner(request: Request, instance_id: str) -> None:
     """403 unless the caller may change this instance (its owner, or an admin); 404 if there is none."""
-    inst = node_of(request).registry.get(instance_id)
+    inst = await coordinator_of(request).get(instance_id)
     principal_of(request).require_owner(inst.reg.owner, instance_id)
 
 
-def check_may_replace(request: Request, instance_ids: list[str]) -> None:
-    instances = node_of(request).registry.instances
+async def check_may_replace(request: Request, instance_ids: list[str]) -> None:
+    coordinator = coordinator_of(request)
     principal = principal_of(request)
     for iid in instance_ids:
-        inst = instances.get(iid)
-        if inst is not None:
-            principal.require_owner(inst.reg.owner, iid)
+        try:
+            inst = await coordinator.get(iid)
+        except NotFound:
+            continue
+        principal.require_owner(inst.reg.owner, iid)
 
 
 def path_id(request: Request) -> str:
@@ -60,35 +90,135 @@ def path_id(request: Request) -> str:
     return iid
 
 
-async def watched(request: Request, topic_of: Callable[[], Topic]) -> JSONResponse:
+def registration(request: Request, data: Any, instance_id: str | None, where: str = "") -> Registration:
+    """One registration body as a `Registration` (400 naming the field otherwise)."""
+    settings = request.app.state.settings
+    body = validate(InstanceBody, data, where)
+    iid = instance_id or body.id
+    at = f"{where}." if where else ""
+    if instance_id is not None and body.id is not None and body.id != instance_id:
+        raise BadRequest(f"{at}id '{body.id}' differs from the id in the path '{instance_id}'.", field="id")
+    if iid is None:
+        raise BadRequest(f"{at}id is required.", field="id")
+    if len(body.tags) > settings.max_tags_per_instance:
+        raise BadRequest(f"{at}tags: {len(body.tags)} tags is more than the {settings.max_tags_per_instance} an "
+                         f"instance may have.", field="tags")
+    try:
+        tags = parse_tags(body.tags, knowledge_of(request).prefixes)
+    except BadRequest as exc:
+        if where:
+            exc.message = f"{where}.{exc.message}"
+        raise
+    return Registration(id=iid, service=body.service, address=body.address, port=body.port, scheme=body.scheme,
+                        tags=tuple(tags), weight=body.weight, capacity=body.capacity, ttl_s=float(body.ttl),
+                        deregister_after_s=float(body.deregister_after),
+                        check=body.check.model_dump(exclude_none=True) if body.check else None,
+                        meta=dict(body.meta), owner=owner_of(request))
+
+
+async def watched(request: Request, topic: Topic, refresh: Any) -> JSONResponse:
     """A watchable read: the topic's body and index; with `?index=N&wait=`, after its result changes."""
-    node = node_of(request)
-    index, wait = watch_params(request, node.settings.watch_max_wait_s)
-    topic = topic_of()
+    index, wait = watch_params(request, request.app.state.settings.watch_max_wait_s)
     if index is not None:
-        await node.hub.wait(topic, index, wait)
-        topic = topic_of()
+        await coordinator_of(request).hub.wait(topic, index, wait)
+        topic = await refresh()
     return JSONResponse(topic.body, headers={"X-Semreg-Index": str(topic.index)})
 
 
+def query_tag(request: Request) -> Tag:
+    params = request.query_params
+    prefixes = knowledge_of(request).prefixes
+    s_ = params.get("s")
+    if s_ is None or not s_.strip():
+        raise BadRequest("s is required: the subject term of the pattern to discover (p and o are optional).",
+                         field="s")
+    p, o = params.get("p") or None, params.get("o") or None
+    return Tag(parse_component(s_, prefixes), parse_component(p, prefixes, predicate=True),
+               parse_component(o, prefixes))
+
+
+# -- discovery (the hot routes first: the router tries them in order) -------------------------------
+@API.route("GET", "/v1/discover", scope=READ, summary="discover by meaning",
+           params=(*PATTERN, Param("service"), Param("status", schema={"enum": ["up", "any"]}),
+                   Param("limit", schema={"type": "integer", "minimum": 1}), *WATCH),
+           replies=[Reply(200, s.DiscoverView, headers=INDEX_HEADER)])
+async def discover(request: Request) -> Response:
+    params = request.query_params
+    status = params.get("status")
+    if status not in (None, "", "up", "any"):
+        raise BadRequest(f"status takes 'up' (the default) or 'any', not '{status[:40]}'.", field="status")
+    version = knowledge_of(request).prefixes.version
+    q = DiscoverQuery(query_tag(request), parse_match(params.get("match")), params.get("service") or None,
+                      status == "any", int_param(request, "limit", 1, 1_000_000))
+    request.app.state.known_queries.remember(request.scope["query_string"], version, q)
+    coordinator = coordinator_of(request)
+    return await watched(request, await coordinator.discover(q), lambda: coordinator.discover(q))
+
+
+_PATH_RE = re.compile(r"^(/[^\s#]*)?$")
+
+
+@API.route("GET", "/v1/route", scope=READ, summary="redirect to a chosen instance",
+           params=(*PATTERN, Param("service"),
+                   Param("policy", schema={"enum": ["least-load", "spillover", "round-robin", "limit"]}),
+                   Param("path", schema={"type": "string", "pattern": r"^(/[^\s#]*)?$"})),
+           replies=[Reply(307, description="redirect", headers={"Location": {"schema": {"type": "string"}},
+                                                              "X-Semreg-Instance": {"schema": {"type": "string"}}})],
+           errors=(503,))
+async def route(request: Request) -> Response:
+    params = request.query_params
+    policy, limit = parse_policy(params.get("policy"))
+    path = params.get("path", "")
+    if not _PATH_RE.match(path) or len(path) > 2048:
+        raise BadRequest("path must be empty or start with '/', without spaces or '#'.", field="path")
+    q = DiscoverQuery(query_tag(request), parse_match(params.get("match")), params.get("service") or None)
+    client = request.client
+    inst = await request.app.state.router.route(q, policy, limit or request.app.state.settings.balance_limit,
+                                                caller=f"{client.host}:{client.port}" if client else None)
+    r = inst.reg
+    host = f"[{r.address}]" if ":" in r.address else r.address
+    return Response(status_code=307, headers={"Location": f"{r.scheme}://{host}:{r.port}{path}",
+                                              "X-Semreg-Instance": inst.id, "Cache-Control": "no-store"})
+
+
+@API.route("PUT", "/v1/instances/{id}/heartbeat", scope=WRITE, summary="renew the lease; optionally report load and status",
+           params=(ID,), body=s.HeartbeatBody, body_required=False, replies=[Reply(200, s.HeartbeatView)],
+           errors=(404, 413, 415))
+async def heartbeat(request: Request) -> Response:
+    settings = request.app.state.settings
+    iid = path_id(request)
+    raw = await read_body(request, settings.json_body_limit_bytes)
+    body = HeartbeatBody()
+    if raw.strip():
+        from semreg.schemas import parse_json
+
+        body = validate(HeartbeatBody, parse_json(raw))
+    await check_owner(request, iid)
+    inst = await coordinator_of(request).heartbeat(iid, body.load, body.status)
+    return JSONResponse({"id": inst.id, "status": inst.status, "expires_at": rfc3339(inst.expires_at_wall)})
+
+
 # -- operations ------------------------------------------------------------------------------------
+@API.route("GET", "/healthz", scope=None, summary="alive", replies=[Reply(200, OBJECT)])
 async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "alive"})
 
 
+@API.route("GET", "/readyz", scope=None, summary="ready: store open, closure built",
+           replies=[Reply(200, OBJECT), Reply(503, s.ErrorView, "starting")])
 async def readyz(request: Request) -> Response:
-    node = node_of(request)
-    if not node.ready:
+    state = request.app.state
+    if not state.ready():
         return JSONResponse({"status": "starting", "error": "the node is still opening its store or reasoning."},
                             status_code=503, headers={"Retry-After": "1"})
     return JSONResponse({"status": "ready", "store": "open", "closure": "built", "ring": "joined",
-                         "instances": len(node.registry.instances), "ontologies": len(node.ontologies),
-                         "replica_pending": node.replica.pending})
+                         **state.readiness()})
 
 
+@API.route("GET", "/v1/cluster", scope=READ, summary="cluster members", replies=[Reply(200, s.ClusterView)])
 async def cluster(request: Request) -> Response:
-    node = node_of(request)
-    me = f"{node.settings.host}:{node.settings.port}"
+    settings = request.app.state.settings
+    me = f"{settings.host}:{settings.port}"
     members = [{"id": me, "address": me, "status": "alive"}]
     # ringpop's checksum: a hash of the sorted member addresses, equal on every node that agrees
     checksum = mmh3.hash(";".join(sorted(m["address"] for m in members)), signed=False)
@@ -96,237 +226,237 @@ async def cluster(request: Request) -> Response:
 
 
 # -- instances -------------------------------------------------------------------------------------
-async def put_instance(request: Request) -> Response:
-    node = node_of(request)
-    iid = path_id(request)
-    data = await read_json(request, node.settings.json_body_limit_bytes)
-    reg = node.registration(data, iid, owner_of(request))
-    check_may_replace(request, [iid])
-    (inst, created), = await node.register([reg])
-    return JSONResponse(inst.view_json(), status_code=201 if created else 200)
+INSTANCE_LIST = {"type": "array", "items": {"$ref": "#/components/schemas/InstanceView"}}
 
 
+@API.route("GET", "/v1/instances", scope=READ, summary="list instances", params=(Param("service"), *WATCH),
+           replies=[Reply(200, INSTANCE_LIST, headers=INDEX_HEADER)])
+async def list_instances(request: Request) -> Response:
+    service = request.query_params.get("service") or None
+    coordinator = coordinator_of(request)
+    return await watched(request, await coordinator.instances(service), lambda: coordinator.instances(service))
+
+
+@API.route("POST", "/v1/instances", scope=WRITE, summary="register with a server-chosen id", body=s.InstanceBody,
+           replies=[Reply(201, s.InstanceView)], errors=(413, 415))
 async def post_instance(request: Request) -> Response:
-    node = node_of(request)
-    data = await read_json(request, node.settings.json_body_limit_bytes)
+    settings = request.app.state.settings
+    data = await read_json(request, settings.json_body_limit_bytes)
     iid = data.get("id") if isinstance(data, dict) else None
-    reg = node.registration(data, None if iid is not None else node.new_id(), owner_of(request))
-    if iid is not None and iid in node.registry.instances:
+    reg = registration(request, data, None if iid is not None else uuid.uuid4().hex)
+    if iid is not None and await coordinator_of(request).exists(iid):
         raise BadRequest(f"an instance '{iid}' already exists; replace it with PUT /v1/instances/{iid}.", field="id")
-    (inst, _), = await node.register([reg])
+    (inst, _), = await coordinator_of(request).register([reg])
     return JSONResponse(inst.view_json(), status_code=201, headers={"Location": f"/v1/instances/{inst.id}"})
 
 
+@API.route("POST", "/v1/instances/batch", scope=WRITE, summary="register many, all or nothing", body=s.BatchBody,
+           replies=[Reply(200, s.RegisteredView)], errors=(413, 415))
 async def batch_instances(request: Request) -> Response:
-    node = node_of(request)
-    data = await read_json(request, node.settings.json_body_limit_bytes)
+    settings = request.app.state.settings
+    data = await read_json(request, settings.json_body_limit_bytes)
     body = validate(BatchBody, data)
-    if len(body.instances) > node.settings.max_batch_instances:
+    if len(body.instances) > settings.max_batch_instances:
         raise BadRequest(f"instances: {len(body.instances)} instances is more than the "
-                         f"{node.settings.max_batch_instances} a batch may hold.", field="instances")
-    owner = owner_of(request)
+                         f"{settings.max_batch_instances} a batch may hold.", field="instances")
     regs = []
     for n, item in enumerate(body.instances):
         where = f"instances[{n}]"
         iid = item.get("id") if isinstance(item, dict) else None
         if iid is None and isinstance(item, dict):
-            iid = node.new_id()
-        regs.append(node.registration(item, iid if isinstance(iid, str) else None, owner, where))
-    check_may_replace(request, [r.id for r in regs])
+            iid = uuid.uuid4().hex
+        regs.append(registration(request, item, iid if isinstance(iid, str) else None, where))
+    await check_may_replace(request, [r.id for r in regs])
     if regs:
-        await node.register(regs)
+        await coordinator_of(request).register(regs)
     return JSONResponse({"registered": len(regs)})
 
 
-async def list_instances(request: Request) -> Response:
-    node = node_of(request)
-    service = request.query_params.get("service") or None
-    return await watched(request, lambda: node.instances_topic(service))
-
-
+@API.route("GET", "/v1/instances/{id}", scope=READ, summary="one instance", params=(ID,),
+           replies=[Reply(200, s.InstanceView)], errors=(404,))
 async def get_instance(request: Request) -> Response:
-    return JSONResponse(node_of(request).registry.get(path_id(request)).view_json())
+    return JSONResponse((await coordinator_of(request).get(path_id(request))).view_json())
 
 
+@API.route("PUT", "/v1/instances/{id}", scope=WRITE, summary="create or replace", params=(ID,), body=s.InstanceBody,
+           replies=[Reply(200, s.InstanceView, "replaced"), Reply(201, s.InstanceView, "created")], errors=(413, 415))
+async def put_instance(request: Request) -> Response:
+    settings = request.app.state.settings
+    iid = path_id(request)
+    data = await read_json(request, settings.json_body_limit_bytes)
+    reg = registration(request, data, iid)
+    await check_may_replace(request, [iid])
+    (inst, created), = await coordinator_of(request).register([reg])
+    return JSONResponse(inst.view_json(), status_code=201 if created else 200)
+
+
+@API.route("DELETE", "/v1/instances/{id}", scope=WRITE, summary="deregister", params=(ID,),
+           replies=[Reply(204, description="deregistered")], errors=(404,))
 async def delete_instance(request: Request) -> Response:
     iid = path_id(request)
-    check_owner(request, iid)
-    await node_of(request).deregister(iid)
+    await check_owner(request, iid)
+    await coordinator_of(request).deregister(iid)
     return Response(status_code=204)
 
 
-async def heartbeat(request: Request) -> Response:
-    node = node_of(request)
-    iid = path_id(request)
-    raw = await read_body(request, node.settings.json_body_limit_bytes)
-    body = HeartbeatBody()
-    if raw.strip():
-        from semreg.schemas import parse_json
-
-        body = validate(HeartbeatBody, parse_json(raw))
-    check_owner(request, iid)
-    inst = await node.heartbeat(iid, body.load, body.status)
-    from semreg.instances import rfc3339
-
-    return JSONResponse({"id": inst.id, "status": inst.status, "expires_at": rfc3339(inst.expires_at)})
-
-
-# -- discovery -------------------------------------------------------------------------------------
-def query_tag(request: Request, node: Node) -> Tag:
-    params = request.query_params
-    s = params.get("s")
-    if s is None or not s.strip():
-        raise BadRequest("s is required: the subject term of the pattern to discover (p and o are optional).",
-                         field="s")
-    p, o = params.get("p") or None, params.get("o") or None
-    return Tag(parse_component(s, node.prefixes), parse_component(p, node.prefixes, predicate=True),
-               parse_component(o, node.prefixes))
-
-
-async def discover(request: Request) -> Response:
-    node = node_of(request)
-    params = request.query_params
-    status = params.get("status")
-    if status not in (None, "", "up", "any"):
-        raise BadRequest(f"status takes 'up' (the default) or 'any', not '{status[:40]}'.", field="status")
-    version = node.prefixes.version
-    q = DiscoverQuery(query_tag(request, node), parse_match(params.get("match")), params.get("service") or None,
-                      status == "any", int_param(request, "limit", 1, 1_000_000))
-    node.known_queries.remember(request.scope["query_string"], version, q)
-    return await watched(request, lambda: node.discover_topic(q))
-
-
+# -- more discovery --------------------------------------------------------------------------------
+@API.route("POST", "/v1/discover/tags", scope=READ, summary="exact multi-tag lookup", body=s.TagsBody,
+           replies=[Reply(200, s.PeersView)], errors=(413, 415))
 async def discover_tags(request: Request) -> Response:
-    node = node_of(request)
-    body = validate(TagsBody, await read_json(request, node.settings.json_body_limit_bytes))
-    return JSONResponse({"peers": node.discover_tags(body.tags)})
+    body = validate(TagsBody, await read_json(request, request.app.state.settings.json_body_limit_bytes))
+    tags = parse_tags(body.tags, knowledge_of(request).prefixes)
+    found = await coordinator_of(request).holders(tags)
+    return JSONResponse({"peers": {tag.text: [i.view() for i in found[tag]] for tag in tags}})
 
 
+@API.route("GET", "/v1/tags", scope=READ, summary="every registered tag", params=WATCH,
+           replies=[Reply(200, s.TagsView, headers=INDEX_HEADER)])
 async def tags(request: Request) -> Response:
-    node = node_of(request)
-    return await watched(request, node.tags_topic)
+    coordinator = coordinator_of(request)
+    return await watched(request, await coordinator.tags(), coordinator.tags)
 
 
+@API.route("GET", "/v1/expand", scope=READ, summary="what a query expands to", params=PATTERN,
+           replies=[Reply(200, s.ExpandView)])
 async def expand(request: Request) -> Response:
-    node = node_of(request)
-    return JSONResponse(node.expand(query_tag(request, node), parse_match(request.query_params.get("match"))))
+    query = query_tag(request)
+    match = parse_match(request.query_params.get("match"))
+    matched = await coordinator_of(request).matching_tags(query, match)
+    return JSONResponse({"query": query.as_json(), "match": sorted(match, key=DEGREES.index),
+                         "components": knowledge_of(request).expand(query, match),
+                         "tags": [{"tag": t.as_json(), "degree": d, "distance": n} for t, d, n in matched]})
 
 
+@API.route("GET", "/v1/concepts/{term:path}", scope=READ, summary="a concept of the hierarchy",
+           params=(Param("term", "path", True),), replies=[Reply(200, s.ConceptView)], errors=(404,))
 async def concept(request: Request) -> Response:
-    node = node_of(request)
     term = request.path_params["term"]
-    iri = RDF_TYPE if term == "a" else parse_component(term, node.prefixes)
+    iri = RDF_TYPE if term == "a" else parse_component(term, knowledge_of(request).prefixes)
     if iri == ANY:
         raise BadRequest("sr:Any is the wildcard, not a concept.", field="term")
-    return JSONResponse(node.concept(iri))
-
-
-_PATH_RE = re.compile(r"^(/[^\s#]*)?$")
-
-
-async def route(request: Request) -> Response:
-    node = node_of(request)
-    params = request.query_params
-    policy, limit = parse_policy(params.get("policy"))
-    path = params.get("path", "")
-    if not _PATH_RE.match(path) or len(path) > 2048:
-        raise BadRequest("path must be empty or start with '/', without spaces or '#'.", field="path")
-    q = DiscoverQuery(query_tag(request, node), parse_match(params.get("match")), params.get("service") or None)
-    client = request.client
-    inst = request.app.state.router.route(q, policy, limit or node.settings.balance_limit,
-                                          caller=f"{client.host}:{client.port}" if client else None)
-    r = inst.reg
-    host = f"[{r.address}]" if ":" in r.address else r.address
-    return Response(status_code=307, headers={"Location": f"{r.scheme}://{host}:{r.port}{path}",
-                                              "X-Semreg-Instance": inst.id, "Cache-Control": "no-store"})
+    registered = await coordinator_of(request).is_registered_term(iri)
+    return JSONResponse(knowledge_of(request).concept(iri, lambda _: registered))
 
 
 # -- ontologies ------------------------------------------------------------------------------------
+RDF_CONTENT = {t: {"schema": {"type": "string"}} for t in RDF_TYPES}
+NAME = Param("name", "path", True, {"type": "string", "pattern": r"^[A-Za-z0-9._-]{1,128}$"})
+
+
+@API.route("GET", "/v1/ontologies", scope=READ, summary="uploaded ontologies",
+           replies=[Reply(200, {"type": "array", "items": {"$ref": "#/components/schemas/OntologyView"}})])
+async def list_ontologies(request: Request) -> Response:
+    metas = knowledge_of(request).ontologies.metas
+    return JSONResponse([m.as_json() for m in sorted(metas.values(), key=lambda m: m.name)])
+
+
+@API.route("GET", "/v1/ontologies/{name}", scope=READ, summary="an ontology as RDF, by Accept",
+           params=(Param("name", "path", True),), replies=[Reply(200, description="RDF", content=RDF_CONTENT)],
+           errors=(404, 406))
+async def get_ontology(request: Request) -> Response:
+    ontologies = knowledge_of(request).ontologies
+    name = request.path_params["name"]
+    if name not in ontologies:
+        raise NotFound(f"no ontology named '{name[:128]}'.")
+    media, fmt = ontology.choose_representation(request.headers.get("accept"))
+    data = ontologies.rdf(name, fmt)
+    return Response(data, media_type=media + ("; charset=utf-8" if media != "application/ld+json" else ""))
+
+
+@API.route("PUT", "/v1/ontologies/{name}", scope=ADMIN, summary="upload or replace; re-reasons", params=(NAME,),
+           body=RDF_CONTENT, replies=[Reply(200, s.OntologyStored), Reply(201, s.OntologyStored)], errors=(413, 415))
 async def put_ontology(request: Request) -> Response:
-    node = node_of(request)
+    ontologies = knowledge_of(request).ontologies
     name = ontology.validate_name(request.path_params["name"])
     ontology.media_type_of(request.headers.get("content-type"))
     started = time.perf_counter()
-    body = await read_body(request, node.settings.ontology_body_limit_bytes, "the ontology")
-    change = await node.ontologies.put(name, body, request.headers.get("content-type"))
+    body = await read_body(request, request.app.state.settings.ontology_body_limit_bytes, "the ontology")
+    change = await ontologies.put(name, body, request.headers.get("content-type"))
     return JSONResponse({**change.meta.as_json(), "reasoning_ms": round(change.reasoning_ms, 1),
                          "timings_ms": {k: round(v, 1) for k, v in change.timings_ms.items()},
                          "concepts": change.concepts, "ms": round((time.perf_counter() - started) * 1000, 1)},
                         status_code=201 if change.created else 200)
 
 
-async def list_ontologies(request: Request) -> Response:
-    node = node_of(request)
-    return JSONResponse([m.as_json() for m in sorted(node.ontologies.metas.values(), key=lambda m: m.name)])
-
-
-async def get_ontology(request: Request) -> Response:
-    node = node_of(request)
-    name = request.path_params["name"]
-    if name not in node.ontologies:
-        raise NotFound(f"no ontology named '{name[:128]}'.")
-    media, fmt = ontology.choose_representation(request.headers.get("accept"))
-    data = node.ontologies.rdf(name, fmt)
-    return Response(data, media_type=media + ("; charset=utf-8" if media != "application/ld+json" else ""))
-
-
+@API.route("DELETE", "/v1/ontologies/{name}", scope=ADMIN, summary="remove; re-reasons",
+           params=(Param("name", "path", True),), replies=[Reply(204, description="removed")], errors=(404,))
 async def delete_ontology(request: Request) -> Response:
-    await node_of(request).ontologies.delete(request.path_params["name"])
+    await knowledge_of(request).ontologies.delete(request.path_params["name"])
     return Response(status_code=204)
 
 
 # -- prefixes --------------------------------------------------------------------------------------
+PREFIX = Param("prefix", "path", True)
+
+
+@API.route("GET", "/v1/prefixes", scope=READ, summary="known CURIE prefixes",
+           replies=[Reply(200, {"type": "object", "additionalProperties": {"type": "string"}})])
 async def list_prefixes(request: Request) -> Response:
-    return JSONResponse(node_of(request).prefixes.as_dict())
+    return JSONResponse(knowledge_of(request).prefixes.as_dict())
 
 
-async def put_prefix(request: Request) -> Response:
-    node = node_of(request)
-    body = validate(PrefixBody, await read_json(request, node.settings.json_body_limit_bytes))
-    prefix = request.path_params["prefix"]
-    created = await node.put_prefix(prefix, body.iri)
-    return JSONResponse({"prefix": prefix, "iri": body.iri}, status_code=201 if created else 200)
-
-
+@API.route("GET", "/v1/prefixes/{prefix}", scope=READ, summary="one prefix", params=(PREFIX,),
+           replies=[Reply(200, s.PrefixView)], errors=(404,))
 async def get_prefix(request: Request) -> Response:
     prefix = request.path_params["prefix"]
-    iri = node_of(request).prefixes.get(prefix)
+    iri = knowledge_of(request).prefixes.get(prefix)
     if iri is None:
         raise NotFound(f"no prefix '{prefix[:64]}' is known.")
     return JSONResponse({"prefix": prefix, "iri": iri})
 
 
+@API.route("PUT", "/v1/prefixes/{prefix}", scope=ADMIN, summary="set a prefix", params=(PREFIX,), body=s.PrefixBody,
+           replies=[Reply(200, s.PrefixView), Reply(201, s.PrefixView)], errors=(413, 415))
+async def put_prefix(request: Request) -> Response:
+    body = validate(PrefixBody, await read_json(request, request.app.state.settings.json_body_limit_bytes))
+    prefix = request.path_params["prefix"]
+    created = await knowledge_of(request).put_prefix(prefix, body.iri)
+    return JSONResponse({"prefix": prefix, "iri": body.iri}, status_code=201 if created else 200)
+
+
+@API.route("DELETE", "/v1/prefixes/{prefix}", scope=ADMIN, summary="remove a client-set prefix", params=(PREFIX,),
+           replies=[Reply(204, description="removed")], errors=(404,))
 async def delete_prefix(request: Request) -> Response:
-    await node_of(request).delete_prefix(request.path_params["prefix"])
+    await knowledge_of(request).delete_prefix(request.path_params["prefix"])
     return Response(status_code=204)
 
 
-DISCOVER = Route("/v1/discover", discover, methods=["GET"])
+# -- SPARQL, metrics, the API's own description ------------------------------------------------------
+SPARQL_RESULTS = {t: {"schema": {"type": "string"}} for t in (
+    "application/sparql-results+json", "application/sparql-results+xml", "text/csv", "text/tab-separated-values",
+    "text/turtle", "application/n-triples", "application/ld+json", "application/rdf+xml")}
+SPARQL_PARAMS = (Param("query", description="a SPARQL 1.1 query (without it: the service description)"),
+                 Param("default-graph-uri"), Param("named-graph-uri"))
 
-# The hot routes first: Starlette tries routes in order.
-ROUTES = [
-    DISCOVER,
-    Route("/v1/route", route, methods=["GET"]),
-    Route("/v1/instances/{id}/heartbeat", heartbeat, methods=["PUT"]),
-    Route("/healthz", healthz, methods=["GET"]),
-    Route("/readyz", readyz, methods=["GET"]),
-    Route("/v1/cluster", cluster, methods=["GET"]),
-    Route("/v1/instances", list_instances, methods=["GET"]),
-    Route("/v1/instances", post_instance, methods=["POST"]),
-    Route("/v1/instances/batch", batch_instances, methods=["POST"]),
-    Route("/v1/instances/{id}", get_instance, methods=["GET"]),
-    Route("/v1/instances/{id}", put_instance, methods=["PUT"]),
-    Route("/v1/instances/{id}", delete_instance, methods=["DELETE"]),
-    Route("/v1/discover/tags", discover_tags, methods=["POST"]),
-    Route("/v1/tags", tags, methods=["GET"]),
-    Route("/v1/expand", expand, methods=["GET"]),
-    Route("/v1/concepts/{term:path}", concept, methods=["GET"]),
-    Route("/v1/ontologies", list_ontologies, methods=["GET"]),
-    Route("/v1/ontologies/{name}", get_ontology, methods=["GET"]),
-    Route("/v1/ontologies/{name}", put_ontology, methods=["PUT"]),
-    Route("/v1/ontologies/{name}", delete_ontology, methods=["DELETE"]),
-    Route("/v1/prefixes", list_prefixes, methods=["GET"]),
-    Route("/v1/prefixes/{prefix}", get_prefix, methods=["GET"]),
-    Route("/v1/prefixes/{prefix}", put_prefix, methods=["PUT"]),
-    Route("/v1/prefixes/{prefix}", delete_prefix, methods=["DELETE"]),
-]
+
+@API.route("GET", "/sparql", scope=READ, summary="SPARQL 1.1 Protocol query (GET)", params=SPARQL_PARAMS,
+           replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)], errors=(406, 503))
+async def sparql_get(request: Request) -> Response:
+    return await request.app.state.sparql.handle(request)
+
+
+@API.route("POST", "/sparql", scope=READ, summary="SPARQL 1.1 Protocol query (POST form or query body)",
+           params=SPARQL_PARAMS[1:], body={"application/x-www-form-urlencoded": {"type": "string"},
+                                           "application/sparql-query": {"type": "string"}}, body_required=False,
+           replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)],
+           errors=(406, 413, 415, 503))
+async def sparql_post(request: Request) -> Response:
+    return await request.app.state.sparql.handle(request)
+
+
+@API.route("GET", "/metrics", scope=READ, summary="Prometheus metrics",
+           replies=[Reply(200, description="the Prometheus text format",
+                          content={"text/plain": {"schema": {"type": "string"}}})])
+async def metrics(request: Request) -> Response:
+    return Response(request.app.state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+@API.route("GET", "/openapi.json", scope=None, summary="this API, as OpenAPI 3.1", replies=[Reply(200, OBJECT)])
+async def openapi(request: Request) -> Response:
+    from semreg.openapi import document_bytes
+
+    return JSONResponse(document_bytes())
+
+
+DISCOVER = API.find("GET", "/v1/discover")
+SPARQL_GET = API.find("GET", "/sparql")

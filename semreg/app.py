@@ -1,4 +1,4 @@
-"""The ASGI application: routes, error mapping, and the node's life cycle."""
+"""The ASGI application: the node, the declared routes, the middleware, error mapping and life cycle."""
 from __future__ import annotations
 
 import contextlib
@@ -11,21 +11,24 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from semreg.access import AccessMiddleware
-from semreg.api import DISCOVER, ROUTES
+from semreg.api import API, DISCOVER, SPARQL_GET
 from semreg.auth import Tokens, TokensFileError
+from semreg.clock import Clock
 from semreg.config import Settings
+from semreg.endpoints import Endpoint, ScopeTable
 from semreg.errors import SemregError
-from semreg.fastpath import DiscoverFastPath
+from semreg.fastpath import DiscoverFastPath, KnownQueries
+from semreg.health import HealthChecker
 from semreg.http import JSONResponse, error_response
-from semreg.metrics import Metrics, MetricsMiddleware, metrics_endpoint
+from semreg.metrics import Metrics, MetricsMiddleware, Sources
 from semreg.node import Node
-from semreg.openapi import openapi_endpoint
 from semreg.ratelimit import RateLimiter
 from semreg.routing import Router
 from semreg.sparql import SparqlEndpoint
+from semreg.sparql_pool import QueryPool
+from semreg.store import Store
 
 log = logging.getLogger("semreg.app")
 
@@ -51,9 +54,8 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": "the server failed to handle this request; the log says why."}, status_code=500)
 
 
-def sparql_route(node: Node, settings: Settings) -> tuple[Route, SparqlEndpoint]:
+def sparql_endpoint(node: Node, settings: Settings) -> SparqlEndpoint:
     """`/sparql`, evaluated by a pool of query processes over a replica the node's feed keeps current."""
-    from semreg.sparql_pool import QueryPool
 
     def request_snapshot() -> None:
         node.replica.on_replica = pool.publish
@@ -68,22 +70,15 @@ def sparql_route(node: Node, settings: Settings) -> tuple[Route, SparqlEndpoint]
 
             await asyncio.to_thread(node.replica.wait, None, settings.sparql_time_limit_s)
 
-    endpoint = SparqlEndpoint(pool, time_limit_s=settings.sparql_time_limit_s, result_limit=settings.sparql_result_limit,
-                              prefixes=node.prefixes, before_query=before_query)
-
-    async def handle(request: Request) -> Response:
-        return await endpoint.handle(request)
-
-    node.query_pool = pool
-    node.on_stopping.append(pool.stop)
-    return Route("/sparql", handle, methods=["GET", "POST"]), endpoint
+    return SparqlEndpoint(pool, time_limit_s=settings.sparql_time_limit_s, result_limit=settings.sparql_result_limit,
+                          prefixes=node.knowledge.prefixes, before_query=before_query)
 
 
 class SparqlGet:
     """`GET /sparql` answered straight from the ASGI scope by the endpoint (inside the access gate and the
     metrics, like the discovery short path); POST and HEAD take the router."""
 
-    def __init__(self, app: Any, endpoint: SparqlEndpoint, route: Route) -> None:
+    def __init__(self, app: Any, endpoint: SparqlEndpoint, route: Endpoint) -> None:
         self.app = app
         self.endpoint = endpoint
         self.route = route
@@ -115,42 +110,61 @@ def _on_sighup(tokens: Tokens) -> None:
         log.warning("SIGHUP reload of the tokens file is not available here")
 
 
-def create_app(settings: Settings, node: Node | None = None, store=None) -> Starlette:
-    node = node or Node(settings, store=store)
-
+def create_app(settings: Settings, *, store: Store | None = None, clock: Clock | None = None,
+               health: HealthChecker | None = None) -> Starlette:
+    """The app of one node. Tests pass a `FakeClock` (leases and watches then move only when it does) and
+    a checker with a fake probe; `semreg serve` passes the store it opened."""
+    node = Node(settings, clock=clock, store=store, health=health)
     tokens = Tokens(settings.tokens_file)
+    sparql = sparql_endpoint(node, settings)
+    pool = sparql.pool
+    node.on_stopping.append(pool.stop)
+    router = Router(node.coordinator, verbose=settings.verbose_routing)
+    known = KnownQueries()
+    metrics = Metrics()
+    shard = node.shard
+    metrics.attach(Sources(
+        instances_by_status=shard.registry.counts_by_status, watches=lambda: node.coordinator.hub.watches,
+        topics=lambda: node.coordinator.hub.topics, tags=lambda: len(shard.registry.catalogue.holders),
+        concepts=lambda: node.knowledge.hierarchy.size, checks=lambda: (shard.health.runs, shard.health.failures),
+        routes_by_policy=lambda: router.routes_by_policy, closure_rebuilds=lambda: node.knowledge.closure_rebuilds,
+        replica_pending=lambda: node.replica.pending, pool=pool))
+    node.knowledge.on_hierarchy(lambda hierarchy, seconds: metrics.observe_closure(seconds))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await node.open()
-        if settings.sparql_prestart and node.query_pool is not None:
-            await node.query_pool.start()
+        if settings.sparql_prestart:
+            await pool.start()
         _on_sighup(tokens)
         try:
             yield
         finally:
+            await pool.close()
             await node.close()
             log.info("node stopped")
 
-    routes = list(ROUTES)
-    sparql, endpoint = sparql_route(node, settings)
-    routes.insert(2, sparql)
-    routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))
-    routes.append(Route("/openapi.json", openapi_endpoint, methods=["GET"]))
-    metrics = Metrics()
-    router = Router(node)
-    metrics.attach(node, router)
-    app = Starlette(routes=routes, lifespan=lifespan,
+    app = Starlette(routes=API.routes(), lifespan=lifespan,
                     middleware=[Middleware(MetricsMiddleware, metrics=metrics),
-                                Middleware(AccessMiddleware, tokens=tokens,
-                                           limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst)),
-                                Middleware(DiscoverFastPath, node=node, route=DISCOVER),
-                                Middleware(SparqlGet, endpoint=endpoint, route=sparql)],
+                                Middleware(AccessMiddleware, tokens=tokens, scopes=ScopeTable(API.endpoints, ("/ui",)),
+                                           limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst),
+                                           clock=node.clock.monotonic),
+                                Middleware(DiscoverFastPath, known=known, coordinator=node.coordinator,
+                                           prefixes=node.knowledge.prefixes, route=DISCOVER),
+                                Middleware(SparqlGet, endpoint=sparql, route=SPARQL_GET)],
                     exception_handlers={SemregError: _semreg_error, HTTPException: _http_error,
                                         Exception: _unexpected})
-    app.state.node = node
-    app.state.router = router
-    app.state.metrics = metrics
-    app.state.tokens = tokens
-    app.state.settings = settings
+    state = app.state
+    state.node = node
+    state.coordinator = node.coordinator
+    state.knowledge = node.knowledge
+    state.router = router
+    state.metrics = metrics
+    state.tokens = tokens
+    state.settings = settings
+    state.known_queries = known
+    state.sparql = sparql
+    state.ready = lambda: node.ready
+    state.readiness = lambda: {"instances": len(shard.registry.instances),
+                               "ontologies": len(node.knowledge.ontologies), "replica_pending": node.replica.pending}
     return app

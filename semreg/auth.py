@@ -133,14 +133,3 @@ def parse_tokens(data: object, where: str = "tokens") -> dict[str, tuple[bytes, 
             digest = bytes.fromhex(hexd)
         out[digest.hex()] = (digest, Principal(name, frozenset(scopes)))
     return out
-
-
-def required_scope(method: str, path: str) -> str | None:
-    """The scope a request needs; None for the routes open to anyone."""
-    if path in ("/healthz", "/readyz", "/openapi.json") or path.startswith("/ui"):
-        return None
-    if method in ("GET", "HEAD") or path == "/sparql" or path == "/v1/discover/tags":
-        return READ
-    if path == "/v1/instances" or path.startswith("/v1/instances/"):
-        return WRITE
-    return ADMIN

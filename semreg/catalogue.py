@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 
-from semreg.matching import BROADER, EXACT, NARROWER, combine, needs_directions, rank_key, tag_match
+from semreg import expansion
+from semreg.matching import EXACT, NARROWER, combine, needs_directions, rank_key, tag_match
 from semreg.reasoner import Hierarchy
 from semreg.terms import ANY, Tag
 
@@ -99,27 +100,9 @@ class Catalogue:
         return result
 
     def _expand(self, query: Tag, match: frozenset[str]) -> list[Match]:
-        want_narrower, want_broader = needs_directions(match)
-        h = self.hierarchy
-        candidates: list[dict[str, tuple[str, int]] | None] = []
-        for pos, q in enumerate(query):
-            registered = self.by_position[pos]
-            if q == ANY:
-                candidates.append(None)
-                continue
-            cand: dict[str, tuple[str, int]] = {}
-            for term in h.equivalents(q):
-                if term in registered:
-                    cand[term] = (EXACT, 0)
-            if q in registered:
-                cand[q] = (EXACT, 0)
-            if want_narrower:
-                _take(cand, h.narrower_distances(q), registered, NARROWER)
-            if want_broader:
-                _take(cand, h.broader_distances(q), registered, BROADER)
-                if ANY in registered:
-                    cand[ANY] = (BROADER, 0)
-            candidates.append(cand)
+        want_narrower, _ = needs_directions(match)
+        candidates = [expansion.candidates(self.hierarchy, q, match, within=self.by_position[pos])
+                      for pos, q in enumerate(query)]
 
         # Walk the position with the fewest candidate tags; look the other two up.
         best: tuple[int, int, dict[str, tuple[str, int]]] | None = None  # (count, position, candidates)
@@ -163,15 +146,3 @@ class Catalogue:
 
     def tag_counts(self) -> list[tuple[Tag, int]]:
         return sorted(((t, len(ids)) for t, ids in self.holders.items()), key=lambda x: x[0].text)
-
-
-def _take(cand: dict[str, tuple[str, int]], distances: dict[str, int], registered: dict, degree: str) -> None:
-    if len(distances) <= len(registered):
-        for term, d in distances.items():
-            if term in registered and term not in cand:
-                cand[term] = (degree, d)
-    else:
-        for term in registered:
-            found = distances.get(term)
-            if found is not None and term not in cand:
-                cand[term] = (degree, found)

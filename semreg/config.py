@@ -1,50 +1,79 @@
-"""Server settings: one frozen object, units in field names, every flag also read from `SEMREG_*`."""
+"""Server settings: one frozen object, units in field names. Each field that a person may set declares
+its `semreg serve` flag, and the flag also reads `SEMREG_<FLAG>` from the environment (uvicorn's
+`UVICORN_*` convention): `semreg.cli.serve` builds the command line from these declarations, so a new
+setting is one line here."""
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 MiB = 1024 * 1024
 
 
+def option(default: Any, flag: str, help: str, *, metavar: str | None = None, env: str | None = None,
+           choices: tuple[str, ...] | None = None, **kw: Any) -> Any:
+    """A settings field with its command-line flag (`--flag`); `env` names its variable when it is not
+    `SEMREG_` + the flag in capitals."""
+    meta = {"flag": flag, "help": help, "metavar": metavar, "env": env or "SEMREG_" + flag.upper().replace("-", "_"),
+            "choices": choices}
+    return field(default=default, metadata=meta, **kw)
+
+
 @dataclass(frozen=True)
 class Settings:
-    host: str = "127.0.0.1"
-    port: int = 8080
-    data_dir: Path | None = Path("semreg-data")  # None: in memory, nothing kept
-    ontologies: tuple[Path, ...] = ()
-    tokens_file: Path | None = None
-    insecure: bool = False
-    peers: tuple[str, ...] = ()
-    replicas: int = 2
-    json_body_limit_bytes: int = 4 * MiB
-    ontology_body_limit_bytes: int = 32 * MiB
-    sparql_time_limit_s: float = 10.0
-    sparql_result_limit: int = 100_000
-    sparql_workers: int = 2  # query processes kept ready
-    sparql_max_workers: int = 8  # queries evaluated at once; more wait their turn
-    sparql_memory_limit_mib: int = 2048  # address space a query process may add to what it forked with
+    host: str = option("127.0.0.1", "host", "address to listen on; beyond loopback needs --tokens or --insecure")
+    port: int = option(8080, "port", "port to listen on")
+    data_dir: Path | None = option(Path("semreg-data"), "data-dir", "pyoxigraph store directory (created if missing)",
+                                   metavar="DIR")  # None: in memory (--memory), nothing kept
+    ontologies: tuple[Path, ...] = option((), "ontology", "preload ontology files (one or more, and repeatable; .ttl "
+                                          ".n3 .owl .rdf .jsonld .nt); an unchanged file is not reasoned again",
+                                          metavar="FILE")
+    tokens_file: Path | None = option(None, "tokens", "tokens file (JSON), reloaded on SIGHUP; see the README",
+                                      metavar="FILE", env="SEMREG_TOKENS_FILE")
+    insecure: bool = option(False, "insecure", "allow listening beyond loopback without tokens")
+    peers: tuple[str, ...] = option((), "peers", "other cluster nodes (not available yet: refused)",
+                                    metavar="HOST:PORT,...")
+    replicas: int = option(2, "replicas", "copies of each instance record in a cluster")
+    json_body_limit_bytes: int = option(4 * MiB, "json-body-limit", "largest JSON body (413 past it)", metavar="BYTES")
+    ontology_body_limit_bytes: int = option(32 * MiB, "ontology-body-limit", "largest ontology upload",
+                                            metavar="BYTES")
+    sparql_time_limit_s: float = option(10.0, "sparql-time-limit", "SPARQL query time limit (503 past it, and the "
+                                        "query stops)", metavar="S")
+    sparql_result_limit: int = option(100_000, "sparql-result-limit", "most rows or triples a SPARQL answer may have",
+                                      metavar="N")
+    sparql_workers: int = option(2, "sparql-workers", "query processes kept ready for /sparql", metavar="N")
+    sparql_max_workers: int = option(8, "sparql-max-workers", "SPARQL queries evaluated at once, each in its own "
+                                     "process; more wait their turn", metavar="N")
+    sparql_memory_limit_mib: int = option(2048, "sparql-memory-limit", "memory a SPARQL query may take, in MiB; "
+                                          "0 = no cap", metavar="MIB")
     sparql_prestart: bool = True  # start the query processes with the node, not at the first query
-    max_tags_per_instance: int = 10_000
-    max_batch_instances: int = 10_000
+    max_tags_per_instance: int = option(10_000, "max-tags", "most tags an instance may have", metavar="N")
+    max_batch_instances: int = option(10_000, "max-batch", "most instances a batch may hold", metavar="N")
     watch_max_wait_s: float = 300.0
-    rate_limit_per_s: float = 0.0  # 0: no limit
-    rate_burst: float = 0.0  # 0: one second's worth
-    reap_interval_s: float = 0.25
-    log_level: str = "info"
-    log_format: str = "json"  # json | text
-    verbose_routing: bool = False
-    balance_limit: bool = False
-    extra: Mapping[str, str] = field(default_factory=dict)
+    rate_limit_per_s: float = option(0.0, "rate-limit", "requests a second per token (per client address without "
+                                     "tokens); 0 = no limit", metavar="RPS")
+    rate_burst: float = option(0.0, "rate-burst", "requests a caller may make at once before the rate applies "
+                               "(0: one second's worth)", metavar="N")
+    balance_limit: bool = option(False, "balance-limit", "never route to an instance whose load has reached its "
+                                 "capacity (503 instead)")
+    verbose_routing: bool = option(False, "verbose-routing", "log one structured line per routing decision")
+    log_level: str = option("info", "log-level", "how much to log", choices=("debug", "info", "warning", "error"))
+    log_format: str = option("json", "log-format", "json (one object a line) or text", choices=("json", "text"))
 
     @property
     def in_memory(self) -> bool:
         return self.data_dir is None
 
-    def replace(self, **changes) -> "Settings":
+    def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
+
+
+def options() -> list[dataclasses.Field]:
+    """The settings a person may set, in declaration order."""
+    return [f for f in dataclasses.fields(Settings) if "flag" in f.metadata]
 
 
 def parse_duration_s(text: str) -> float:
@@ -59,3 +88,8 @@ def parse_duration_s(text: str) -> float:
     if value != value or value < 0 or value == float("inf"):
         raise ValueError(f"not a duration: {text!r}")
     return value * scale
+
+
+def environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The `SEMREG_*` variables that set a flag, by field name."""
+    return {f.name: env[f.metadata["env"]] for f in options() if f.metadata["env"] in env}

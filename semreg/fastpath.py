@@ -16,8 +16,9 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from semreg.coordinator import Coordinator
     from semreg.discovery import DiscoverQuery
-    from semreg.node import Node
+    from semreg.terms import PrefixMap
 
 MAX_QUERIES = 4096
 PATH = "/v1/discover"
@@ -44,17 +45,19 @@ class KnownQueries:
 
 
 class DiscoverFastPath:
-    def __init__(self, app: Any, node: Node, route: Any) -> None:
+    def __init__(self, app: Any, known: KnownQueries, coordinator: Coordinator, prefixes: PrefixMap,
+                 route: Any) -> None:
         self.app = app
-        self.node = node
+        self.known = known
+        self.coordinator = coordinator
+        self.prefixes = prefixes
         self.route = route  # the router's /v1/discover route, so metrics label these requests alike
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"] == PATH and scope["method"] == "GET":
-            node = self.node
-            query = node.known_queries.get(scope["query_string"], node.prefixes.version)
+            query = self.known.get(scope["query_string"], self.prefixes.version)
             if query is not None:
-                topic = node.discover_topic(query)
+                topic = self.coordinator.hub.fresh(query.key) or await self.coordinator.discover(query)
                 body = topic.body or b""  # the hub renders every topic it hands out
                 scope["route"] = self.route
                 await send({"type": "http.response.start", "status": 200, "headers": [

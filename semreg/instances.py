@@ -49,12 +49,17 @@ class Registration:
 
 @dataclass
 class Instance:
-    """A registration with its live state. Mutated only by `semreg.registry.Registry`."""
+    """A registration with its live state. Mutated only by `semreg.registry.Registry`.
+
+    Times are on the registry's monotonic clock (leases run on it); `*_wall` are the same instants as
+    wall-clock seconds, for people."""
 
     reg: Registration
     registered_at: float
     last_heartbeat: float
-    expires_at: float | None  # wall-clock seconds; None when ttl is 0
+    expires_at: float | None  # None when ttl is 0
+    registered_at_wall: float
+    expires_at_wall: float | None
     admin_status: str = UP  # up | blocked | draining, as the last heartbeat said
     check_passing: bool = True
     expired: bool = False
@@ -79,8 +84,8 @@ class Instance:
         return {"id": r.id, "service": r.service, "address": r.address, "port": r.port, "scheme": r.scheme,
                 "tags": [t.as_json() for t in r.tags], "weight": r.weight, "capacity": r.capacity,
                 "ttl": r.ttl_s, "deregister_after": r.deregister_after_s, "check": r.check, "meta": r.meta,
-                "status": self.status, "load": self.load, "expires_at": rfc3339(self.expires_at),
-                "registered_at": rfc3339(self.registered_at)}
+                "status": self.status, "load": self.load, "expires_at": rfc3339(self.expires_at_wall),
+                "registered_at": rfc3339(self.registered_at_wall)}
 
     def view_json(self) -> bytes:
         """The view, serialised once and kept until the instance changes (the discovery hot path)."""

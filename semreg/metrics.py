@@ -3,20 +3,50 @@ routes by policy, closure rebuilds. Exposed at `GET /metrics` in the Prometheus 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
-from starlette.requests import Request
-from starlette.responses import Response
-
-if TYPE_CHECKING:
-    from semreg.node import Node
-    from semreg.routing import Router
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
+
+
+class Pool(Protocol):
+    """What is read of the SPARQL query pool (`semreg.sparql_pool.QueryPool`)."""
+
+    @property
+    def workers(self) -> int: ...
+
+    @property
+    def busy(self) -> int: ...
+
+    @property
+    def waiting(self) -> int: ...
+
+    @property
+    def killed(self) -> int: ...
+
+    @property
+    def forked(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where the gauges come from, read at scrape time so the hot paths keep no extra counters."""
+
+    instances_by_status: Callable[[], dict[str, int]]
+    watches: Callable[[], int]
+    topics: Callable[[], int]
+    tags: Callable[[], int]
+    concepts: Callable[[], int]
+    checks: Callable[[], tuple[int, int]]  # (run, failed)
+    routes_by_policy: Callable[[], dict[str, int]]
+    closure_rebuilds: Callable[[], int]
+    replica_pending: Callable[[], int]
+    pool: Pool | None = None
 
 
 class Metrics:
@@ -31,48 +61,41 @@ class Metrics:
                                          buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
                                          registry=self.registry)
 
-    def attach(self, node: "Node", router: "Router") -> None:
-        self.registry.register(_NodeCollector(node, router))
-        node.on_closure = lambda seconds: self.closure_seconds.observe(seconds)
+    def attach(self, sources: Sources) -> None:
+        self.registry.register(_Collector(sources))
+
+    def observe_closure(self, seconds: float) -> None:
+        self.closure_seconds.observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
 
-class _NodeCollector(Collector):
-    """Values read from the node at scrape time, so the hot paths keep no extra counters."""
-
-    def __init__(self, node: "Node", router: "Router") -> None:
-        self.node = node
-        self.router = router
+class _Collector(Collector):
+    def __init__(self, sources: Sources) -> None:
+        self.sources = sources
 
     def collect(self) -> Iterator:
-        from semreg.instances import STATUSES
-
-        by_status = dict.fromkeys(STATUSES, 0)
-        for inst in list(self.node.registry.instances.values()):
-            by_status[inst.status] += 1
+        src = self.sources
         g = GaugeMetricFamily("semreg_instances", "registered instances by status", labels=["status"])
-        for status, n in by_status.items():
+        for status, n in src.instances_by_status().items():
             g.add_metric([status], n)
         yield g
-        yield GaugeMetricFamily("semreg_watches", "blocking reads waiting for a change", value=self.node.hub.watches)
-        yield GaugeMetricFamily("semreg_watch_topics", "distinct queries whose results are tracked",
-                                value=self.node.hub.topics)
-        yield GaugeMetricFamily("semreg_tags", "distinct registered tags", value=len(self.node.registry.catalogue.holders))
-        yield GaugeMetricFamily("semreg_concepts", "concepts in the reasoner's hierarchy", value=self.node.hierarchy.size)
-        yield CounterMetricFamily("semreg_checks", "active health checks run", value=self.node.health.runs)
-        yield CounterMetricFamily("semreg_check_failures", "active health checks failed",
-                                  value=self.node.health.failures)
+        yield GaugeMetricFamily("semreg_watches", "blocking reads waiting for a change", value=src.watches())
+        yield GaugeMetricFamily("semreg_watch_topics", "distinct queries whose results are tracked", value=src.topics())
+        yield GaugeMetricFamily("semreg_tags", "distinct registered tags", value=src.tags())
+        yield GaugeMetricFamily("semreg_concepts", "concepts in the reasoner's hierarchy", value=src.concepts())
+        runs, failures = src.checks()
+        yield CounterMetricFamily("semreg_checks", "active health checks run", value=runs)
+        yield CounterMetricFamily("semreg_check_failures", "active health checks failed", value=failures)
         c = CounterMetricFamily("semreg_routes", "routes handed out by policy", labels=["policy"])
-        for policy, n in sorted(self.router.routes_by_policy.items()):
+        for policy, n in sorted(src.routes_by_policy().items()):
             c.add_metric([policy], n)
         yield c
-        yield CounterMetricFamily("semreg_closure_rebuilds", "closure and index rebuilds",
-                                  value=self.node.closure_rebuilds)
+        yield CounterMetricFamily("semreg_closure_rebuilds", "closure and index rebuilds", value=src.closure_rebuilds())
         yield GaugeMetricFamily("semreg_replica_pending", "changes not yet handed to the SPARQL replica",
-                                value=self.node.replica.pending)
-        pool = self.node.query_pool
+                                value=src.replica_pending())
+        pool = src.pool
         if pool is not None:
             yield GaugeMetricFamily("semreg_sparql_processes", "SPARQL query processes ready or busy", value=pool.workers)
             yield GaugeMetricFamily("semreg_sparql_running", "SPARQL queries being evaluated", value=pool.busy)
@@ -108,7 +131,3 @@ class MetricsMiddleware:
             template = getattr(route, "path", "unmatched")
             self.metrics.requests.labels(template, scope["method"], str(status[0])).inc()
             self.metrics.latency.labels(template).observe(time.perf_counter() - started)
-
-
-async def metrics_endpoint(request: Request) -> Response:
-    return Response(request.app.state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -1,9 +1,12 @@
-"""The registry: instances, their leases and statuses, and the tag catalogue. Domain only: no HTTP,
-no storage, no clock of its own (every method that needs the time takes `now`, wall-clock seconds).
+"""The registry of one shard: instances, their leases and statuses, and the tag catalogue. Domain only:
+no HTTP, no storage; time comes from the injected clock (monotonic for leases, `semreg.clock`).
 
-Every change is reported to `on_change` as `Change`s, which persistence, caches and watches follow.
-A change is `membership` when it can alter a discovery result (a registration, a removal, a status);
-a heartbeat that only renews the lease or reports a load is not.
+Every change is reported to `on_change` as `Change` values (plain data, no live objects), which
+persistence, caches, watches and the replica follow. A change is `membership` when it can alter a
+discovery result (a registration, a removal, a status); a heartbeat that only renews the lease or
+reports a load is not.
+
+Only this module mutates an `Instance`.
 """
 from __future__ import annotations
 
@@ -12,29 +15,43 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from semreg.catalogue import Catalogue
+from semreg.clock import Clock
 from semreg.errors import NotFound
-from semreg.instances import CRITICAL, Instance, Registration
+from semreg.instances import CRITICAL, UP, Instance, Registration
 from semreg.terms import Tag
 
+REGISTERED, REPLACED, DEREGISTERED, EXPIRED, DELETED = "registered", "replaced", "deregistered", "expired", "deleted"
+STATUS, RENEWED, CHECK = "status", "renewed", "check"
+REMOVALS = (DEREGISTERED, DELETED)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class Change:
+    """What happened to one instance, as values that can be logged, compared or sent elsewhere."""
+
     id: str
-    before: Registration | None
-    after: Instance | None  # None when removed
-    membership: bool
     reason: str  # registered | replaced | deregistered | expired | deleted | status | renewed | check
+    revision: int
+    status: str | None  # after the change; None once the instance is gone
+    membership: bool
+    tags: frozenset[Tag]  # its tags before and after: what a watcher tests for relevance
+    services: frozenset[str]  # its service before and after
 
     @property
-    def tags(self) -> set[Tag]:
-        out = set(self.before.tags) if self.before else set()
-        if self.after is not None:
-            out.update(self.after.reg.tags)
-        return out
+    def removed(self) -> bool:
+        return self.status is None
+
+
+def _change(inst: Instance, reason: str, membership: bool, before: Registration | None = None,
+            removed: bool = False) -> Change:
+    tags = frozenset(inst.reg.tags) if before is None else frozenset(inst.reg.tags) | frozenset(before.tags)
+    services = frozenset((inst.reg.service,) if before is None else (inst.reg.service, before.service))
+    return Change(inst.id, reason, inst.revision, None if removed else inst.status, membership, tags, services)
 
 
 class Registry:
-    def __init__(self, on_change: Callable[[list[Change]], None] | None = None) -> None:
+    def __init__(self, clock: Clock, on_change: Callable[[list[Change]], None] | None = None) -> None:
+        self.clock = clock
         self.instances: dict[str, Instance] = {}
         self.by_service: dict[str, set[str]] = {}
         self.catalogue = Catalogue()
@@ -42,77 +59,100 @@ class Registry:
         self._deadlines: list[tuple[float, str]] = []  # (when, id): lazily checked lease deadlines
 
     # -- writes ------------------------------------------------------------------------------------
-    def put(self, reg: Registration, now: float, *, revision: int | None = None) -> tuple[Instance, bool]:
+    def put(self, reg: Registration, *, revision: int | None = None) -> tuple[Instance, bool]:
         """Create or replace; returns the instance and whether it was created."""
-        (inst, created), = self.put_many([reg], now, revisions=[revision])
+        (inst, created), = self.put_many([reg], revisions=[revision])
         return inst, created
 
-    def put_many(self, regs: Iterable[Registration], now: float,
-                 revisions: Iterable[int | None] | None = None) -> list[tuple[Instance, bool]]:
+    def put_many(self, regs: Iterable[Registration], revisions: Iterable[int | None] | None = None, *,
+                 admin_statuses: Iterable[str | None] | None = None,
+                 registered_at_wall: Iterable[float | None] | None = None) -> list[tuple[Instance, bool]]:
+        """Create or replace, each with its own revision (default: the next). A restore passes the
+        recorded admin status and registration time too; every instance starts a fresh lease."""
+        regs = list(regs)
+        revs = list(revisions) if revisions is not None else [None] * len(regs)
+        statuses = list(admin_statuses) if admin_statuses is not None else [None] * len(regs)
+        walls = list(registered_at_wall) if registered_at_wall is not None else [None] * len(regs)
+        now, wall = self.clock.monotonic(), self.clock.wall()
         out = []
         changes = []
-        revs = list(revisions) if revisions is not None else None
-        for n, reg in enumerate(regs):
+        for reg, revision, status, at_wall in zip(regs, revs, statuses, walls):
             old = self.instances.get(reg.id)
-            revision = (revs[n] if revs else None) or (old.revision + 1 if old else 1)
-            inst = Instance(reg=reg, registered_at=now, last_heartbeat=now,
-                            expires_at=now + reg.ttl_s if reg.ttl_s > 0 else None, revision=revision)
+            expires = now + reg.ttl_s if reg.ttl_s > 0 else None
+            inst = Instance(reg=reg, registered_at=now, last_heartbeat=now, expires_at=expires,
+                            registered_at_wall=at_wall or wall,
+                            expires_at_wall=wall + reg.ttl_s if reg.ttl_s > 0 else None,
+                            revision=revision or (old.revision + 1 if old else 1))
             if old is not None:
                 inst.registered_at = old.registered_at
+                inst.registered_at_wall = old.registered_at_wall
                 inst.admin_status = old.admin_status
                 inst.load = old.load
                 self._unindex(old)
+            if status is not None:
+                inst.admin_status = status
             self.instances[reg.id] = inst
             self.by_service.setdefault(reg.service, set()).add(reg.id)
             self.catalogue.add(reg.id, reg.tags)
             self._schedule(inst)
             out.append((inst, old is None))
-            changes.append(Change(reg.id, old.reg if old else None, inst, True,
-                                  "registered" if old is None else "replaced"))
+            changes.append(_change(inst, REGISTERED if old is None else REPLACED, True, old.reg if old else None))
         self._emit(changes)
         return out
 
-    def delete(self, instance_id: str, reason: str = "deregistered") -> Instance:
+    def delete(self, instance_id: str, reason: str = DEREGISTERED) -> Instance:
         inst = self.instances.pop(instance_id, None)
         if inst is None:
             raise NotFound(f"no instance '{instance_id}' is registered.")
         self._unindex(inst)
-        self._emit([Change(instance_id, inst.reg, None, True, reason)])
+        self._emit([_change(inst, reason, True, removed=True)])
         return inst
 
-    def heartbeat(self, instance_id: str, now: float, *, load: float | None = None,
-                  status: str | None = None) -> Instance:
+    def heartbeat(self, instance_id: str, *, load: float | None = None, status: str | None = None,
+                  revision: int | None = None) -> Instance:
+        """Renew the lease (a `critical` instance whose ttl had passed comes back), maybe with a load
+        and an admin status; `revision` is the new one when the status was written down."""
         inst = self.instances.get(instance_id)
         if inst is None:
             raise NotFound(f"no instance '{instance_id}' is registered; register it again.")
         before = inst.status
+        now = self.clock.monotonic()
         inst.last_heartbeat = now
         if inst.reg.ttl_s > 0:
             inst.expires_at = now + inst.reg.ttl_s
+            inst.expires_at_wall = self.clock.wall() + inst.reg.ttl_s
         inst.expired = False
         if load is not None:
             inst.load = load
             inst.routes_since_report = 0
         if status is not None:
             inst.admin_status = status
+        if revision is not None:
+            inst.revision = revision
         inst.invalidate_view()
         self._schedule(inst)
         membership = inst.status != before
-        self._emit([Change(instance_id, inst.reg, inst, membership, "status" if membership else "renewed")])
+        self._emit([_change(inst, STATUS if membership else RENEWED, membership)])
         return inst
 
-    def set_check_result(self, instance_id: str, passing: bool, now: float) -> Instance | None:
+    def set_check_result(self, instance_id: str, passing: bool) -> Instance | None:
         inst = self.instances.get(instance_id)
         if inst is None or inst.check_passing == passing:
             return inst
         before = inst.status
         inst.check_passing = passing
         if passing:
-            inst.last_heartbeat = max(inst.last_heartbeat, now)
+            inst.last_heartbeat = max(inst.last_heartbeat, self.clock.monotonic())
         inst.invalidate_view()
         self._schedule(inst)
-        self._emit([Change(instance_id, inst.reg, inst, inst.status != before, "check")])
+        self._emit([_change(inst, CHECK, inst.status != before)])
         return inst
+
+    def record_route(self, instance_id: str) -> None:
+        """A route to this instance was handed out: it counts in its effective load until its next report."""
+        inst = self.instances.get(instance_id)
+        if inst is not None:
+            inst.routes_since_report += 1
 
     # -- leases ------------------------------------------------------------------------------------
     def _schedule(self, inst: Instance) -> None:
@@ -139,8 +179,9 @@ class Registry:
             heapq.heappop(self._deadlines)
         return None
 
-    def expire(self, now: float) -> list[Change]:
+    def expire(self) -> list[Change]:
         """Mark instances whose lease passed `critical`; delete those critical past `deregister_after`."""
+        now = self.clock.monotonic()
         changes: list[Change] = []
         while self._deadlines and self._deadlines[0][0] <= now:
             when, iid = heapq.heappop(self._deadlines)
@@ -150,12 +191,12 @@ class Registry:
             if inst.status != CRITICAL:
                 inst.expired = True
                 inst.invalidate_view()
-                changes.append(Change(iid, inst.reg, inst, True, "expired"))
+                changes.append(_change(inst, EXPIRED, True))
                 self._schedule(inst)
             else:
                 self.instances.pop(iid)
                 self._unindex(inst)
-                changes.append(Change(iid, inst.reg, None, True, "deleted"))
+                changes.append(_change(inst, DELETED, True, removed=True))
         self._emit(changes)
         return changes
 
@@ -172,6 +213,12 @@ class Registry:
         else:
             ids = self.by_service.get(service, ())
         return [self.instances[i] for i in sorted(ids)]
+
+    def counts_by_status(self) -> dict[str, int]:
+        out = dict.fromkeys((UP, "blocked", "draining", CRITICAL), 0)
+        for inst in self.instances.values():
+            out[inst.status] += 1
+        return out
 
     # -- internals ---------------------------------------------------------------------------------
     def _unindex(self, inst: Instance) -> None:

@@ -4,31 +4,32 @@ from __future__ import annotations
 import logging
 
 from semreg import balancer, discovery
+from semreg.coordinator import Coordinator
 from semreg.errors import Unavailable
 from semreg.instances import Instance
-from semreg.node import Node
 
 log = logging.getLogger("semreg.routing")
 
 
 class Router:
-    """Hands out routes over a node's discovery results (balancing by redirect, not by proxying)."""
+    """Hands out routes over the coordinator's discovery results (balancing by redirect, not by proxying)."""
 
     MAX_COUNTERS = 10_000
 
-    def __init__(self, node: Node) -> None:
-        self.node = node
+    def __init__(self, coordinator: Coordinator, verbose: bool = False) -> None:
+        self.coordinator = coordinator
+        self.verbose = verbose
         self._counters: dict[tuple, int] = {}
         self.routes_by_policy: dict[str, int] = {}
 
-    def route(self, q: discovery.DiscoverQuery, policy: str, limit: bool, caller: str | None = None) -> Instance:
-        topic = self.node.discover_topic(q)
+    async def route(self, q: discovery.DiscoverQuery, policy: str, limit: bool, caller: str | None = None) -> Instance:
+        topic = await self.coordinator.discover(q)
         instances = [i for i in topic.payload.ranked if i.status == "up"]
         cands = [balancer.Candidate(i.id, i.reg.weight, i.load, i.routes_since_report, i.reg.capacity,
                                     balancer.priority_of(i.reg.meta)) for i in instances]
         counter = self._counters.get(q.key, 0)
         chosen = balancer.choose(policy, cands, limit=limit, counter=counter)
-        if self.node.settings.verbose_routing:
+        if self.verbose:
             log.info("route decision", extra={
                 "caller": caller, "query": q.tag.text, "policy": policy, "limit": limit,
                 "candidates": [{"id": c.id, "effective_load": c.effective_load, "weight": c.weight,
@@ -40,7 +41,7 @@ class Router:
         if len(self._counters) >= self.MAX_COUNTERS and q.key not in self._counters:
             self._counters.clear()
         self._counters[q.key] = counter + 1
-        inst = self.node.registry.instances[chosen.id]
-        inst.routes_since_report += 1
+        inst = next(i for i in instances if i.id == chosen.id)
+        await self.coordinator.record_route(inst.id)
         self.routes_by_policy[policy] = self.routes_by_policy.get(policy, 0) + 1
         return inst

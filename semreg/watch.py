@@ -1,24 +1,30 @@
 """Per-query change detection for blocking reads (`?index=N&wait=30s`) and the response cache.
 
 A `Topic` is one query's current result: its signature (what a watcher cares about), its serialised
-body, and its own index, the registry index at which its signature last changed. A request with
-`index=N` blocks only while `N >= topic.index`, and a topic's index moves only when its own signature
-changes, so a write elsewhere never wakes it (unlike a single global index, which wakes every watcher).
+body, and its own index, the hub index at which its signature last changed. A request with `index=N`
+blocks only while `N >= topic.index`, and a topic's index moves only when its own signature changes, so
+a write elsewhere never wakes it (unlike a single global index, which wakes every watcher).
 
-Indexes start at the start-up time in microseconds, so they never go backwards across a restart and
-are never 0.
+Results are computed by the topic's owner (`compute`, a coroutine: a result may be gathered from other
+shards); the hub only decides when. A change marks every topic stale; a stale topic is recomputed at
+its next read, except one with waiters that the change is relevant to, which is recomputed at once and
+wakes its waiters if its signature moved. Concurrent reads of a stale topic share one computation.
+
+Time is the injected clock's (`semreg.clock`): wait timeouts are its timers, and indexes start at its
+wall time in microseconds, so they never go backwards across a restart and are never 0.
 """
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from semreg.clock import Clock
+
 Signature = Hashable
-Compute = Callable[[], tuple[Signature, Any]]  # → (signature, payload used to build the body)
+Compute = Callable[[], Awaitable[tuple[Signature, Any]]]  # → (signature, payload used to build the body)
 Render = Callable[[Any], bytes]  # payload → the JSON body
 MAX_IDLE_TOPICS = 10_000
 MAX_BODY_BYTES = 256 * 1024 * 1024  # rendered bodies kept; past it, idle topics go, least recent first
@@ -37,14 +43,17 @@ class Topic:
     membership_gen: int = -1
     view_gen: int = -1
     waiters: set[asyncio.Future] = field(default_factory=set)
+    refreshing: asyncio.Future | None = None
 
 
 class WatchHub:
-    def __init__(self, start_index: int | None = None) -> None:
-        self.index = start_index or max(1, int(time.time() * 1_000_000))
+    def __init__(self, clock: Clock, start_index: int | None = None) -> None:
+        self.clock = clock
+        self.index = start_index or max(1, int(clock.wall() * 1_000_000))
         self.membership_gen = 0  # bumped on every change that can alter a result
         self.view_gen = 0  # bumped on every change of a view (heartbeats included)
         self._topics: OrderedDict[Hashable, Topic] = OrderedDict()
+        self._tasks: set[asyncio.Task] = set()
         self.wakeups = 0
         self.body_bytes = 0
 
@@ -56,17 +65,29 @@ class WatchHub:
     def topics(self) -> int:
         return len(self._topics)
 
-    def topic(self, key: Hashable, compute: Compute, relevant: Callable[[Any], bool], render: Render) -> Topic:
+    def payload(self, key: Hashable) -> Any:
+        """The last computed payload of `key`'s topic (None when there is none)."""
+        t = self._topics.get(key)
+        return t.payload if t is not None else None
+
+    def fresh(self, key: Hashable) -> Topic | None:
+        """The topic for `key` if its body is current (the short path for repeated reads), else None."""
+        t = self._topics.get(key)
+        if t is None or t.body is None or t.membership_gen != self.membership_gen or t.view_gen != self.view_gen:
+            return None
+        return t
+
+    async def topic(self, key: Hashable, compute: Compute, relevant: Callable[[Any], bool], render: Render) -> Topic:
         """The topic for `key`, its signature and body current (recomputed if anything changed since)."""
         t = self._topics.get(key)
         if t is None:
             t = Topic(key, compute, relevant, render, self.index)
             self._topics[key] = t
-            self._refresh(t, bump=False)
+            await self._refresh(t, bump=False)
         else:
             self._topics.move_to_end(key)
             if t.membership_gen != self.membership_gen:
-                self._refresh(t, bump=True)
+                await self._refresh(t, bump=True)
             elif t.view_gen != self.view_gen:
                 self._drop_body(t)
                 t.view_gen = self.view_gen
@@ -82,18 +103,32 @@ class WatchHub:
             self.body_bytes -= len(t.body)
             t.body = None
 
-    def _refresh(self, t: Topic, bump: bool) -> bool:
-        signature, payload = t.compute()
-        changed = signature != t.signature
-        t.payload = payload
-        self._drop_body(t)
-        t.membership_gen = self.membership_gen
-        t.view_gen = self.view_gen
-        if changed:
-            t.signature = signature
-            if bump:
-                t.index = self.index
-        return changed
+    async def _refresh(self, t: Topic, bump: bool) -> bool:
+        """Recompute `t`; True when its signature changed. Concurrent callers share one computation."""
+        if t.refreshing is not None:
+            return await asyncio.shield(t.refreshing)
+        done: asyncio.Future = asyncio.get_running_loop().create_future()
+        t.refreshing = done
+        try:
+            membership, view = self.membership_gen, self.view_gen
+            signature, payload = await t.compute()
+            changed = signature != t.signature
+            t.payload = payload
+            self._drop_body(t)
+            t.membership_gen = membership
+            t.view_gen = view
+            if changed:
+                t.signature = signature
+                if bump:
+                    t.index = self.index
+            done.set_result(changed)
+            return changed
+        except BaseException as exc:
+            done.set_exception(exc)
+            done.exception()  # retrieved: a failed computation is the caller's error, not a loop warning
+            raise
+        finally:
+            t.refreshing = None
 
     def _evict(self, keep: Topic) -> None:
         """Forget idle topics, least recently read first, until under both bounds."""
@@ -101,13 +136,13 @@ class WatchHub:
             if len(self._topics) <= MAX_IDLE_TOPICS and self.body_bytes <= MAX_BODY_BYTES:
                 break
             t = self._topics[key]
-            if t is not keep and not t.waiters:
+            if t is not keep and not t.waiters and t.refreshing is None:
                 self._drop_body(t)
                 del self._topics[key]
 
     # -- changes -----------------------------------------------------------------------------------
     def changed(self, changes: Any, *, membership: bool, everything: bool = False) -> None:
-        """Note a change; wake the watchers whose result it altered."""
+        """Note a change; recompute (and maybe wake) the watched topics it is relevant to."""
         self.index += 1
         self.view_gen += 1
         if not membership:
@@ -115,15 +150,25 @@ class WatchHub:
         self.membership_gen += 1
         for t in list(self._topics.values()):
             if not t.waiters:
-                continue  # refreshed lazily on its next read
+                continue  # recomputed lazily on its next read
             if everything or t.relevant(changes):
-                if self._refresh(t, bump=True):
-                    self._wake(t)
+                task = asyncio.get_running_loop().create_task(self._refresh_and_wake(t))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
             else:
                 t.membership_gen = self.membership_gen
 
-    def view_changed(self) -> None:
-        self.view_gen += 1
+    async def _refresh_and_wake(self, t: Topic) -> None:
+        try:
+            if await self._refresh(t, bump=True):
+                self._wake(t)
+        except Exception:  # the waiters keep waiting; their next read recomputes and reports the error
+            return
+
+    async def settle(self) -> None:
+        """Wait until the recomputations that changes started are done (for tests and shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     def _wake(self, t: Topic) -> None:
         for fut in t.waiters:
@@ -139,14 +184,15 @@ class WatchHub:
                 self._wake(t)
 
     async def wait(self, t: Topic, index: int, timeout_s: float) -> None:
-        """Return when `t.index > index` or after `timeout_s`."""
+        """Return when `t.index > index`, or after `timeout_s` on the hub's clock."""
         if t.index > index or timeout_s <= 0:
             return
         fut = asyncio.get_running_loop().create_future()
         t.waiters.add(fut)
+        timer = self.clock.call_at(self.clock.monotonic() + timeout_s,
+                                   lambda: None if fut.done() else fut.set_result(None))
         try:
-            await asyncio.wait_for(fut, timeout_s)
-        except TimeoutError:
-            pass
+            await fut
         finally:
+            timer.cancel()
             t.waiters.discard(fut)

@@ -13,6 +13,7 @@ ONTOLOGIES = ROOT / "ontologies"
 
 sys.path.insert(0, str(HERE))
 
+from inprocess import InProcess  # noqa: E402
 from server import ServerProcess  # noqa: E402
 
 
@@ -25,22 +26,61 @@ def start_server(tmp_path_factory):
               port: int | None = None) -> ServerProcess:
         base = tmp_path_factory.mktemp("server")
         directory = base / "data" if data_dir == "fresh" else data_dir
-        server = ServerProcess(directory, *args, env=env, port=port).start(base / "logs")
+        server = ServerProcess(directory, *args, env=env, port=port)
         started.append(server)
-        return server
+        return server.start(base / "logs")
 
-    yield start
-    for server in started:
-        server.stop()
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.stop()
 
 
 @pytest.fixture(scope="module")
 def module_server(tmp_path_factory):
-    """One fresh on-disk server shared by a test module."""
+    """One fresh on-disk server process shared by a test module (for what needs a process)."""
     base = tmp_path_factory.mktemp("module-server")
-    server = ServerProcess(base / "data").start(base / "logs")
-    yield server
-    server.stop()
+    server = ServerProcess(base / "data")
+    try:
+        yield server.start(base / "logs")
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def app_server():
+    """The app in this process over ASGI, on a fake clock, shared by a test module."""
+    server = InProcess()
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def in_process():
+    """Start in-process apps with settings of the test's choosing; each stopped at the end of the test."""
+    started: list[InProcess] = []
+
+    def start(**kw) -> InProcess:
+        server = InProcess(**kw)
+        started.append(server)
+        return server.start()
+
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.stop()
+
+
+def app_worker(thread) -> bool:
+    """A worker of an in-process app's loop: started on demand, stopped with the app (which may be the
+    module's), so not a leak of the test that happened to start it."""
+    from inprocess import THREAD_PREFIX
+
+    return thread.name.startswith(THREAD_PREFIX + "-worker")
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +93,7 @@ def no_leaked_threads(request):
     yield
     deadline = time.monotonic() + 5
     while True:
-        leaked = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+        leaked = [t for t in threading.enumerate() if t not in before and t.is_alive() and not app_worker(t)]
         if not leaked or time.monotonic() > deadline:
             break
         time.sleep(0.02)

@@ -1,16 +1,22 @@
-"""Tokens, scopes, ownership, rate and size limits through the real server (API.md, Access)."""
+"""Tokens, scopes, ownership, rate and size limits over HTTP (API.md, Access): in this process on a fake
+clock, except what needs a process (SIGHUP, the command line refusing to start)."""
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import signal
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
+from inprocess import InProcess
+from server import wait_for
+
+from semreg.auth import Tokens, TokensFileError
+from semreg.logs import JsonFormatter
 
 TOKENS = {"tokens": [
     {"name": "ops", "token": "t-admin", "scopes": ["admin"]},
@@ -21,22 +27,41 @@ TOKENS = {"tokens": [
 BODY = {"service": "cars", "address": "10.2.0.1", "port": 1, "tags": ["<http://x.org/Car>"], "ttl": 0}
 
 
+class Records(logging.Handler):
+    """Every log record, formatted the way the server writes them."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.setFormatter(JsonFormatter())
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(self.format(record))
+
+
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
-    from server import ServerProcess
-
-    base = tmp_path_factory.mktemp("secured")
-    path = base / "tokens.json"
+    path = tmp_path_factory.mktemp("secured") / "tokens.json"
     path.write_text(json.dumps(TOKENS))
-    server = ServerProcess(base / "data", "--tokens", str(path)).start(base / "logs")
-    server.tokens_path = path
-    yield server
-    server.stop()
-    assert "t-admin" not in server.log() and "t-a\"" not in server.log()  # tokens are never logged
+    records = Records()
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(records)
+    root.setLevel(logging.DEBUG)
+    server = InProcess(tokens_file=path)
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+        root.removeHandler(records)
+        root.setLevel(level)
+    log = "\n".join(records.lines)
+    assert "tokens loaded" in log
+    assert "t-admin" not in log and "t-a\"" not in log  # tokens are never logged
 
 
 def client(server, token=None):
-    return httpx.Client(base_url=server.url, timeout=30, headers={"Authorization": f"Bearer {token}"} if token else {})
+    return server.client(token)
 
 
 def test_auth_matrix(secured):
@@ -46,7 +71,7 @@ def test_auth_matrix(secured):
     for c in (anon, bad):
         resp = c.get("/v1/instances")
         assert resp.status_code == 401 and resp.json()["error"] and resp.headers["www-authenticate"].startswith("Bearer")
-    assert httpx.get(secured.url + "/v1/instances", headers={"Authorization": "Basic abc"}).status_code == 401
+    assert anon.get("/v1/instances", headers={"Authorization": "Basic abc"}).status_code == 401
     assert r.get("/v1/instances").status_code == 200
     assert r.get("/sparql", params={"query": "ASK {}"}).status_code == 200
     assert r.put("/v1/instances/x", json=BODY).status_code == 403
@@ -68,34 +93,42 @@ def test_auth_matrix(secured):
     assert a.delete("/v1/instances/missing").status_code == 404
 
 
-def test_tokens_reload_on_sighup(secured):
+def test_tokens_reload_on_sighup(start_server, tmp_path):
+    path = tmp_path / "tokens.json"
+    path.write_text(json.dumps(TOKENS))
+    secured = start_server("--tokens", str(path), data_dir=None)
     extra = {"tokens": [*TOKENS["tokens"], {"name": "late", "token": "t-late", "scopes": ["read"]}]}
-    secured.tokens_path.write_text(json.dumps(extra))
+    path.write_text(json.dumps(extra))
     os.kill(secured.proc.pid, signal.SIGHUP)
-    late = client(secured, "t-late")
-    deadline = time.monotonic() + 10
-    while late.get("/v1/instances").status_code != 200:
-        assert time.monotonic() < deadline, "the new token was not loaded"
-        time.sleep(0.05)
-    secured.tokens_path.write_text("{broken")
+    late = httpx.Client(base_url=secured.url, timeout=30, headers={"Authorization": "Bearer t-late"})
+    wait_for(lambda: late.get("/v1/instances").status_code == 200, 10, "the new token loaded")
+    path.write_text("{broken")
     os.kill(secured.proc.pid, signal.SIGHUP)
-    time.sleep(0.3)
+    wait_for(lambda: "not reloaded" in secured.log(), 10, "the broken file reported")
     assert late.get("/v1/instances").status_code == 200  # a broken file keeps the tokens in force
-    assert "not reloaded" in secured.log()
-    secured.tokens_path.write_text(json.dumps(TOKENS))
 
 
 @pytest.mark.parametrize("content, fragment", [
     ("{broken", "not JSON"), ('{"tokens": {}}', "expected"), ('{"tokens": [{"name": "x", "scopes": ["read"]}]}', "exactly one"),
     ('{"tokens": [{"name": "x", "token": "t", "scopes": ["root"]}]}', "scopes"),
     ('{"tokens": [{"name": "x", "sha256": "abc", "scopes": ["read"]}]}', "64 hex"),
+    ('{"tokens": [{"name": "x", "token": "t", "scopes": ["read"]}, {"name": "x", "token": "u", "scopes": ["read"]}]}',
+     "twice"),
 ])
 def test_bad_tokens_file_is_a_clear_error(tmp_path, content, fragment):
     path = tmp_path / "tokens.json"
     path.write_text(content)
+    with pytest.raises(TokensFileError) as caught:
+        Tokens(path)
+    assert fragment in str(caught.value) and str(path) in str(caught.value)
+
+
+def test_serve_refuses_a_bad_tokens_file_with_its_sentence(tmp_path):
+    path = tmp_path / "tokens.json"
+    path.write_text("{broken")
     out = subprocess.run([sys.executable, "-m", "semreg", "serve", "--memory", "--port", "1", "--tokens", str(path)],
                          capture_output=True, text=True, timeout=60)
-    assert out.returncode == 2 and fragment in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 2 and "not JSON" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_refuses_non_loopback_without_tokens():
@@ -104,19 +137,22 @@ def test_refuses_non_loopback_without_tokens():
     assert out.returncode == 2 and "--insecure" in out.stderr and "--tokens" in out.stderr
 
 
-def test_rate_limit_answers_429_with_retry_after(start_server):
-    srv = start_server("--rate-limit", "0.5", "--rate-burst", "5", data_dir=None)  # one token back every 2 s
-    with srv.client() as c:
-        codes = [c.get("/v1/instances").status_code for _ in range(5)]
-        assert codes == [200] * 5
-        r = c.get("/v1/instances")
-        assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1 and "rate" in r.json()["error"]
-        assert c.get("/healthz").status_code == 200  # health probes are never limited
+def test_rate_limit_answers_429_with_retry_after_and_refills_with_time(in_process):
+    srv = in_process(rate_limit_per_s=0.5, rate_burst=5)  # one request back every 2 s of the fake clock
+    c = srv.client()
+    assert [c.get("/v1/instances").status_code for _ in range(5)] == [200] * 5
+    r = c.get("/v1/instances")
+    assert r.status_code == 429 and r.headers["retry-after"] == "2" and "rate" in r.json()["error"]
+    assert c.get("/healthz").status_code == 200  # health probes are never limited
+    srv.advance(1.9)
+    assert c.get("/v1/instances").status_code == 429
+    srv.advance(0.1)
+    assert c.get("/v1/instances").status_code == 200
 
 
-def test_limits_just_under_and_just_over(start_server):
-    srv = start_server("--max-tags", "100", "--max-batch", "20", "--json-body-limit", "20000",
-                       "--ontology-body-limit", "2000", data_dir=None)
+def test_limits_just_under_and_just_over(in_process):
+    srv = in_process(max_tags_per_instance=100, max_batch_instances=20, json_body_limit_bytes=20000,
+                     ontology_body_limit_bytes=2000)
     with srv.client() as c:
         tags = [f"<http://x.org/C{n}>" for n in range(101)]
         assert c.put("/v1/instances/t", json={**BODY, "tags": tags[:100]}).status_code == 201

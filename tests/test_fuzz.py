@@ -36,8 +36,8 @@ def test_schemathesis_finds_no_server_error_or_schema_violation(start_server, tm
     assert '"level": "error"' not in log and "Traceback" not in log, log[-4000:]
 
 
-def test_live_responses_match_the_published_models(start_server):
-    srv = start_server("--ontology", str(ONTOLOGIES / "obras.ttl"), data_dir=None)
+def test_live_responses_match_the_published_models(in_process):
+    srv = in_process(ontologies=(ONTOLOGIES / "obras.ttl",))
     with srv.client() as c:
         view = c.put("/v1/instances/a", json={"service": "s", "address": "h", "port": 1, "ttl": 5,
                                               "tags": ["ex:Livro ex:temUmGenero ex:Terror"],

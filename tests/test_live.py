@@ -1,32 +1,59 @@
-"""Leases, active checks, watches and routing through the real server (API.md: Instances, Watching, Routing)."""
+"""Leases, active checks, watches and routing over HTTP (API.md: Instances, Watching, Routing), with the app
+in this process on a fake clock: a lease expires when the test moves time past it, and a watch that must
+not wake is checked once every recomputation the change started has finished."""
 from __future__ import annotations
 
 import collections
 import http.server
 import socket
 import threading
-import time
 
-import httpx
 import pytest
 from conftest import ONTOLOGIES
+from inprocess import InProcess
 from server import wait_for
 
 Q = {"s": "ex:Obra", "p": "ex:temUmGenero", "o": "ex:Terror"}
 
 
+class FakeProbe:
+    """Health-check answers the test sets per target."""
+
+    def __init__(self):
+        self.healthy: dict[str, bool] = {}
+        self.calls = collections.Counter()
+
+    async def __call__(self, check):
+        target = check.get("http") or check.get("tcp")
+        self.calls[target] += 1
+        ok = self.healthy.get(target, True)
+        return ok, "ok" if ok else "down"
+
+
 @pytest.fixture(scope="module")
-def srv(module_server):
-    with module_server.client() as c:
-        assert c.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
-                     headers={"Content-Type": "text/turtle"}).status_code == 201
-    return module_server
+def probe():
+    return FakeProbe()
+
+
+@pytest.fixture(scope="module")
+def srv(probe):
+    server = InProcess(probe=probe)
+    try:
+        server.start()
+        with server.client() as c:
+            assert c.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
+                         headers={"Content-Type": "text/turtle"}).status_code == 201
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture
 def api(srv):
-    with srv.client() as c:
+    c = srv.client()
+    try:
         yield c
+    finally:
         for inst in c.get("/v1/instances").json():
             c.delete(f"/v1/instances/{inst['id']}")
 
@@ -42,22 +69,74 @@ def ids(c, **extra):
     return [i["id"] for i in c.get("/v1/discover", params={**Q, **extra}).json()["instances"]]
 
 
-def test_expiry_then_deletion_after_deregister_after(api):
-    put(api, "short", ttl=0.5, deregister_after=1.5)
+def status(c, iid):
+    return c.get(f"/v1/instances/{iid}").json()["status"]
+
+
+# -- leases ---------------------------------------------------------------------------------------------
+def test_expiry_at_the_ttl_then_deletion_after_deregister_after(srv, api):
+    put(api, "short", ttl=5, deregister_after=15)
     assert ids(api) == ["short"]
-    wait_for(lambda: ids(api) == [])
-    assert api.get("/v1/instances/short").json()["status"] == "critical"
-    wait_for(lambda: api.get("/v1/instances/short").status_code == 404)
-    r = api.put("/v1/instances/short/heartbeat", json={})
-    assert r.status_code == 404  # the client re-registers
+    srv.advance(4.9)
+    assert ids(api) == ["short"]
+    srv.advance(0.1)
+    assert ids(api) == [] and status(api, "short") == "critical"
+    srv.advance(9.9)
+    assert status(api, "short") == "critical"
+    srv.advance(0.1)
+    assert api.get("/v1/instances/short").status_code == 404
+    assert api.put("/v1/instances/short/heartbeat", json={}).status_code == 404  # the client re-registers
 
 
-def test_heartbeat_keeps_an_instance_up(api):
-    put(api, "beating", ttl=2)
-    for _ in range(4):
-        time.sleep(0.4)
+def test_heartbeats_keep_an_instance_up_and_a_late_one_brings_it_back(srv, api):
+    put(api, "beating", ttl=2, deregister_after=60)
+    for _ in range(10):
+        srv.advance(1.5)
         assert api.put("/v1/instances/beating/heartbeat", json={"load": 1}).status_code == 200
     assert ids(api) == ["beating"]
+    srv.advance(2)
+    assert ids(api) == []
+    r = api.put("/v1/instances/beating/heartbeat", json={})
+    assert r.status_code == 200 and r.json()["status"] == "up" and ids(api) == ["beating"]
+
+
+def test_expires_at_moves_with_each_heartbeat(srv, api):
+    first = put(api, "dated", ttl=30)["expires_at"]
+    srv.advance(10)
+    renewed = api.put("/v1/instances/dated/heartbeat", json={}).json()["expires_at"]
+    assert renewed > first and renewed.endswith("Z")
+
+
+# -- checks ----------------------------------------------------------------------------------------------
+def test_a_failing_check_makes_critical_and_a_passing_one_brings_it_back(srv, api, probe):
+    url = "http://10.9.9.9/health"
+    put(api, "checked", check={"http": url, "interval": 5, "timeout": 1})
+    srv.advance(1)  # the first probe falls within the first second
+    wait_for(lambda: probe.calls[url] >= 1, 5, "the first probe")
+    assert ids(api) == ["checked"]
+    probe.healthy[url] = False
+    srv.advance(5)
+    wait_for(lambda: status(api, "checked") == "critical", 5, "the instance critical")
+    assert ids(api) == []
+    probe.healthy[url] = True
+    srv.advance(5)
+    wait_for(lambda: ids(api) == ["checked"], 5, "the instance up again")
+
+
+def test_a_replaced_check_reports_for_the_new_target_only(srv, api, probe):
+    old, new = "http://10.9.9.1/h", "http://10.9.9.2/h"
+    probe.healthy[old] = False
+    put(api, "swapped", check={"http": old, "interval": 5})
+    srv.advance(1)
+    wait_for(lambda: status(api, "swapped") == "critical", 5, "critical on the old target")
+    put(api, "swapped", check={"http": new, "interval": 5})
+    srv.advance(1)
+    wait_for(lambda: probe.calls[new] >= 1, 5, "the new target probed")
+    srv.advance(5)
+    wait_for(lambda: status(api, "swapped") == "up", 5, "up on the new target")
+    calls = probe.calls[old]
+    srv.advance(20)
+    assert probe.calls[old] == calls  # the old check is gone
 
 
 class Target:
@@ -77,92 +156,91 @@ class Target:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
 
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+        self.thread.join(5)
 
 
-def test_http_check_failure_and_recovery(api):
+def test_real_http_and_tcp_probes():
+    """The real probes, against a local HTTP server and a closed port."""
     target = Target()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
     try:
-        put(api, "checked", check={"http": f"http://127.0.0.1:{target.port}/health", "interval": 0.2, "timeout": 1})
-        assert ids(api) == ["checked"]
-        target.healthy = False
-        wait_for(lambda: ids(api) == [])
-        assert api.get("/v1/instances/checked").json()["status"] == "critical"
-        target.healthy = True
-        wait_for(lambda: ids(api) == ["checked"])
+        with InProcess() as srv:
+            c = srv.client()
+            assert c.put("/v1/prefixes/ex", json={"iri": "http://example.org/obras#"}).status_code == 201
+            put(c, "web", check={"http": f"http://127.0.0.1:{target.port}/health", "interval": 5, "timeout": 1})
+            put(c, "tcp", check={"tcp": f"127.0.0.1:{closed}", "interval": 5, "timeout": 1})
+            srv.advance(1)
+            wait_for(lambda: status(c, "tcp") == "critical", 5, "the closed port failing")
+            assert status(c, "web") == "up"
+            target.healthy = False
+            srv.advance(5)
+            wait_for(lambda: status(c, "web") == "critical", 5, "HTTP 503 failing")
+            target.healthy = True
+            srv.advance(5)
+            wait_for(lambda: status(c, "web") == "up", 5, "HTTP 200 passing")
     finally:
         target.close()
 
 
-def test_tcp_check_on_a_closed_port_fails(api):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    put(api, "tcp", check={"tcp": f"127.0.0.1:{port}", "interval": 0.2, "timeout": 0.5})
-    wait_for(lambda: api.get("/v1/instances/tcp").json()["status"] == "critical")
-
-
-def test_watch_wakes_fast_for_its_result_only(srv, api):
+# -- watches ---------------------------------------------------------------------------------------------
+def test_a_watch_wakes_for_its_result_only(srv, api):
     r = api.get("/v1/discover", params=Q)
     index = int(r.headers["x-semreg-index"])
-    out = {}
-
-    def watch():
-        t0 = time.monotonic()
-        rr = httpx.get(srv.url + "/v1/discover", params={**Q, "index": index, "wait": "20s"}, timeout=30)
-        out["at"] = time.monotonic()
-        out["elapsed"] = time.monotonic() - t0
-        out["ids"] = [i["id"] for i in rr.json()["instances"]]
-        out["index"] = int(rr.headers["x-semreg-index"])
-
-    t = threading.Thread(target=watch)
-    t.start()
-    time.sleep(0.3)
+    watch = api.submit("GET", "/v1/discover", params={**Q, "index": index, "wait": "60s"})
+    srv.settle()
     put(api, "unrelated", tag="ex:Pintura")                  # a tag outside the query
     put(api, "unrelated-2", tag="ex:Livro ex:temUmGenero ex:Comedia")
-    time.sleep(0.7)
-    assert t.is_alive(), "an irrelevant write woke the watch"
-    changed_at = time.monotonic()
+    api.put("/v1/instances/unrelated/heartbeat", json={"load": 3})
+    srv.settle()
+    assert not watch.done(), "an irrelevant write woke the watch"
     put(api, "relevant")
-    t.join(10)
-    assert out["ids"] == ["relevant"] and out["index"] > index
-    assert out["at"] - changed_at < 1.0  # the wake itself is immediate; this bounds scheduling noise
+    answer = watch.result(10)
+    assert [i["id"] for i in answer.json()["instances"]] == ["relevant"]
+    assert int(answer.headers["x-semreg-index"]) > index
 
 
-def test_watch_times_out_with_the_same_index(api):
-    r = api.get("/v1/tags")
-    index = r.headers["x-semreg-index"]
-    r2 = api.get("/v1/tags", params={"index": index, "wait": "300ms"})
-    assert r2.status_code == 200 and r2.headers["x-semreg-index"] == index
+def test_a_watch_ends_at_its_wait_with_the_same_index(srv, api):
+    index = api.get("/v1/tags").headers["x-semreg-index"]
+    watch = api.submit("GET", "/v1/tags", params={"index": index, "wait": "30s"})
+    srv.advance(29)
+    assert not watch.done()
+    srv.advance(1)
+    answer = watch.result(10)
+    assert answer.status_code == 200 and answer.headers["x-semreg-index"] == index
+
+
+def test_an_expiry_wakes_the_watch_of_its_query(srv, api):
+    put(api, "fading", ttl=10)
+    index = api.get("/v1/discover", params=Q).headers["x-semreg-index"]
+    watch = api.submit("GET", "/v1/discover", params={**Q, "index": index, "wait": "60s"})
+    srv.advance(9)
+    assert not watch.done()
+    srv.advance(1)
+    assert watch.result(10).json()["instances"] == []
 
 
 def test_instances_watch_by_service(srv, api):
     index = api.get("/v1/instances", params={"service": "films"}).headers["x-semreg-index"]
-    result = {}
-
-    def watch():
-        rr = httpx.get(srv.url + "/v1/instances", params={"service": "films", "index": index, "wait": "20s"},
-                       timeout=30)
-        result["ids"] = [i["id"] for i in rr.json()]
-
-    t = threading.Thread(target=watch)
-    t.start()
-    time.sleep(0.3)
+    watch = api.submit("GET", "/v1/instances", params={"service": "films", "index": index, "wait": "60s"})
+    srv.settle()
     put(api, "a-book")
-    time.sleep(0.5)
-    assert t.is_alive()
+    srv.settle()
+    assert not watch.done()
     put(api, "a-film", service="films")
-    t.join(10)
-    assert result["ids"] == ["a-film"]
+    assert [i["id"] for i in watch.result(10).json()] == ["a-film"]
 
 
+# -- routing ---------------------------------------------------------------------------------------------
 def route(c, **params):
-    r = c.get("/v1/route", params={**Q, **params}, follow_redirects=False)
-    return r
+    return c.get("/v1/route", params={**Q, **params}, follow_redirects=False)
 
 
 def test_least_load_by_weight_4_2_2_2(api):

@@ -12,8 +12,8 @@ JSON = {"Accept": "application/sparql-results+json"}
 
 
 @pytest.fixture(scope="module")
-def api(module_server):
-    with module_server.client() as c:
+def api(app_server):
+    with app_server.client() as c:
         assert c.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
                      headers={"Content-Type": "text/turtle"}).status_code == 201
         regs = {"gw": ["ex:Obra a owl:Thing"], "livros": ["ex:Obra a ex:Livro", "ex:Livro ex:temUmGenero ex:Terror"],

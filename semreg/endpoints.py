@@ -1,0 +1,164 @@
+"""Each route declared once: method, path, handler, scope, parameters, body and replies.
+
+From the declarations come the three things that used to be written by hand and drift apart: the
+router's table (`routes`), the access rules (`ScopeTable`, which scope a request needs), and the paths
+of `/openapi.json` (`openapi_paths`). A handler is declared with the decorator of an `Endpoints`:
+
+    API = Endpoints()
+
+    @API.route("GET", "/v1/tags", scope=READ, summary="every registered tag", params=WATCH,
+               replies=[Reply(200, TagsView, headers=INDEX_HEADER)])
+    async def tags(request): ...
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route, compile_path
+
+from semreg.auth import ADMIN, READ
+
+Handler = Callable[[Request], Awaitable[Response]]
+REF = "#/components/schemas/"
+_CONVERTER = re.compile(r"\{(\w+):\w+\}")  # Starlette's {name:path} is OpenAPI's {name}
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    where: str = "query"  # query | path
+    required: bool = False
+    schema: dict[str, Any] = field(default_factory=lambda: {"type": "string"})
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One documented answer: a JSON body of `model` (a pydantic model or a JSON schema), or `content` for
+    other media types, or nothing."""
+
+    status: int
+    model: type[BaseModel] | dict[str, Any] | None = None
+    description: str = ""
+    headers: dict[str, Any] | None = None
+    content: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    method: str
+    path: str
+    handler: Handler
+    scope: str | None  # read | write | admin; None: open to anyone
+    summary: str
+    params: tuple[Param, ...] = ()
+    body: type[BaseModel] | dict[str, Any] | None = None  # a JSON model, or {"media/type": schema, ...}
+    body_required: bool = True
+    replies: tuple[Reply, ...] = ()
+    errors: tuple[int, ...] = ()  # error statuses beyond 400, 401, 403 and 429
+    documented: bool = True
+
+    @property
+    def query_params(self) -> frozenset[str]:
+        return frozenset(p.name for p in self.params if p.where == "query")
+
+
+class Endpoints:
+    """An ordered collection of declared endpoints (the router tries them in this order)."""
+
+    def __init__(self) -> None:
+        self.endpoints: list[Endpoint] = []
+
+    def route(self, method: str, path: str, *, scope: str | None, summary: str, params: Sequence[Param] = (),
+              body: type[BaseModel] | dict[str, Any] | None = None, body_required: bool = True,
+              replies: Sequence[Reply] = (), errors: Sequence[int] = (), documented: bool = True,
+              ) -> Callable[[Handler], Handler]:
+        def declare(handler: Handler) -> Handler:
+            self.add(Endpoint(method, path, handler, scope, summary, tuple(params), body, body_required,
+                              tuple(replies), tuple(errors), documented))
+            return handler
+        return declare
+
+    def add(self, endpoint: Endpoint) -> Endpoint:
+        self.endpoints.append(endpoint)
+        return endpoint
+
+    def find(self, method: str, path: str) -> Endpoint:
+        return next(e for e in self.endpoints if e.method == method and e.path == path)
+
+    def routes(self) -> list[Route]:
+        return [Route(e.path, e.handler, methods=[e.method]) for e in self.endpoints]
+
+
+class ScopeTable:
+    """Which scope a request needs, from the declarations: static paths by lookup, templated ones by
+    their patterns. A path nobody declared needs `read` to be read and `admin` otherwise, so an
+    unknown route tells an anonymous caller nothing."""
+
+    def __init__(self, endpoints: Iterable[Endpoint], open_prefixes: tuple[str, ...] = ()) -> None:
+        self._static: dict[tuple[str, str], str | None] = {}
+        self._templated: list[tuple[str, re.Pattern[str], str | None]] = []
+        self.open_prefixes = open_prefixes
+        for e in endpoints:
+            methods = (e.method, "HEAD") if e.method == "GET" else (e.method,)
+            for method in methods:
+                if "{" in e.path:
+                    self._templated.append((method, compile_path(e.path)[0], e.scope))
+                else:
+                    self._static.setdefault((method, e.path), e.scope)
+
+    def required(self, method: str, path: str) -> str | None:
+        key = (method, path)
+        if key in self._static:
+            return self._static[key]
+        for m, pattern, scope in self._templated:
+            if m == method and pattern.match(path):
+                return scope
+        if path.startswith(self.open_prefixes):
+            return None
+        return READ if method in ("GET", "HEAD") else ADMIN
+
+
+def openapi_paths(endpoints: Iterable[Endpoint], error_reply: Callable[[int], dict[str, Any]]) -> dict[str, Any]:
+    """The `paths` object of the OpenAPI document; `error_reply(status)` documents an error answer."""
+    paths: dict[str, Any] = {}
+    for e in endpoints:
+        if not e.documented:
+            continue
+        op: dict[str, Any] = {"summary": e.summary, "responses": {}}
+        for reply in e.replies:
+            op["responses"][str(reply.status)] = _reply(reply)
+        for status in (400, 401, 403, 429, *e.errors):
+            op["responses"].setdefault(str(status), error_reply(status))
+        if e.params:
+            op["parameters"] = [{"name": p.name, "in": p.where, "required": p.required or p.where == "path",
+                                 "schema": p.schema, "description": p.description} for p in e.params]
+        if e.body is not None:
+            content = ({"application/json": {"schema": _schema(e.body)}}
+                       if isinstance(e.body, type) else {t: {"schema": s} for t, s in e.body.items()})
+            op["requestBody"] = {"required": e.body_required, "content": content}
+        if e.scope is None:
+            op["security"] = [{}]
+        paths.setdefault(_CONVERTER.sub(r"{\1}", e.path), {})[e.method.lower()] = op
+    return paths
+
+
+def _schema(model: type[BaseModel] | dict[str, Any]) -> dict[str, Any]:
+    return {"$ref": REF + model.__name__} if isinstance(model, type) else model
+
+
+def _reply(reply: Reply) -> dict[str, Any]:
+    out: dict[str, Any] = {"description": reply.description or "ok"}
+    if reply.model is not None:
+        out["content"] = {"application/json": {"schema": _schema(reply.model)}}
+    elif reply.content is not None:
+        out["content"] = reply.content
+    if reply.headers:
+        out["headers"] = reply.headers
+    return out

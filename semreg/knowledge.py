@@ -1,0 +1,98 @@
+"""What every node holds whole: the ontologies, the CURIE prefixes, and the closure's hierarchy index.
+
+Instances are partitioned (`semreg.shard`); this is not: it is small, and every node needs all of it to
+expand a query itself. A new closure is installed at once (the next request uses it) and announced to
+the listeners (`on_hierarchy`): each shard's catalogue re-indexes, watches recompute, metrics observe.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from semreg import expansion
+from semreg.errors import NotFound
+from semreg.matching import DEGREES, RANK
+from semreg.ontologies import Ontologies, Write
+from semreg.reasoner import Hierarchy
+from semreg.replica_feed import ReplicaFeed
+from semreg.store import Store
+from semreg.terms import ANY, PrefixMap, Tag, check_iri, validate_prefix_name
+
+log = logging.getLogger("semreg.knowledge")
+
+HierarchyListener = Callable[[Hierarchy, float], None]  # (the new hierarchy, seconds the closure took)
+
+
+class Knowledge:
+    def __init__(self, store: Store, write: Write, replica: ReplicaFeed) -> None:
+        self.store = store
+        self._write = write
+        self.prefixes = PrefixMap()
+        self.hierarchy = Hierarchy()
+        self.ontologies = Ontologies(store, replica, write, self._install)
+        self._listeners: list[HierarchyListener] = []
+        self.closure_ms = 0.0
+        self.closure_rebuilds = 0
+
+    def on_hierarchy(self, listener: HierarchyListener) -> None:
+        self._listeners.append(listener)
+
+    async def open(self, files: Iterable[Path] = ()) -> None:
+        """Restore prefixes and ontologies from the records, then preload `files` (unchanged ones skip)."""
+        for prefix, iri in (await self._write(self.store.load_prefixes)).items():
+            self.prefixes.set(prefix, iri)
+        await self.ontologies.restore()
+        for path in files:
+            await self.ontologies.load_file(path)
+
+    def _install(self, hierarchy: Hierarchy, prefixes: dict[str, str], ms: float) -> None:
+        self.prefixes.set_ontology_prefixes(prefixes)
+        self.hierarchy = hierarchy
+        self.closure_ms = ms
+        self.closure_rebuilds += 1
+        for listener in self._listeners:
+            listener(hierarchy, ms / 1000)
+
+    # -- prefixes ----------------------------------------------------------------------------------
+    async def put_prefix(self, prefix: str, iri: str) -> bool:
+        """Set a client prefix; True when it is new."""
+        validate_prefix_name(prefix)
+        check_iri(iri)
+        created = prefix not in self.prefixes.explicit
+        await self._write(self.store.set_prefix, prefix, iri)
+        self.prefixes.set(prefix, iri)
+        return created
+
+    async def delete_prefix(self, prefix: str) -> None:
+        if prefix not in self.prefixes.explicit:
+            raise NotFound(f"no client-set prefix '{prefix}' (prefixes declared in ontologies go with them).")
+        await self._write(self.store.delete_prefix, prefix)
+        self.prefixes.delete(prefix)
+
+    # -- reads -------------------------------------------------------------------------------------
+    def expand(self, query: Tag, match: frozenset[str]) -> dict[str, list[dict[str, Any]]]:
+        """What each component of `query` expands to, ranked: exact, narrower, broader (the wildcard
+        last), then by distance and term."""
+        components: dict[str, list[dict[str, Any]]] = {}
+        for name, q in zip("spo", query):
+            found = expansion.candidates(self.hierarchy, q, match)
+            if found is None:
+                components[name] = [{"iri": ANY, "degree": DEGREES[0], "distance": 0, "wildcard": True}]
+                continue
+            rows = sorted(found.items(), key=lambda r: (RANK[r[1][0]], r[0] == ANY, r[1][1], r[0]))
+            components[name] = [{"iri": t, "degree": d, "distance": n, **({"wildcard": True} if t == ANY else {})}
+                                for t, (d, n) in rows]
+        return components
+
+    def concept(self, iri: str, registered: Callable[[str], bool]) -> dict[str, Any]:
+        """A concept's kind, label and relatives; `registered(iri)` says whether some tag names it."""
+        h = self.hierarchy
+        if not (iri in h.kinds or h.canon(iri) in h.up or registered(iri)):
+            raise NotFound(f"'{iri}' is not a concept of any uploaded ontology nor a term of any registered tag.")
+        parents = sorted(h.asserted_parents.get(iri, ()))
+        children = sorted(c for c, ps in h.asserted_parents.items() if iri in ps)
+        return {"iri": iri, "kind": h.kind(iri), "label": h.labels.get(iri),
+                "equivalents": sorted(h.equivalents(iri) - {iri}), "parents": parents, "children": children,
+                "ancestors": sorted(h.ancestors(iri)), "descendants": sorted(h.descendants(iri))}

@@ -1,0 +1,126 @@
+"""Discovery as a merge of shard parts: one part is today's answer, and instances spread over any number of
+shards (with copies on several) answer exactly as one shard holding them all."""
+from __future__ import annotations
+
+import random
+
+import pyoxigraph as ox
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from semreg import discovery
+from semreg.clock import FakeClock
+from semreg.discovery import DiscoverQuery
+from semreg.instances import Registration
+from semreg.matching import DEFAULT_MATCH, DEGREES
+from semreg.reasoner import build_hierarchy, compute_closure
+from semreg.registry import Registry
+from semreg.terms import ANY, Tag
+
+EX = "http://ex.org/"
+ONTOLOGY = f"""@prefix : <{EX}> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+:Livro rdfs:subClassOf :Obra . :Filme rdfs:subClassOf :Obra . :Pintura rdfs:subClassOf :Obra .
+:Romance rdfs:subClassOf :Livro . :temGenero rdfs:subPropertyOf :temAtributo ."""
+TERMS = [EX + t for t in ("Obra", "Livro", "Filme", "Pintura", "Romance")]
+PROPS = [EX + "temGenero", EX + "temAtributo", ANY]
+
+
+@pytest.fixture(scope="module")
+def hierarchy():
+    triples = [ox.Triple(q.subject, q.predicate, q.object) for q in ox.parse(ONTOLOGY.encode(), format=ox.RdfFormat.TURTLE)]
+    return build_hierarchy(triples, compute_closure(triples).inferred)
+
+
+def registry(hierarchy, regs, revisions=None):
+    r = Registry(FakeClock())
+    r.catalogue.set_hierarchy(hierarchy)
+    r.put_many(regs, revisions)
+    return r
+
+
+def answer(result: discovery.DiscoverResult):
+    return ([(m[0].text, m[1], m[2], [i.id for i in group]) for m, group in result.matches],
+            [i.id for i in result.ranked])
+
+
+def resolve(q, *registries):
+    return discovery.merge(q, [discovery.part(r.catalogue, r.instances, q) for r in registries])
+
+
+def reg(iid, *tags, service="svc", ttl=0.0):
+    return Registration(id=iid, service=service, address="10.0.0.1", port=80, ttl_s=ttl,
+                        tags=tuple(Tag(*t) for t in tags))
+
+
+CASE = [reg("livros", (EX + "Livro", EX + "temGenero", EX + "Terror")),
+        reg("filmes", (EX + "Filme", EX + "temGenero", EX + "Terror")),
+        reg("romances", (EX + "Romance", EX + "temGenero", EX + "Terror"), (EX + "Livro", EX + "temGenero", EX + "Terror")),
+        reg("obras", (EX + "Obra", EX + "temAtributo", EX + "Terror")),
+        reg("pinturas", (EX + "Obra", ANY, EX + "Pintura"))]
+QUERY = Tag(EX + "Obra", EX + "temGenero", EX + "Terror")
+
+
+@pytest.mark.parametrize("match, limit, expected_matches, expected_ranked", [
+    (DEFAULT_MATCH, None,
+     [(f"{EX}Filme {EX}temGenero {EX}Terror", "narrower", 1, ["filmes"]),
+      (f"{EX}Livro {EX}temGenero {EX}Terror", "narrower", 1, ["livros", "romances"]),
+      (f"{EX}Romance {EX}temGenero {EX}Terror", "narrower", 2, ["romances"])],
+     ["filmes", "livros", "romances"]),
+    (DEFAULT_MATCH, 2,
+     [(f"{EX}Filme {EX}temGenero {EX}Terror", "narrower", 1, ["filmes"]),
+      (f"{EX}Livro {EX}temGenero {EX}Terror", "narrower", 1, ["livros"])],
+     ["filmes", "livros"]),
+    (frozenset({"broader"}), None,
+     [(f"{EX}Obra {EX}temAtributo {EX}Terror", "broader", 1, ["obras"])], ["obras"]),
+])
+def test_one_shard_gives_the_single_node_answer(hierarchy, match, limit, expected_matches, expected_ranked):
+    q = DiscoverQuery(QUERY, match, limit=limit)
+    assert answer(resolve(q, registry(hierarchy, CASE))) == (expected_matches, expected_ranked)
+
+
+def test_a_tag_split_over_shards_merges_and_a_newer_copy_wins(hierarchy):
+    q = DiscoverQuery(QUERY, DEFAULT_MATCH)
+    whole = registry(hierarchy, CASE)
+    a = registry(hierarchy, CASE[:2])
+    b = registry(hierarchy, CASE[2:])
+    assert answer(resolve(q, a, b)) == answer(resolve(q, whole))
+    # a stale copy of "livros" (revision 1) beside its new one (revision 5, another service)
+    stale = registry(hierarchy, [CASE[0]], [1])
+    fresh = registry(hierarchy, [reg("livros", (EX + "Livro", EX + "temGenero", EX + "Terror"), service="new")], [5])
+    merged = resolve(q, stale, fresh, b)
+    [livros] = [i for i in merged.ranked if i.id == "livros"]
+    assert livros.revision == 5 and livros.reg.service == "new"
+
+
+def test_service_and_status_filters_apply_in_each_shard(hierarchy):
+    r = registry(hierarchy, CASE)
+    r.heartbeat("filmes", status="draining")
+    q = DiscoverQuery(QUERY, DEFAULT_MATCH)
+    assert answer(resolve(q, r))[1] == ["livros", "romances"]
+    assert answer(resolve(DiscoverQuery(QUERY, DEFAULT_MATCH, any_status=True), r))[1] == ["filmes", "livros",
+                                                                                           "romances"]
+    assert answer(resolve(DiscoverQuery(QUERY, DEFAULT_MATCH, service="nope"), r)) == ([], [])
+
+
+tags = st.tuples(st.sampled_from(TERMS + [ANY]), st.sampled_from(PROPS), st.sampled_from(TERMS + [EX + "Terror", ANY]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(instances=st.lists(st.lists(tags, min_size=1, max_size=4), min_size=1, max_size=12),
+       shards=st.integers(1, 4), copies=st.integers(1, 3), seed=st.integers(0, 2**32),
+       query=tags, match=st.sets(st.sampled_from(DEGREES), min_size=1),
+       limit=st.one_of(st.none(), st.integers(1, 6)))
+def test_any_partition_answers_as_one_shard(hierarchy, instances, shards, copies, seed, query, match, limit):
+    regs = [reg(f"i{n}", *t) for n, t in enumerate(instances)]
+    rng = random.Random(seed)
+    parts: list[list[Registration]] = [[] for _ in range(shards)]
+    for r in regs:
+        for k in rng.sample(range(shards), min(copies, shards)):
+            parts[k].append(r)
+    q = DiscoverQuery(Tag(*query), frozenset(match), limit=limit)
+    whole = resolve(q, registry(hierarchy, regs))
+    split = resolve(q, *(registry(hierarchy, p) for p in parts))
+    assert answer(split) == answer(whole)
+    assert discovery.signature(split) == discovery.signature(whole)
+    assert discovery.body(split) == discovery.body(whole)
