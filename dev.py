@@ -23,7 +23,7 @@ SHARED = ROOT.parent / "shared"
 # Debian packages the tests and benchmarks drive as real peers.
 SYSTEM_PACKAGES = {"etcd": "etcd-server", "wrk": "wrk"}
 # Contract examples shipped beside the project, run against the installed `semreg` once each part works.
-CONFORMANCE_MARKERS = ["core", "live", "access"]
+CONFORMANCE_MARKERS = ["core", "live", "access", "answers"]
 
 
 def say(text: str) -> None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import mmh3
+import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -24,12 +26,12 @@ from semreg.coordinator import Coordinator
 from semreg.discovery import DiscoverQuery
 from semreg.endpoints import Endpoints, Param, Reply
 from semreg.errors import BadRequest, NotFound
-from semreg.http import JSONResponse, int_param, read_body, read_json, watch_params
+from semreg.http import JSONResponse, bool_param, bool_value, int_value, read_body, read_json, watch_params
 from semreg.instances import Registration, rfc3339
 from semreg.knowledge import Knowledge
 from semreg.matching import DEGREES, parse_match
 from semreg.schemas import ID_PATTERN, BatchBody, HeartbeatBody, InstanceBody, PrefixBody, TagsBody, validate
-from semreg.terms import ANY, RDF_TYPE, Tag, parse_component, parse_tags
+from semreg.terms import ANY, RDF_TYPE, PrefixMap, Tag, parse_component, parse_tags
 from semreg.watch import Topic
 
 API = Endpoints()
@@ -126,8 +128,10 @@ async def watched(request: Request, topic: Topic, refresh: Any) -> JSONResponse:
 
 
 def query_tag(request: Request) -> Tag:
-    params = request.query_params
-    prefixes = knowledge_of(request).prefixes
+    return pattern_of(request.query_params, knowledge_of(request).prefixes)
+
+
+def pattern_of(params: Mapping[str, str], prefixes: PrefixMap) -> Tag:
     s_ = params.get("s")
     if s_ is None or not s_.strip():
         raise BadRequest("s is required: the subject term of the pattern to discover (p and o are optional).",
@@ -138,21 +142,29 @@ def query_tag(request: Request) -> Tag:
 
 
 # -- discovery (the hot routes first: the router tries them in order) -------------------------------
+TAGS_FLAG = {"type": "boolean"}
+
+
 @API.route("GET", "/v1/discover", scope=READ, summary="discover by meaning",
            params=(*PATTERN, Param("service"), Param("status", schema={"enum": ["up", "any"]}),
-                   Param("limit", schema={"type": "integer", "minimum": 1}), *WATCH),
+                   Param("limit", schema={"type": "integer", "minimum": 1}),
+                   Param("tags", schema=TAGS_FLAG, description="views with their tags (default false)"), *WATCH),
            replies=[Reply(200, s.DiscoverView, headers=INDEX_HEADER)])
 async def discover(request: Request) -> Response:
-    params = request.query_params
+    knowledge = knowledge_of(request)
+    q = discover_query(request.query_params, knowledge.prefixes)
+    request.app.state.known_queries.remember(request.scope["query_string"], knowledge.prefixes.version, q)
+    coordinator = coordinator_of(request)
+    return await watched(request, await coordinator.discover(q), lambda: coordinator.discover(q))
+
+
+def discover_query(params: Mapping[str, str], prefixes: PrefixMap) -> DiscoverQuery:
+    """The query of a `GET /v1/discover` (a 400 naming the parameter at fault otherwise)."""
     status = params.get("status")
     if status not in (None, "", "up", "any"):
         raise BadRequest(f"status takes 'up' (the default) or 'any', not '{status[:40]}'.", field="status")
-    version = knowledge_of(request).prefixes.version
-    q = DiscoverQuery(query_tag(request), parse_match(params.get("match")), params.get("service") or None,
-                      status == "any", int_param(request, "limit", 1, 1_000_000))
-    request.app.state.known_queries.remember(request.scope["query_string"], version, q)
-    coordinator = coordinator_of(request)
-    return await watched(request, await coordinator.discover(q), lambda: coordinator.discover(q))
+    return DiscoverQuery(pattern_of(params, prefixes), parse_match(params.get("match")), params.get("service") or None,
+                         status == "any", int_value(params, "limit", 1, 1_000_000), bool_value(params, "tags", False))
 
 
 _PATH_RE = re.compile(r"^(/[^\s#]*)?$")
@@ -229,12 +241,16 @@ async def cluster(request: Request) -> Response:
 INSTANCE_LIST = {"type": "array", "items": {"$ref": "#/components/schemas/InstanceView"}}
 
 
-@API.route("GET", "/v1/instances", scope=READ, summary="list instances", params=(Param("service"), *WATCH),
+@API.route("GET", "/v1/instances", scope=READ, summary="list instances",
+           params=(Param("service"), Param("tags", schema=TAGS_FLAG, description="views with their tags (default true)"),
+                   *WATCH),
            replies=[Reply(200, INSTANCE_LIST, headers=INDEX_HEADER)])
 async def list_instances(request: Request) -> Response:
     service = request.query_params.get("service") or None
+    tags = bool_param(request, "tags", True)
     coordinator = coordinator_of(request)
-    return await watched(request, await coordinator.instances(service), lambda: coordinator.instances(service))
+    return await watched(request, await coordinator.instances(service, tags),
+                         lambda: coordinator.instances(service, tags))
 
 
 @API.route("POST", "/v1/instances", scope=WRITE, summary="register with a server-chosen id", body=s.InstanceBody,
@@ -301,12 +317,19 @@ async def delete_instance(request: Request) -> Response:
 
 # -- more discovery --------------------------------------------------------------------------------
 @API.route("POST", "/v1/discover/tags", scope=READ, summary="exact multi-tag lookup", body=s.TagsBody,
+           params=(Param("tags", schema=TAGS_FLAG, description="views with their tags (default true)"),),
            replies=[Reply(200, s.PeersView)], errors=(413, 415))
 async def discover_tags(request: Request) -> Response:
+    with_tags = bool_param(request, "tags", True)
     body = validate(TagsBody, await read_json(request, request.app.state.settings.json_body_limit_bytes))
     tags = parse_tags(body.tags, knowledge_of(request).prefixes)
     found = await coordinator_of(request).holders(tags)
-    return JSONResponse({"peers": {tag.text: [i.view() for i in found[tag]] for tag in tags}})
+    parts = [b'{"peers":{']
+    for n, tag in enumerate(dict.fromkeys(tags)):
+        views = b",".join(i.view_json(with_tags) for i in found[tag])
+        parts += [b"," if n else b"", orjson.dumps(tag.text), b":[", views, b"]"]
+    parts.append(b"}}")
+    return JSONResponse(b"".join(parts))
 
 
 @API.route("GET", "/v1/tags", scope=READ, summary="every registered tag", params=WATCH,

@@ -88,7 +88,7 @@ class Coordinator:
 
         return await self.hub.topic(q.key, compute, relevant, discovery.body)
 
-    async def instances(self, service: str | None) -> Topic:
+    async def instances(self, service: str | None, tags: bool = True) -> Topic:
         shards = self.shards
 
         async def compute() -> tuple[Any, list[Instance]]:
@@ -99,9 +99,9 @@ class Coordinator:
             return service is None or any(service in c.services for c in changes)
 
         def render(instances: list[Instance]) -> bytes:
-            return b"[" + b",".join(i.view_json() for i in instances) + b"]"
+            return b"[" + b",".join(i.view_json(tags) for i in instances) + b"]"
 
-        return await self.hub.topic(("instances", service), compute, relevant, render)
+        return await self.hub.topic(("instances", service, tags), compute, relevant, render)
 
     async def tags(self) -> Topic:
         shards = self.shards

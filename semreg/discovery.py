@@ -4,13 +4,21 @@ A shard answers a query with its `Part`: every registered tag of its own that ma
 the instances of that shard that carry it and are eligible (status, service). `merge` combines the parts
 of every shard exactly as one shard holding all of them would have answered: tags are merged (a tag's
 instances may sit on several shards), copies of one instance keep the newest revision, the matches are
-ranked by the matching order, and the ranked instance list is cut at `limit`. It is pure: one part in,
-today's single-node answer out.
+ranked by the matching order, each instance is ranked at its best match, and the ranked list is cut at
+`limit`. It is pure: one part in, the single-node answer out.
+
+The answer names each instance once: `instances` holds the ranked views, each with its best `match`
+and without its tags unless the query asks for them, and `matches` lists the matched tags with
+references (`{"id": ...}`) to those instances. So an answer grows with the instances and tags it names,
+not with how many tags each instance carries. At most `MATCHES_LISTED` matched tags are listed, the
+best ranked first; past that the answer says `"truncated": true` (one instance may match thousands of
+tags, and every instance's own best match is on its view anyway).
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Protocol
 
 import orjson
@@ -21,6 +29,8 @@ from semreg.matching import Relations as Hierarchy
 from semreg.matching import rank_key, tag_match
 from semreg.registry import Change
 from semreg.terms import Tag
+
+MATCHES_LISTED = 1000
 
 
 class Member(Protocol):
@@ -34,7 +44,10 @@ class Member(Protocol):
 
     revision: int
 
-    def view_json(self) -> bytes: ...
+    @property
+    def state(self) -> tuple[str, int, str]: ...
+
+    def view_json(self, tags: bool = True) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -44,10 +57,11 @@ class DiscoverQuery:
     service: str | None = None
     any_status: bool = False
     limit: int | None = None
+    tags: bool = False  # views with their tags
 
     @property
     def key(self) -> tuple:
-        return ("discover", self.tag, self.match, self.service, self.any_status, self.limit)
+        return ("discover", self.tag, self.match, self.service, self.any_status, self.limit, self.tags)
 
 
 @dataclass(frozen=True)
@@ -58,26 +72,38 @@ class Part:
     matched_tags: frozenset[Tag]  # every matching tag of the shard, with eligible instances or not
 
 
-@dataclass
+@dataclass(eq=False)
 class DiscoverResult:
+    """A merged answer, kept small: the ranked instances with their best matches, and the listed matched
+    tags already rendered (a topic holds a handful of objects whatever the size of its answer, so that
+    thousands of idle topics do not slow the garbage collector)."""
+
     query: DiscoverQuery
-    matches: list[tuple[Match, list[Member]]]
-    ranked: list[Member]
-    matched_tags: frozenset[Tag]
+    members: list[Member]  # each instance once, ranked
+    best: list[Match]  # each member's best match
+    matches_json: bytes  # the `matches` array
+    listed: int  # matched tags listed in it
+    truncated: bool
+    matched_tags: frozenset[Tag]  # every matching tag, for deciding whether a change is relevant
+
+    @property
+    def ranked(self) -> list[tuple[Member, Match]]:
+        return list(zip(self.members, self.best))
 
 
 def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery) -> Part:
     """A shard's part: expand the query over its catalogue, keep each tag's eligible instances."""
     expansion = catalogue.expand(q.tag, q.match)
-    holders = catalogue.holders
+    holder_ids = catalogue.holder_ids
     out: list[tuple[Match, list[Member]]] = []
+    any_status, service = q.any_status, q.service
     for m in expansion:
         group = []
-        for iid in sorted(holders.get(m[0], ())):
+        for iid in holder_ids(m[0]):
             inst = instances.get(iid)
-            if inst is None or (not q.any_status and inst.status != UP):
+            if inst is None or (not any_status and inst.status != UP):
                 continue
-            if q.service is not None and inst.reg.service != q.service:
+            if service is not None and inst.reg.service != service:
                 continue
             group.append(inst)
         if group:
@@ -95,51 +121,74 @@ def merge(q: DiscoverQuery, parts: Sequence[Part]) -> DiscoverResult:
         merged: dict[Tag, tuple[Match, dict[str, Member]]] = {}
         for p in parts:
             for m, group in p.matches:
-                members = merged.setdefault(m[0], (m, {}))[1]
+                holders = merged.setdefault(m[0], (m, {}))[1]
                 for inst in group:
-                    members[inst.id] = inst
+                    holders[inst.id] = inst
                     known = newest.get(inst.id)
                     if known is None or known.revision < inst.revision:
                         newest[inst.id] = inst
         ordered = sorted(merged.values(), key=lambda entry: rank_key(entry[0][1], entry[0][2], entry[0][0]))
-        matches = [(m, [newest[i] for i in sorted(members)]) for m, members in ordered]
+        matches = [(m, [newest[i] for i in sorted(holders)]) for m, holders in ordered]
     seen: set[str] = set()
-    ranked: list[Member] = []
-    out: list[tuple[Match, list[Member]]] = []
+    members: list[Member] = []
+    best: list[Match] = []
+    listed: list[bytes] = []
+    truncated = False
     limit = q.limit
+    dumps = orjson.dumps
     for m, group in matches:
         kept = []
         for inst in group:
-            if inst.id not in seen:
-                if limit is not None and len(ranked) >= limit:
+            iid = inst.id
+            if iid not in seen:
+                if limit is not None and len(members) >= limit:
                     continue
-                seen.add(inst.id)
-                ranked.append(inst)
-            kept.append(inst)
+                seen.add(iid)
+                members.append(inst)
+                best.append(m)
+            kept.append(iid)
         if kept:
-            out.append((m, kept))
+            if len(listed) < MATCHES_LISTED:
+                refs = b",".join(b'{"id":' + dumps(iid) + b"}" for iid in kept)
+                listed.append(match_json(m)[:-1] + b',"instances":[' + refs + b"]}")
+            else:
+                truncated = True
+                if limit is not None and len(members) >= limit:
+                    break  # nothing further can be listed or ranked
     matched = parts[0].matched_tags if len(parts) == 1 else frozenset().union(*(p.matched_tags for p in parts))
-    return DiscoverResult(q, out, ranked, matched)
+    return DiscoverResult(q, members, best, b"[" + b",".join(listed) + b"]", len(listed), truncated, matched)
 
 
-def signature(result: DiscoverResult) -> tuple:
-    """What a watcher of this query cares about: tags, degrees, and who serves them in which state."""
-    return tuple((m[0], m[1], m[2], tuple((i.id, i.revision, i.status) for i in group))
-                 for m, group in result.matches)
+def signature(result: DiscoverResult) -> int:
+    """What a watcher of this query cares about (the tags listed, who serves them, in which state, ranked
+    how), as one 64-bit hash: a topic keeps a number, not a copy of its answer."""
+    return hash((result.matches_json, tuple(map(_STATE, result.members)), tuple(m[0] for m in result.best),
+                 result.truncated))
+
+
+_STATE = attrgetter("state")
+
+
+def match_json(m: Match) -> bytes:
+    tag, degree, distance = m
+    return b"".join((b'{"tag":', orjson.dumps(tag.as_json()), b',"degree":"', degree.encode(), b'","distance":',
+                     str(distance).encode(), b"}"))
 
 
 def body(result: DiscoverResult) -> bytes:
     """The JSON body, assembled from each instance's cached view bytes."""
-    q = result.query.tag
-    parts = [b'{"query":', orjson.dumps(q.as_json()), b',"matches":[']
-    first = True
-    for (tag, degree, distance), group in result.matches:
-        if not first:
-            parts.append(b",")
-        first = False
-        parts += [b'{"tag":', orjson.dumps(tag.as_json()), b',"degree":"', degree.encode(), b'","distance":',
-                  str(distance).encode(), b',"instances":[', b",".join(i.view_json() for i in group), b"]}"]
-    parts += [b'],"instances":[', b",".join(i.view_json() for i in result.ranked), b"]}"]
+    q = result.query
+    tags = q.tags
+    parts = [b'{"query":', orjson.dumps(q.tag.as_json()), b',"matches":', result.matches_json, b',"truncated":',
+             b"true" if result.truncated else b"false", b',"instances":[']
+    shown: dict[Match, bytes] = {}
+    views = []
+    for inst, m in zip(result.members, result.best):
+        match = shown.get(m)
+        if match is None:
+            match = shown[m] = match_json(m)
+        views.append(inst.view_json(tags)[:-1] + b',"match":' + match + b"}")
+    parts += [b",".join(views), b"]}"]
     return b"".join(parts)
 
 

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from semreg.matching import BROADER, EXACT, NARROWER, needs_directions
+from semreg.matching import BROADER, EXACT, NARROWER
 from semreg.reasoner import Hierarchy
 from semreg.terms import ANY
 
 Candidates = dict[str, tuple[str, int]]  # term → (degree, distance)
 
 
-def candidates(h: Hierarchy, q: str, match: frozenset[str], within: Collection[str] | None = None) -> Candidates | None:
-    """The terms `q` expands to for the degrees in `match` (None for the wildcard); with `within`, only
-    those terms (walking whichever of the two sets is smaller)."""
+def candidates(h: Hierarchy, q: str, want_narrower: bool, want_broader: bool,
+               within: Collection[str] | None = None) -> Candidates | None:
+    """The terms `q` expands to in the directions asked (`matching.needs_directions`; None for the
+    wildcard); with `within`, only those terms (walking whichever of the two sets is smaller)."""
     if q == ANY:
         return None
-    want_narrower, want_broader = needs_directions(match)
     out: Candidates = {}
     for term in h.equivalents(q) | {q}:
         if within is None or term in within:

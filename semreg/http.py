@@ -1,6 +1,7 @@
 """HTTP helpers shared by the handlers: bounded bodies, JSON responses, query parameters."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -56,7 +57,11 @@ async def read_json(request: Request, limit: int) -> Any:
 
 
 def int_param(request: Request, name: str, low: int, high: int) -> int | None:
-    raw = request.query_params.get(name)
+    return int_value(request.query_params, name, low, high)
+
+
+def int_value(params: Mapping[str, str], name: str, low: int, high: int) -> int | None:
+    raw = params.get(name)
     if raw is None or raw == "":
         return None
     try:
@@ -66,6 +71,22 @@ def int_param(request: Request, name: str, low: int, high: int) -> int | None:
     if not low <= value <= high:
         raise BadRequest(f"{name} must be between {low} and {high}.", field=name)
     return value
+
+
+def bool_param(request: Request, name: str, default: bool) -> bool:
+    return bool_value(request.query_params, name, default)
+
+
+def bool_value(params: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise BadRequest(f"{name} takes true or false, not '{raw[:40]}'.", field=name)
 
 
 def watch_params(request: Request, cap_s: float) -> tuple[int | None, float]:

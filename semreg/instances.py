@@ -67,31 +67,49 @@ class Instance:
     routes_since_report: int = 0
     revision: int = 1
     _view: bytes | None = None
+    _view_untagged: bytes | None = None
+    _state: tuple[str, int, str] | None = None
+    id: str = field(init=False)  # the registration's, as a plain attribute: read on every result
 
-    @property
-    def id(self) -> str:
-        return self.reg.id
+    def __post_init__(self) -> None:
+        self.id = self.reg.id
 
     @property
     def status(self) -> str:
         return CRITICAL if (self.expired or not self.check_passing) else self.admin_status
 
     def invalidate_view(self) -> None:
-        self._view = None
+        self._view = self._view_untagged = None
+        self._state = None
 
-    def view(self) -> dict[str, Any]:
+    @property
+    def state(self) -> tuple[str, int, str]:
+        """(id, revision, status): what a watcher of a result holding this instance compares."""
+        if self._state is None:
+            self._state = (self.reg.id, self.revision, self.status)
+        return self._state
+
+    def view(self, tags: bool = True) -> dict[str, Any]:
+        """The instance as clients see it; without `tags` its size no longer grows with its tag count."""
         r = self.reg
-        return {"id": r.id, "service": r.service, "address": r.address, "port": r.port, "scheme": r.scheme,
-                "tags": [t.as_json() for t in r.tags], "weight": r.weight, "capacity": r.capacity,
-                "ttl": r.ttl_s, "deregister_after": r.deregister_after_s, "check": r.check, "meta": r.meta,
-                "status": self.status, "load": self.load, "expires_at": rfc3339(self.expires_at_wall),
-                "registered_at": rfc3339(self.registered_at_wall)}
+        out: dict[str, Any] = {"id": r.id, "service": r.service, "address": r.address, "port": r.port,
+                               "scheme": r.scheme}
+        if tags:
+            out["tags"] = [t.as_json() for t in r.tags]
+        out.update({"weight": r.weight, "capacity": r.capacity, "ttl": r.ttl_s, "deregister_after": r.deregister_after_s,
+                    "check": r.check, "meta": r.meta, "status": self.status, "load": self.load,
+                    "expires_at": rfc3339(self.expires_at_wall), "registered_at": rfc3339(self.registered_at_wall)})
+        return out
 
-    def view_json(self) -> bytes:
+    def view_json(self, tags: bool = True) -> bytes:
         """The view, serialised once and kept until the instance changes (the discovery hot path)."""
-        if self._view is None:
-            self._view = orjson.dumps(self.view())
-        return self._view
+        if tags:
+            if self._view is None:
+                self._view = orjson.dumps(self.view())
+            return self._view
+        if self._view_untagged is None:
+            self._view_untagged = orjson.dumps(self.view(tags=False))
+        return self._view_untagged
 
 
 def rfc3339(ts: float | None) -> str | None:

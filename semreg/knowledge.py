@@ -13,7 +13,7 @@ from typing import Any
 
 from semreg import expansion
 from semreg.errors import NotFound
-from semreg.matching import DEGREES, RANK
+from semreg.matching import DEGREES, RANK, needs_directions
 from semreg.ontologies import Ontologies, Write
 from semreg.reasoner import Hierarchy
 from semreg.replica_feed import ReplicaFeed
@@ -76,8 +76,9 @@ class Knowledge:
         """What each component of `query` expands to, ranked: exact, narrower, broader (the wildcard
         last), then by distance and term."""
         components: dict[str, list[dict[str, Any]]] = {}
+        want_narrower, want_broader = needs_directions(match)
         for name, q in zip("spo", query):
-            found = expansion.candidates(self.hierarchy, q, match)
+            found = expansion.candidates(self.hierarchy, q, want_narrower, want_broader)
             if found is None:
                 components[name] = [{"iri": ANY, "degree": DEGREES[0], "distance": 0, "wildcard": True}]
                 continue

@@ -79,8 +79,10 @@ def tag_match(registered: Tag, query: Tag, rel: Relations) -> ComponentMatch | N
     return None if degree is None else (degree, total)
 
 
-def rank_key(degree: str, distance: int, tag: Tag) -> tuple[int, int, str]:
-    return RANK[degree], distance, tag.text
+def rank_key(degree: str, distance: int, tag: Tag) -> tuple[int, int, Tag]:
+    """Degree, then distance, then the tag's text. IRIs hold no character at or below the space that
+    joins the three terms, so comparing the tags as tuples orders them as their texts would."""
+    return RANK[degree], distance, tag
 
 
 def parse_match(value: str | None) -> frozenset[str]:

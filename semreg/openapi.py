@@ -18,11 +18,11 @@ ERRORS = {400: "bad input: the error names the field or term", 401: "no valid to
           406: "no acceptable representation", 413: "body too large", 415: "unsupported media type",
           429: "past the caller's rate", 503: "nothing eligible, or a time limit passed"}
 
-MODELS: list[type[BaseModel]] = [s.InstanceBody, s.BatchBody, s.HeartbeatBody, s.TagsBody, s.PrefixBody, s.Check,
-                                 s.InstanceView, s.TagView, s.MatchView, s.DiscoverView, s.TagCount, s.TagsView,
-                                 s.PeersView, s.RegisteredView, s.HeartbeatView, s.ExpandView, s.ExpansionRow,
-                                 s.MatchedTag, s.ConceptView, s.OntologyView, s.OntologyStored, s.PrefixView,
-                                 s.ErrorView, s.ClusterView, s.MemberView]
+MODELS: list[type[BaseModel]] = [
+    s.InstanceBody, s.BatchBody, s.HeartbeatBody, s.TagsBody, s.PrefixBody, s.Check, s.InstanceView, s.TagView,
+    s.InstanceRef, s.BestMatch, s.MatchView, s.RankedView, s.DiscoverView, s.TagCount, s.TagsView, s.PeersView,
+    s.RegisteredView, s.HeartbeatView, s.ExpandView, s.ExpansionRow, s.MatchedTag, s.ConceptView, s.OntologyView,
+    s.OntologyStored, s.PrefixView, s.ErrorView, s.ClusterView, s.MemberView]
 
 
 def _error(status: int) -> dict[str, Any]:

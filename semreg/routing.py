@@ -24,7 +24,7 @@ class Router:
 
     async def route(self, q: discovery.DiscoverQuery, policy: str, limit: bool, caller: str | None = None) -> Instance:
         topic = await self.coordinator.discover(q)
-        instances = [i for i in topic.payload.ranked if i.status == "up"]
+        instances = [i for i, _ in topic.payload.ranked if i.status == "up"]
         cands = [balancer.Candidate(i.id, i.reg.weight, i.load, i.routes_since_report, i.reg.capacity,
                                     balancer.priority_of(i.reg.meta)) for i in instances]
         counter = self._counters.get(q.key, 0)

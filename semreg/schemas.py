@@ -143,7 +143,7 @@ class InstanceView(BaseModel):
     address: str
     port: int
     scheme: str
-    tags: list[TagView]
+    tags: list[TagView] | None = Field(default=None, description="left out of discovery answers unless tags=true")
     weight: int
     capacity: int | None
     ttl: float
@@ -156,17 +156,29 @@ class InstanceView(BaseModel):
     registered_at: str | None
 
 
-class MatchView(BaseModel):
+class InstanceRef(BaseModel):
+    id: str
+
+
+class BestMatch(BaseModel):
     tag: TagView
     degree: Literal["exact", "narrower", "broader", "overlap"]
     distance: int
-    instances: list[InstanceView]
+
+
+class MatchView(BestMatch):
+    instances: list[InstanceRef]
+
+
+class RankedView(InstanceView):
+    match: BestMatch
 
 
 class DiscoverView(BaseModel):
     query: TagView
-    matches: list[MatchView]
-    instances: list[InstanceView]
+    matches: list[MatchView] = Field(description="the matched tags, best first, each naming its instances by id")
+    truncated: bool = Field(description="true when more tags matched than the 1,000 listed")
+    instances: list[RankedView] = Field(description="each instance once, ranked, with its best match")
 
 
 class TagCount(TagView):

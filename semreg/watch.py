@@ -26,8 +26,8 @@ from semreg.clock import Clock
 Signature = Hashable
 Compute = Callable[[], Awaitable[tuple[Signature, Any]]]  # → (signature, payload used to build the body)
 Render = Callable[[Any], bytes]  # payload → the JSON body
-MAX_IDLE_TOPICS = 10_000
-MAX_BODY_BYTES = 256 * 1024 * 1024  # rendered bodies kept; past it, idle topics go, least recent first
+MAX_IDLE_TOPICS = 4096  # topics kept without a waiter; a new question every request must not grow memory
+MAX_BODY_BYTES = 64 * 1024 * 1024  # rendered bodies kept; past it, idle topics go, least recent first
 
 
 @dataclass(eq=False)
@@ -131,14 +131,18 @@ class WatchHub:
             t.refreshing = None
 
     def _evict(self, keep: Topic) -> None:
-        """Forget idle topics, least recently read first, until under both bounds."""
-        for key in list(self._topics):
-            if len(self._topics) <= MAX_IDLE_TOPICS and self.body_bytes <= MAX_BODY_BYTES:
-                break
-            t = self._topics[key]
-            if t is not keep and not t.waiters and t.refreshing is None:
-                self._drop_body(t)
-                del self._topics[key]
+        """Forget idle topics, least recently read first, until under both bounds (constant time a topic:
+        a watched one met on the way goes to the back)."""
+        topics = self._topics
+        passed = 0
+        while (len(topics) > MAX_IDLE_TOPICS or self.body_bytes > MAX_BODY_BYTES) and passed < len(topics):
+            key, t = next(iter(topics.items()))
+            if t is keep or t.waiters or t.refreshing is not None:
+                topics.move_to_end(key)
+                passed += 1
+                continue
+            self._drop_body(t)
+            del topics[key]
 
     # -- changes -----------------------------------------------------------------------------------
     def changed(self, changes: Any, *, membership: bool, everything: bool = False) -> None:

@@ -248,8 +248,8 @@ def test_settings_quick_preset_keeps_the_load_scenarios_small():
 
 
 def test_scenarios_are_registered_in_order_with_targets():
-    assert list(SCENARIOS) == ["discovery", "sparql", "register-1000-tags", "closure", "watches", "health-checks",
-                               "heartbeat-load"]
+    assert list(SCENARIOS) == ["discovery", "many-tags", "cold-discovery", "sparql", "register-1000-tags", "closure",
+                               "watches", "health-checks", "heartbeat-load"]
     assert SCENARIOS["discovery"].needs == ("wrk", "etcd")
     assert SCENARIOS["watches"].needs == () and SCENARIOS["heartbeat-load"].needs == ("wrk",)
     assert all(s.targets for s in SCENARIOS.values())
@@ -433,6 +433,27 @@ def test_etcd_and_oxigraph_under_wrk(tmp_path):
         processes = [peer.proc for peer in peers.started]
         peers.close()
     assert processes and all(proc.poll() is not None for proc in processes)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_quick_run_of_the_answer_scenarios():
+    """many-tags, cold-discovery and sparql at --quick sizes: the JSON shape and the checks, never the timings."""
+    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only",
+                           "many-tags,cold-discovery,sparql", "--json"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=170, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    scenarios = json.loads(done.stdout)["scenarios"]
+    many, cold, sparql = scenarios["many-tags"], scenarios["cold-discovery"], scenarios["sparql"]
+    for figures in scenarios.values():
+        assert "error" not in figures, figures["error"]
+        assert "warning" not in figures, figures["warning"]
+    assert many["answer_instances"] > 5 and many["semreg_response_bytes"] < many["etcd_range_values_bytes"]
+    assert set(many["peers"]) == {"semreg", "etcd-range"}
+    assert cold["sample_agree"] == cold["sample_questions"] == 25
+    assert cold["peers"]["semreg-cold"]["requests_per_s"] > 0 and cold["ratio_oxigraph_semreg_ms"] > 0
+    assert set(sparql["peers"]) == {"semreg", "oxigraph", "semreg-distinct", "oxigraph-distinct"}
+    assert all(sparql["distinct_sample_agrees"].values()) and sparql["rows"]["semreg"] == sparql["rows"]["oxigraph"]
 
 
 # -- end to end -------------------------------------------------------------------------------------------

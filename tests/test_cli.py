@@ -136,7 +136,7 @@ def test_discover_table_uses_curies_and_json_is_the_servers(srv):
     ok(register(srv, uid("p"), service, "ex:Obra a ex:Pintura", port=9102))
     result = js(semreg("discover", "ex:Obra", "ex:temUmGenero", "ex:Terror", "--service", service, "--json",
                        url=srv.url))
-    assert set(result) == {"query", "matches", "instances"}
+    assert set(result) == {"query", "matches", "truncated", "instances"}
     assert result["query"] == {"s": EX + "Obra", "p": EX + "temUmGenero", "o": EX + "Terror"}
     assert [m["degree"] for m in result["matches"]] == ["narrower"] and len(result["instances"]) == 1
     assert set(result["matches"][0]) >= {"tag", "degree", "distance", "instances"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import orjson
 import pyoxigraph as ox
 import pytest
 from hypothesis import given, settings
@@ -40,8 +41,9 @@ def registry(hierarchy, regs, revisions=None):
 
 
 def answer(result: discovery.DiscoverResult):
-    return ([(m[0].text, m[1], m[2], [i.id for i in group]) for m, group in result.matches],
-            [i.id for i in result.ranked])
+    listed = orjson.loads(result.matches_json)
+    return ([(" ".join(m["tag"][k] for k in "spo"), m["degree"], m["distance"], [i["id"] for i in m["instances"]])
+             for m in listed], [i.id for i in result.members])
 
 
 def resolve(q, *registries):
@@ -89,7 +91,7 @@ def test_a_tag_split_over_shards_merges_and_a_newer_copy_wins(hierarchy):
     stale = registry(hierarchy, [CASE[0]], [1])
     fresh = registry(hierarchy, [reg("livros", (EX + "Livro", EX + "temGenero", EX + "Terror"), service="new")], [5])
     merged = resolve(q, stale, fresh, b)
-    [livros] = [i for i in merged.ranked if i.id == "livros"]
+    [livros] = [i for i, _ in merged.ranked if i.id == "livros"]
     assert livros.revision == 5 and livros.reg.service == "new"
 
 

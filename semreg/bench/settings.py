@@ -98,9 +98,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object of all figures on stdout")
     parser.add_argument("--quick", action="store_true", help="small sizes and short runs: a smoke test")
     parser.add_argument("--only", metavar="NAME[,NAME]", default="",
-                        help="run only these scenarios (comma list of discovery, sparql, register-1000-tags, "
-                             "closure, watches, health-checks, heartbeat-load; an unknown name lists every "
-                             "scenario)")
+                        help="run only these scenarios (comma list of discovery, many-tags, cold-discovery, "
+                             "sparql, register-1000-tags, closure, watches, health-checks, heartbeat-load; an "
+                             "unknown name lists every scenario)")
     for flag, dest, kind, text in _SIZES:
         parser.add_argument(flag, dest=dest, type=kind, default=None, metavar="N", help=text)
     parser.add_argument("--semreg-url", metavar="URL", default=None,

@@ -195,7 +195,8 @@ def run_instances(args: argparse.Namespace) -> int:
 def run_discover(args: argparse.Namespace) -> int:
     client = client_for(args)
     s, p, o = pattern(args)
-    result = client.discover(s, p, o, match=args.match, service=args.service, status=args.status, limit=args.limit)
+    result = client.discover(s, p, o, match=args.match, service=args.service, status=args.status, limit=args.limit,
+                             tags=args.tags)
     if args.json:
         print_json(result)
     else:
@@ -221,7 +222,7 @@ def run_watch(args: argparse.Namespace) -> int:
     seen = 0
     try:
         for result in client.watch(s, p, o, match=args.match, service=args.service, status=args.status,
-                                   wait_s=args.wait):
+                                   wait_s=args.wait, tags=args.tags):
             seen += 1
             if args.json:
                 print_json(result, compact=True)
@@ -327,6 +328,7 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
     add_pattern(p)
     p.add_argument("--status", choices=["up", "any"], help="'any' includes blocked, draining and critical")
     p.add_argument("--limit", type=int)
+    p.add_argument("--tags", action="store_true", help="with --json: each instance with its tags")
 
     p = command(sub, "route", common, "print the URL of the instance the registry routes a pattern to", run_route)
     add_pattern(p)
@@ -336,6 +338,7 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
     p = command(sub, "watch", common, "print a discovery result and each change to it until Ctrl-C", run_watch)
     add_pattern(p)
     p.add_argument("--status", choices=["up", "any"])
+    p.add_argument("--tags", action="store_true", help="with --json: each instance with its tags")
     p.add_argument("--wait", type=float, default=30.0, metavar="S", help="long-poll seconds (default 30)")
     p.add_argument("--count", type=int, metavar="N", help="stop after N results (the first included)")
 

@@ -131,13 +131,9 @@ def instances_table(views: Sequence[Mapping[str, Any]], short: Curies) -> None:
 
 def discover_table(result: Mapping[str, Any], short: Curies) -> None:
     """One row per instance, in the registry's ranking, with the best tag it matched by."""
-    best: dict[str, Mapping[str, Any]] = {}
-    for m in result.get("matches", []):
-        for view in m.get("instances", []):
-            best.setdefault(view["id"], m)
     rows = []
     for v in result.get("instances", []):
-        m = best.get(v["id"], {})
+        m = v.get("match") or {}
         rows.append([v["id"], v["service"], f"{v['scheme']}://{v['address']}:{v['port']}", v["status"], v.get("load"),
                      m.get("degree"), m.get("distance"), short.tag(m["tag"]) if m.get("tag") else "-"])
     if result.get("stale"):

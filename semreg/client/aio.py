@@ -81,10 +81,11 @@ class AsyncClient(ClientBase):
 
     async def watch(self, s: str, p: str | None = None, o: str | None = None,
                     match: str | Iterable[str] | None = None, service: str | None = None, status: str | None = None,
-                    limit: int | None = None, wait_s: float = 30.0) -> AsyncIterator[dict[str, Any]]:
+                    limit: int | None = None, wait_s: float = 30.0, tags: bool = False) -> AsyncIterator[dict[str, Any]]:
         """Yield the current discover result, then each new one; see `Client.watch`."""
         state = WatchState(wait_s)
-        params = {"s": s, "p": p, "o": o, "match": match, "service": service, "status": status, "limit": limit}
+        params = {"s": s, "p": p, "o": o, "match": match, "service": service, "status": status, "limit": limit,
+                  "tags": "true" if tags else None}
         while True:
             result = await cast(Awaitable[dict[str, Any] | None], self._watch_step(state, params))
             if result is not None:

@@ -93,9 +93,9 @@ class ClientBase(abc.ABC):
         return resp.json()
 
     @operation
-    def instances(self, service: str | None = None) -> Steps[list[dict[str, Any]]]:
-        """Every registered instance (of `service`, if given), in every status."""
-        resp = yield Call("GET", "/v1/instances", params={"service": service})
+    def instances(self, service: str | None = None, tags: bool = True) -> Steps[list[dict[str, Any]]]:
+        """Every registered instance (of `service`, if given), in every status (without `tags`: no tag lists)."""
+        resp = yield Call("GET", "/v1/instances", params={"service": service, "tags": None if tags else "false"})
         return resp.json()
 
     @operation
@@ -124,13 +124,15 @@ class ClientBase(abc.ABC):
     @operation
     def discover(self, s: str, p: str | None = None, o: str | None = None, match: str | Iterable[str] | None = None,
                  service: str | None = None, status: str | None = None,
-                 limit: int | None = None) -> Steps[dict[str, Any]]:
-        """Instances whose tags match the pattern `(s p o)`: the contract's JSON as a dict.
+                 limit: int | None = None, tags: bool = False) -> Steps[dict[str, Any]]:
+        """Instances whose tags match the pattern `(s p o)`: the contract's JSON as a dict (each ranked
+        view with its best `match`; with `tags`, with its tags too).
 
         Served from the local cache while fresh. When no registry URL can answer, the last good answer
         for the same query is returned with `"stale": True` added (and `Unreachable` raised if there is none).
         """
-        params = {"s": s, "p": p, "o": o, "match": match, "service": service, "status": status, "limit": limit}
+        params = {"s": s, "p": p, "o": o, "match": match, "service": service, "status": status, "limit": limit,
+                  "tags": "true" if tags else None}
         key = _key("discover", params)
         hit = self.cache.fresh(key)
         if hit is not None:
@@ -199,9 +201,10 @@ class ClientBase(abc.ABC):
         return RouteURL(base + path, instance_id, stale=True)
 
     @operation
-    def discover_tags(self, tags: Iterable[str | Mapping[str, str]]) -> Steps[dict[str, Any]]:
+    def discover_tags(self, tags: Iterable[str | Mapping[str, str]], with_tags: bool = True) -> Steps[dict[str, Any]]:
         """Exact lookup of many tags at once, no reasoning: `{"peers": {"S P O": [view, ...]}}`."""
-        resp = yield Call("POST", "/v1/discover/tags", json={"tags": list(tags)}, idempotent=True)
+        resp = yield Call("POST", "/v1/discover/tags", json={"tags": list(tags)}, idempotent=True,
+                          params={"tags": None if with_tags else "false"})
         return resp.json()
 
     @operation

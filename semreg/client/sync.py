@@ -90,13 +90,14 @@ class Client(ClientBase):
 
     def watch(self, s: str, p: str | None = None, o: str | None = None, match: str | Iterable[str] | None = None,
               service: str | None = None, status: str | None = None, limit: int | None = None,
-              wait_s: float = 30.0) -> Iterator[dict[str, Any]]:
+              wait_s: float = 30.0, tags: bool = False) -> Iterator[dict[str, Any]]:
         """Yield the current discover result, then each new one as the registry reports a change.
 
         Raises `Unreachable` when no registry answers; close the generator to stop watching.
         """
         state = WatchState(wait_s)
-        params = {"s": s, "p": p, "o": o, "match": match, "service": service, "status": status, "limit": limit}
+        params = {"s": s, "p": p, "o": o, "match": match, "service": service, "status": status, "limit": limit,
+                  "tags": "true" if tags else None}
         while True:
             result = self._watch_step(state, params)
             if result is not None:
