@@ -100,3 +100,14 @@ class FakeClock:
     @property
     def pending(self) -> int:
         return sum(1 for _, _, t in self._timers if not t.cancelled)
+
+
+async def sleep(clock: Clock, seconds: float) -> None:
+    """Wait `seconds` on `clock` (a fake clock's test moves it; the loop's runs by itself)."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    timer = clock.call_at(clock.monotonic() + max(0.0, seconds), lambda: None if done.done() else done.set_result(None))
+    try:
+        await done
+    finally:
+        timer.cancel()
