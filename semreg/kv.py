@@ -136,7 +136,7 @@ class EtcdKV:
         response = await self._call("get_prefix", prefix.encode())
         return int(response.header.revision), [(kv.key.decode(), bytes(kv.value)) for kv in response]
 
-    async def watch_prefix(self, prefix: str, start_revision: int) -> AsyncIterator[Event]:  # type: ignore[override]
+    async def watch_prefix(self, prefix: str, start_revision: int) -> AsyncIterator[Event]:
         client = await self._conn()
         try:
             watch = await asyncio.wait_for(client.watch_prefix(prefix.encode(), start_revision=start_revision),
@@ -247,7 +247,7 @@ class MemoryKV:
         self._check()
         return self.revision, sorted((k, v) for k, (v, _) in self.data.items() if k.startswith(prefix))
 
-    async def watch_prefix(self, prefix: str, start_revision: int) -> AsyncIterator[Event]:  # type: ignore[override]
+    async def watch_prefix(self, prefix: str, start_revision: int) -> AsyncIterator[Event]:
         self._check()
         seen = start_revision - 1
         while True:
