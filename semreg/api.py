@@ -3,7 +3,7 @@ domain (the coordinator, the knowledge), shape the response. The router's table,
 `/openapi.json` are generated from these declarations.
 
 Handlers find the node's parts on `request.app.state`: `coordinator`, `knowledge`, `router`,
-`settings`, `tokens`, `known_queries`, `ready` (a callable).
+`settings`, `tokens`, `known_queries`, `ready` and `starting` (callables), `cluster` (None on a node alone).
 """
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import re
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-import mmh3
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
@@ -25,14 +24,18 @@ from semreg.balancer import parse_policy
 from semreg.coordinator import Coordinator
 from semreg.discovery import DiscoverQuery
 from semreg.endpoints import Endpoints, Param, Reply
-from semreg.errors import BadRequest, NotFound
+from semreg.errors import BadRequest, NotFound, Unavailable
 from semreg.http import JSONResponse, bool_param, bool_value, int_value, read_body, read_json, watch_params
 from semreg.instances import Registration, rfc3339
 from semreg.knowledge import Knowledge
 from semreg.matching import DEGREES, parse_match
+from semreg.ring import Ring
 from semreg.schemas import ID_PATTERN, BatchBody, HeartbeatBody, InstanceBody, PrefixBody, TagsBody, validate
 from semreg.terms import ANY, RDF_TYPE, PrefixMap, Tag, parse_component, parse_tags
 from semreg.watch import Topic
+
+if TYPE_CHECKING:
+    from semreg.cluster import Cluster
 
 API = Endpoints()
 _ID = re.compile(ID_PATTERN)
@@ -124,7 +127,11 @@ async def watched(request: Request, topic: Topic, refresh: Any) -> JSONResponse:
     if index is not None:
         await coordinator_of(request).hub.wait(topic, index, wait)
         topic = await refresh()
-    return JSONResponse(topic.body, headers={"X-Semreg-Index": str(topic.index)})
+    headers = {"X-Semreg-Index": str(topic.index)}
+    missing = getattr(topic.payload, "missing", ())
+    if missing:
+        headers["X-Semreg-Partial"] = ",".join(missing)
+    return JSONResponse(topic.body, headers=headers)
 
 
 def query_tag(request: Request) -> Tag:
@@ -216,25 +223,40 @@ async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "alive"})
 
 
-@API.route("GET", "/readyz", scope=None, summary="ready: store open, closure built",
-           replies=[Reply(200, OBJECT), Reply(503, s.ErrorView, "starting")])
+@API.route("GET", "/readyz", scope=None, summary="ready: store open, closure built, ring joined",
+           replies=[Reply(200, OBJECT, "ready, or degraded: serving on the last ring known while etcd is away"),
+                    Reply(503, s.ErrorView, "starting")])
 async def readyz(request: Request) -> Response:
     state = request.app.state
     if not state.ready():
-        return JSONResponse({"status": "starting", "error": "the node is still opening its store or reasoning."},
-                            status_code=503, headers={"Retry-After": "1"})
-    return JSONResponse({"status": "ready", "store": "open", "closure": "built", "ring": "joined",
+        return JSONResponse({"status": "starting", "error": state.starting()}, status_code=503,
+                            headers={"Retry-After": "1"})
+    cluster = state.cluster
+    degraded = cluster is not None and cluster.degraded
+    return JSONResponse({"status": "degraded" if degraded else "ready", "store": "open", "closure": "built",
+                         "ring": "last known (etcd cannot be reached)" if degraded else "joined",
                          **state.readiness()})
 
 
 @API.route("GET", "/v1/cluster", scope=READ, summary="cluster members", replies=[Reply(200, s.ClusterView)])
 async def cluster(request: Request) -> Response:
+    if request.app.state.cluster is not None:
+        return JSONResponse(request.app.state.cluster.describe())
     settings = request.app.state.settings
-    me = f"{settings.host}:{settings.port}"
-    members = [{"id": me, "address": me, "status": "alive"}]
-    # ringpop's checksum: a hash of the sorted member addresses, equal on every node that agrees
-    checksum = mmh3.hash(";".join(sorted(m["address"] for m in members)), signed=False)
-    return JSONResponse({"node": me, "members": members, "replicas": 1, "checksum": checksum})
+    me = settings.node_id or f"{settings.host}:{settings.port}"
+    members = [{"id": me, "address": settings.advertise or f"http://{settings.host}:{settings.port}",
+                "status": "alive"}]
+    return JSONResponse({"node": me, "members": members, "replicas": 1, "checksum": Ring([me]).checksum,
+                         "revision": 0, "degraded": False})
+
+
+def cluster_of(request: Request) -> Cluster | None:
+    """The cluster this node is in, refusing a change every node must make while etcd is away."""
+    cluster = request.app.state.cluster
+    if cluster is not None and cluster.degraded:
+        raise Unavailable("the cluster's etcd cannot be reached: ontologies and prefixes change on every node "
+                          "at once, which waits until it answers again.", retry_after_s=5)
+    return cast("Cluster | None", cluster)
 
 
 # -- instances -------------------------------------------------------------------------------------
@@ -323,12 +345,15 @@ async def discover_tags(request: Request) -> Response:
     with_tags = bool_param(request, "tags", True)
     body = validate(TagsBody, await read_json(request, request.app.state.settings.json_body_limit_bytes))
     tags = parse_tags(body.tags, knowledge_of(request).prefixes)
-    found = await coordinator_of(request).holders(tags)
+    found, missing = await coordinator_of(request).holders(tags, with_tags)
     parts = [b'{"peers":{']
     for n, tag in enumerate(dict.fromkeys(tags)):
         views = b",".join(i.view_json(with_tags) for i in found[tag])
         parts += [b"," if n else b"", orjson.dumps(tag.text), b":[", views, b"]"]
-    parts.append(b"}}")
+    parts.append(b"}")
+    if missing:
+        parts += [b',"partial":true,"missing":', orjson.dumps(list(missing))]
+    parts.append(b"}")
     return JSONResponse(b"".join(parts))
 
 
@@ -394,17 +419,24 @@ async def put_ontology(request: Request) -> Response:
     ontology.media_type_of(request.headers.get("content-type"))
     started = time.perf_counter()
     body = await read_body(request, request.app.state.settings.ontology_body_limit_bytes, "the ontology")
+    cluster = cluster_of(request)
     change = await ontologies.put(name, body, request.headers.get("content-type"))
-    return JSONResponse({**change.meta.as_json(), "reasoning_ms": round(change.reasoning_ms, 1),
-                         "timings_ms": {k: round(v, 1) for k, v in change.timings_ms.items()},
-                         "concepts": change.concepts, "ms": round((time.perf_counter() - started) * 1000, 1)},
-                        status_code=201 if change.created else 200)
+    answer = {**change.meta.as_json(), "reasoning_ms": round(change.reasoning_ms, 1),
+              "timings_ms": {k: round(v, 1) for k, v in change.timings_ms.items()}, "concepts": change.concepts}
+    if cluster is not None:
+        answer.update(await cluster.publish_ontology(name, change.meta.sha256, change.meta.media_type))
+    answer["ms"] = round((time.perf_counter() - started) * 1000, 1)
+    return JSONResponse(answer, status_code=201 if change.created else 200)
 
 
 @API.route("DELETE", "/v1/ontologies/{name}", scope=ADMIN, summary="remove; re-reasons",
            params=(Param("name", "path", True),), replies=[Reply(204, description="removed")], errors=(404,))
 async def delete_ontology(request: Request) -> Response:
-    await knowledge_of(request).ontologies.delete(request.path_params["name"])
+    name = request.path_params["name"]
+    cluster = cluster_of(request)
+    await knowledge_of(request).ontologies.delete(name)
+    if cluster is not None:
+        await cluster.publish_ontology(name, None)
     return Response(status_code=204)
 
 
@@ -433,14 +465,21 @@ async def get_prefix(request: Request) -> Response:
 async def put_prefix(request: Request) -> Response:
     body = validate(PrefixBody, await read_json(request, request.app.state.settings.json_body_limit_bytes))
     prefix = request.path_params["prefix"]
+    cluster = cluster_of(request)
     created = await knowledge_of(request).put_prefix(prefix, body.iri)
+    if cluster is not None:
+        await cluster.publish_prefix(prefix, body.iri)
     return JSONResponse({"prefix": prefix, "iri": body.iri}, status_code=201 if created else 200)
 
 
 @API.route("DELETE", "/v1/prefixes/{prefix}", scope=ADMIN, summary="remove a client-set prefix", params=(PREFIX,),
            replies=[Reply(204, description="removed")], errors=(404,))
 async def delete_prefix(request: Request) -> Response:
-    await knowledge_of(request).delete_prefix(request.path_params["prefix"])
+    prefix = request.path_params["prefix"]
+    cluster = cluster_of(request)
+    await knowledge_of(request).delete_prefix(prefix)
+    if cluster is not None:
+        await cluster.publish_prefix(prefix, None)
     return Response(status_code=204)
 
 

@@ -22,6 +22,7 @@ from semreg.errors import SemregError
 from semreg.fastpath import DiscoverFastPath, KnownQueries
 from semreg.health import HealthChecker
 from semreg.http import JSONResponse, error_response
+from semreg.internal import INTERNAL
 from semreg.metrics import Metrics, MetricsMiddleware, Sources
 from semreg.node import Node
 from semreg.ratelimit import RateLimiter
@@ -111,9 +112,10 @@ def _on_sighup(tokens: Tokens) -> None:
 
 
 def create_app(settings: Settings, *, store: Store | None = None, clock: Clock | None = None,
-               health: HealthChecker | None = None) -> Starlette:
+               health: HealthChecker | None = None, join_at_start: bool = True) -> Starlette:
     """The app of one node. Tests pass a `FakeClock` (leases and watches then move only when it does) and
-    a checker with a fake probe; `semreg serve` passes the store it opened."""
+    a checker with a fake probe; `semreg serve` passes the store it opened, and joins the cluster itself
+    once it listens (`join_at_start=False`): peers may call a member as soon as it is on the ring."""
     node = Node(settings, clock=clock, store=store, health=health)
     tokens = Tokens(settings.tokens_file)
     sparql = sparql_endpoint(node, settings)
@@ -128,12 +130,14 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
         topics=lambda: node.coordinator.hub.topics, tags=lambda: len(shard.registry.catalogue.holders),
         concepts=lambda: node.knowledge.hierarchy.size, checks=lambda: (shard.health.runs, shard.health.failures),
         routes_by_policy=lambda: router.routes_by_policy, closure_rebuilds=lambda: node.knowledge.closure_rebuilds,
-        replica_pending=lambda: node.replica.pending, pool=pool))
+        replica_pending=lambda: node.replica.pending, pool=pool, cluster=node.cluster))
     node.knowledge.on_hierarchy(lambda hierarchy, seconds: metrics.observe_closure(seconds))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await node.open()
+        if join_at_start:
+            node.start_joining()
         if settings.sparql_prestart:
             await pool.start()
         _on_sighup(tokens)
@@ -144,9 +148,10 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
             await node.close()
             log.info("node stopped")
 
-    app = Starlette(routes=API.routes(), lifespan=lifespan,
+    app = Starlette(routes=API.routes() + INTERNAL.routes(), lifespan=lifespan,
                     middleware=[Middleware(MetricsMiddleware, metrics=metrics),
-                                Middleware(AccessMiddleware, tokens=tokens, scopes=ScopeTable(API.endpoints, ("/ui",)),
+                                Middleware(AccessMiddleware, tokens=tokens,
+                                           scopes=ScopeTable(API.endpoints, ("/ui", "/internal/")),
                                            limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst),
                                            clock=node.clock.monotonic),
                                 Middleware(DiscoverFastPath, known=known, coordinator=node.coordinator,
@@ -165,6 +170,10 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
     state.known_queries = known
     state.sparql = sparql
     state.ready = lambda: node.ready
+    state.starting = node.starting
     state.readiness = lambda: {"instances": len(shard.registry.instances),
                                "ontologies": len(node.knowledge.ontologies), "replica_pending": node.replica.pending}
+    state.cluster = node.cluster
+    state.changelog = node.changelog
+    state.cluster_secret = node.cluster.secret if node.cluster is not None else ""
     return app

@@ -34,9 +34,18 @@ class Settings:
     tokens_file: Path | None = option(None, "tokens", "tokens file (JSON), reloaded on SIGHUP; see the README",
                                       metavar="FILE", env="SEMREG_TOKENS_FILE")
     insecure: bool = option(False, "insecure", "allow listening beyond loopback without tokens")
-    peers: tuple[str, ...] = option((), "peers", "other cluster nodes (not available yet: refused)",
-                                    metavar="HOST:PORT,...")
-    replicas: int = option(2, "replicas", "copies of each instance record in a cluster")
+    etcd: str = option("", "etcd", "etcd endpoints of the cluster's membership (without it the node runs alone)",
+                       metavar="URL,...")
+    cluster: str = option("semreg", "cluster", "the cluster's name: its key prefix in etcd", metavar="NAME")
+    advertise: str = option("", "advertise", "how the other nodes reach this one (default http://HOST:PORT; "
+                            "never a wildcard address)", metavar="URL")
+    node_id: str = option("", "node-id", "this node's id in the ring (default the advertised host:port); keep it "
+                          "across restarts", metavar="ID")
+    cluster_secret_file: Path | None = option(None, "cluster-secret", "file holding the secret node-to-node "
+                                              "requests carry (required with --etcd)", metavar="FILE")
+    replicas: int = option(2, "replicas", "copies of each instance record in a cluster (capped at the members)")
+    member_lease_ttl_s: int = option(10, "member-lease", "seconds a node stays a member after it last reached etcd",
+                                     metavar="S")
     json_body_limit_bytes: int = option(4 * MiB, "json-body-limit", "largest JSON body (413 past it)", metavar="BYTES")
     ontology_body_limit_bytes: int = option(32 * MiB, "ontology-body-limit", "largest ontology upload",
                                             metavar="BYTES")

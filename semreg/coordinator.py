@@ -1,14 +1,23 @@
-"""The registry as a client sees it, over the shards: writes go to the shard that owns the instance, reads
+"""The registry as a client sees it, over the shards: writes go to the shards that own the instance, reads
 are gathered from the shards and merged, and every watchable read is a topic of this node's hub.
 
-With one local shard (a node alone) a merge is the identity and a read costs what it always did; the
-seam is what lets shards live on other nodes. Watches are kept here, over the merged results: a shard
-reports its changes as values (`semreg.registry.Change`), and a topic whose query a change is relevant to
-is recomputed and wakes its waiters only if its merged result moved.
+Where instances live is the placement's (`semreg.placement`): a node alone has one local shard and a
+merge is the identity; in a cluster an instance has `replicas` owners on the ring. A write is sent to
+every owner and acknowledged once `min(2, replicas)` of them hold it durably; before a failed forward is
+tried again the owners are looked up again (they may have moved). A read asks every member once; copies
+of an instance keep the newest (revision, then state version). When a member does not answer and no
+other owner covered its records, the answer says which members are missing (`partial`), never a silent
+gap.
+
+Watches are kept here, over merged results: shards report their changes as values
+(`semreg.registry.Change`, from other nodes through the cluster's followers), and a topic whose query a
+change is relevant to is recomputed and wakes its waiters only if its merged result moved.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -16,28 +25,32 @@ import orjson
 from semreg import discovery
 from semreg.catalogue import Match
 from semreg.clock import Clock
-from semreg.errors import NotFound
+from semreg.errors import NotFound, SemregError, Unavailable
 from semreg.instances import UP, Instance, Registration
 from semreg.knowledge import Knowledge
 from semreg.matching import rank_key
+from semreg.peer import PeerUnavailable
+from semreg.placement import Placement
 from semreg.reasoner import Hierarchy
 from semreg.registry import REMOVALS, Change
-from semreg.shard import Shard
 from semreg.terms import Tag
 from semreg.watch import Topic, WatchHub
+from semreg.wire import newest
+
+
+@dataclass
+class Gathered:
+    """A list read from every member, and the members whose records it may lack."""
+
+    items: Any
+    missing: tuple[str, ...] = ()
 
 
 class Coordinator:
-    def __init__(self, knowledge: Knowledge, clock: Clock, shards: list[Shard]) -> None:
+    def __init__(self, knowledge: Knowledge, clock: Clock, placement: Placement) -> None:
         self.knowledge = knowledge
         self.hub = WatchHub(clock)
-        self.shards = shards
-        for shard in shards:
-            shard.subscribe(self.changed)
-
-    def owner(self, instance_id: str) -> Shard:
-        """The shard an instance belongs to (a node alone has one)."""
-        return self.shards[0]
+        self.placement = placement
 
     # -- changes -----------------------------------------------------------------------------------
     def changed(self, changes: list[Change]) -> None:
@@ -47,23 +60,145 @@ class Coordinator:
         """A new closure: every discovery may answer differently."""
         self.hub.changed((), membership=True, everything=True)
 
+    def everything_changed(self) -> None:
+        """Members came or went, or changes may have been missed: every result is recomputed."""
+        self.hub.changed((), membership=True, everything=True)
+
     # -- writes ------------------------------------------------------------------------------------
     async def register(self, regs: list[Registration]) -> list[tuple[Instance, bool]]:
-        """All or nothing (one transaction on the owning shard)."""
-        return await self.owner(regs[0].id).put(regs) if regs else []
+        """Every owner of each instance stores it; acknowledged once enough of them hold it durably."""
+        if not regs:
+            return []
+        ids = [r.id for r in regs]
+        if len(set(ids)) != len(ids):
+            from semreg.errors import BadRequest
+
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise BadRequest(f"the instance id '{dup}' appears more than once in the batch.", field="instances")
+        revisions = {reg.id: self.placement.next_revision() for reg in regs}
+        results: dict[str, tuple[Any, bool]] = {}
+        acks: dict[str, set[str]] = {reg.id: set() for reg in regs}
+        pending = list(regs)
+        failed: set[str] = set()
+        for _attempt in range(2):  # the second time with the owners looked up again, past those that failed
+            groups: dict[tuple[str, ...], list[Registration]] = {}
+            shards: dict[str, Any] = {}
+            avoid = frozenset(failed)
+            for reg in pending:
+                owners = self.placement.owners(reg.id, avoid)
+                for member, shard in owners:
+                    shards[member] = shard
+                groups.setdefault(tuple(m for m, _ in owners), []).append(reg)
+            sends = [(member, group) for members, group in groups.items() for member in members
+                     if any(member not in acks[r.id] for r in group)]
+            answers = await asyncio.gather(*(self._put(member, shards[member], [
+                (r, revisions[r.id]) for r in group if member not in acks[r.id]]) for member, group in sends),
+                return_exceptions=True)
+            for (member, _), answer in zip(sends, answers):
+                if isinstance(answer, BaseException):
+                    if not isinstance(answer, (PeerUnavailable, SemregError)):
+                        raise answer
+                    failed.add(member)
+                    continue
+                for reg, (inst, created) in answer:
+                    acks[reg.id].add(member)
+                    if inst is not None and (reg.id not in results or member == self._primary_of(reg.id)):
+                        results[reg.id] = (inst, created)
+            pending = [reg for reg in regs if len(acks[reg.id]) < self._needed(reg.id)]
+            if not pending:
+                break
+        if pending:
+            raise Unavailable(f"'{pending[0].id}' is held by {len(acks[pending[0].id])} of the "
+                              f"{self._needed(pending[0].id)} owners a write needs; try again.", retry_after_s=1)
+        missing = [reg.id for reg in regs if reg.id not in results]
+        for iid in missing:  # superseded meanwhile by a newer write: answer with what is there now
+            results[iid] = (await self.get(iid), False)
+        return [results[reg.id] for reg in regs]
+
+    async def _put(self, member: str, shard: Any, items: list[tuple[Registration, int]]) -> list[Any]:
+        try:
+            stored = await shard.put_records(items)
+        except PeerUnavailable:
+            self.placement.failed(member)
+            raise
+        self.placement.answered(member)
+        return [(reg, result) for (reg, _), result in zip(items, stored)]
+
+    def _needed(self, instance_id: str) -> int:
+        return self.placement.needed(instance_id)
+
+    def _primary_of(self, instance_id: str) -> str:
+        return self.placement.owners(instance_id)[0][0]
 
     async def deregister(self, instance_id: str) -> None:
-        await self.owner(instance_id).delete(instance_id)
+        """A tombstone on every owner (stand-ins for the ones that fail), enough of them durably."""
+        await self.get(instance_id)  # 404 when no owner has it
+        revision = self.placement.next_revision()
+        done: set[str] = set()
+        failed: set[str] = set()
+        for _attempt in range(2):
+            owners = [(m, shard) for m, shard in self.placement.owners(instance_id, frozenset(failed))
+                      if m not in done]
+            answers = await asyncio.gather(*(shard.delete_record(instance_id, revision) for _, shard in owners),
+                                           return_exceptions=True)
+            for (member, _), answer in zip(owners, answers):
+                if isinstance(answer, PeerUnavailable):
+                    self.placement.failed(member)
+                    failed.add(member)
+                elif isinstance(answer, BaseException):
+                    raise answer
+                else:
+                    done.add(member)
+            if len(done) >= self._needed(instance_id):
+                return
+        raise Unavailable(f"the removal of '{instance_id}' reached {len(done)} of the {self._needed(instance_id)} "
+                          f"owners it needs; try again.")
 
-    async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Instance:
-        return await self.owner(instance_id).heartbeat(instance_id, load, status)
+    async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Any:
+        """To the first owner that answers (the one running the lease, unless it is down)."""
+        unreachable = []
+        for member, shard in self.placement.owners(instance_id):
+            try:
+                inst = await shard.heartbeat(instance_id, load, status)
+            except PeerUnavailable:
+                self.placement.failed(member)
+                unreachable.append(member)
+                continue
+            except NotFound:
+                continue
+            self.placement.answered(member)
+            return inst
+        if unreachable:
+            raise Unavailable(f"no owner of '{instance_id}' answered; try again.", retry_after_s=1)
+        raise NotFound(f"no instance '{instance_id}' is registered; register it again.")
 
     async def record_route(self, instance_id: str) -> None:
-        await self.owner(instance_id).record_route(instance_id)
+        member, shard = self.placement.owners(instance_id)[0]
+        try:
+            await shard.record_route(instance_id)
+        except PeerUnavailable:
+            self.placement.failed(member)
 
     # -- reads -------------------------------------------------------------------------------------
-    async def get(self, instance_id: str) -> Instance:
-        return await self.owner(instance_id).get(instance_id)
+    async def get(self, instance_id: str) -> Any:
+        owners = self.placement.owners(instance_id)
+        answers = await asyncio.gather(*(shard.get(instance_id) for _, shard in owners), return_exceptions=True)
+        found, unreachable = None, []
+        for (member, _), answer in zip(owners, answers):
+            if isinstance(answer, PeerUnavailable):
+                self.placement.failed(member)
+                unreachable.append(member)
+            elif isinstance(answer, NotFound):
+                continue
+            elif isinstance(answer, BaseException):
+                raise answer
+            else:
+                found = answer if found is None else newest(found, answer)
+        if found is not None:
+            return found
+        if unreachable and len(unreachable) == len(owners):
+            raise Unavailable(f"no owner of '{instance_id}' answered; try again.", retry_after_s=1)
+        raise NotFound(f"no instance '{instance_id}' is registered.")
 
     async def exists(self, instance_id: str) -> bool:
         try:
@@ -72,85 +207,111 @@ class Coordinator:
             return False
         return True
 
+    async def gather(self, call: Callable[[Any], Awaitable[Any]]) -> tuple[list[Any], tuple[str, ...]]:
+        """`call(shard)` on every member at once: the answers, and the members whose records are missing."""
+        readers = self.placement.readers()
+        answers = await asyncio.gather(*(call(shard) for _, shard in readers), return_exceptions=True)
+        out, failed = [], []
+        for (member, _), answer in zip(readers, answers):
+            if isinstance(answer, PeerUnavailable):
+                self.placement.failed(member)
+                failed.append(member)
+            elif isinstance(answer, BaseException):
+                raise answer
+            else:
+                self.placement.answered(member)
+                out.append(answer)
+        return out, tuple(self.placement.missing(failed)) if failed else ()
+
     async def discover(self, q: discovery.DiscoverQuery) -> Topic:
         """The topic of a discovery query: its merged result, signature, body and index."""
-        shards = self.shards
 
         async def compute() -> tuple[Any, discovery.DiscoverResult]:
-            parts = [await shard.resolve(q) for shard in shards]
+            parts, missing = await self.gather(lambda shard: shard.resolve(q))
             result = discovery.merge(q, parts)
-            return discovery.signature(result), result
+            result.missing = missing
+            return (discovery.signature(result), missing), result
 
         def relevant(changes: Iterable[Change]) -> bool:
             result = self.hub.payload(q.key)
             matched = result.matched_tags if result is not None else frozenset()
             return discovery.relevant(self.knowledge.hierarchy, q, matched, changes)
 
-        return await self.hub.topic(q.key, compute, relevant, discovery.body)
+        topic = await self.hub.topic(q.key, compute, relevant, discovery.body)
+        if topic.payload.missing:
+            self.hub.stale(q.key)  # ask again next time: a member that timed out may answer then
+        return topic
 
     async def instances(self, service: str | None, tags: bool = True) -> Topic:
-        shards = self.shards
-
-        async def compute() -> tuple[Any, list[Instance]]:
-            insts = _newest([i for shard in shards for i in await shard.instances(service)])
-            return tuple((i.id, i.revision, i.status) for i in insts), insts
+        async def compute() -> tuple[Any, Gathered]:
+            lists, missing = await self.gather(lambda shard: shard.instances(service))
+            insts = _newest([i for found in lists for i in found])
+            return (tuple(i.state for i in insts), missing), Gathered(insts, missing)
 
         def relevant(changes: Iterable[Change]) -> bool:
             return service is None or any(service in c.services for c in changes)
 
-        def render(instances: list[Instance]) -> bytes:
-            return b"[" + b",".join(i.view_json(tags) for i in instances) + b"]"
+        def render(found: Gathered) -> bytes:
+            return b"[" + b",".join(i.view_json(tags) for i in found.items) + b"]"
 
-        return await self.hub.topic(("instances", service, tags), compute, relevant, render)
+        key = ("instances", service, tags)
+        topic = await self.hub.topic(key, compute, relevant, render)
+        if topic.payload.missing:
+            self.hub.stale(key)
+        return topic
 
     async def tags(self) -> Topic:
-        shards = self.shards
-
-        async def compute() -> tuple[Any, list[tuple[Tag, int]]]:
+        async def compute() -> tuple[Any, Gathered]:
             holders: dict[Tag, set[str]] = {}
-            for shard in shards:
-                for tag, ids in (await shard.tag_holders()).items():
+            found, missing = await self.gather(lambda shard: shard.tag_holders())
+            for one in found:
+                for tag, ids in one.items():
                     holders.setdefault(tag, set()).update(ids)
             counts = sorted(((t, len(ids)) for t, ids in holders.items()), key=lambda x: x[0].text)
-            return tuple(counts), counts
+            return (tuple(counts), missing), Gathered(counts, missing)
 
         def relevant(changes: Iterable[Change]) -> bool:
-            return any(c.reason in ("registered", "replaced", *REMOVALS) for c in changes)
+            return any(c.reason in ("registered", "replaced", "moved", *REMOVALS) for c in changes)
 
-        def render(counts: list[tuple[Tag, int]]) -> bytes:
-            return orjson.dumps({"tags": [{**t.as_json(), "instances": n} for t, n in counts]})
+        def render(found: Gathered) -> bytes:
+            body: dict[str, Any] = {"tags": [{**t.as_json(), "instances": n} for t, n in found.items]}
+            if found.missing:
+                body.update(partial=True, missing=list(found.missing))
+            return orjson.dumps(body)
 
-        return await self.hub.topic(("tags",), compute, relevant, render)
+        topic = await self.hub.topic(("tags",), compute, relevant, render)
+        if topic.payload.missing:
+            self.hub.stale(("tags",))
+        return topic
 
-    async def holders(self, tags: list[Tag]) -> dict[Tag, list[Instance]]:
+    async def holders(self, tags: list[Tag], with_tags: bool = True) -> tuple[dict[Tag, list[Any]], tuple[str, ...]]:
         """Each tag's `up` instances, exactly (no reasoning): the multi-tag lookup."""
-        out: dict[Tag, list[Instance]] = {tag: [] for tag in tags}
-        for shard in self.shards:
-            for tag, insts in (await shard.holders(tags)).items():
+        out: dict[Tag, list[Any]] = {tag: [] for tag in tags}
+        found, missing = await self.gather(lambda shard: shard.holders(tags))
+        for one in found:
+            for tag, insts in one.items():
                 out[tag] += insts
-        return {tag: [i for i in _newest(insts) if i.status == UP] for tag, insts in out.items()}
+        return {tag: [i for i in _newest(insts) if i.status == UP] for tag, insts in out.items()}, missing
 
     async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]:
         """Every registered tag that matches `query` (whoever carries it), ranked."""
         found: dict[Tag, Match] = {}
-        for shard in self.shards:
-            for m in await shard.matching_tags(query, match):
+        answers, _ = await self.gather(lambda shard: shard.matching_tags(query, match))
+        for one in answers:
+            for m in one:
                 found[m[0]] = m
         return sorted(found.values(), key=lambda m: rank_key(m[1], m[2], m[0]))
 
     async def is_registered_term(self, iri: str) -> bool:
         """Whether some registered tag names `iri` (a concept known only from registrations)."""
-        for shard in self.shards:
-            if await shard.names_term(iri):
-                return True
-        return False
+        answers, _ = await self.gather(lambda shard: shard.names_term(iri))
+        return any(answers)
 
 
-def _newest(instances: list[Instance]) -> list[Instance]:
-    """One copy of each instance (the newest revision), by id."""
-    newest: dict[str, Instance] = {}
+def _newest(instances: list[Any]) -> list[Any]:
+    """One copy of each instance (the newest), by id."""
+    found: dict[str, Any] = {}
     for inst in instances:
-        known = newest.get(inst.id)
-        if known is None or known.revision < inst.revision:
-            newest[inst.id] = inst
-    return [newest[i] for i in sorted(newest)]
+        known = found.get(inst.id)
+        found[inst.id] = inst if known is None else newest(known, inst)
+    return [found[i] for i in sorted(found)]

@@ -85,6 +85,7 @@ class DiscoverResult:
     listed: int  # matched tags listed in it
     truncated: bool
     matched_tags: frozenset[Tag]  # every matching tag, for deciding whether a change is relevant
+    missing: tuple[str, ...] = ()  # members whose instances the answer may lack (in a cluster)
 
     @property
     def ranked(self) -> list[tuple[Member, Match]]:
@@ -180,7 +181,10 @@ def body(result: DiscoverResult) -> bytes:
     q = result.query
     tags = q.tags
     parts = [b'{"query":', orjson.dumps(q.tag.as_json()), b',"matches":', result.matches_json, b',"truncated":',
-             b"true" if result.truncated else b"false", b',"instances":[']
+             b"true" if result.truncated else b"false"]
+    if result.missing:
+        parts += [b',"partial":true,"missing":', orjson.dumps(list(result.missing))]
+    parts.append(b',"instances":[')
     shown: dict[Match, bytes] = {}
     views = []
     for inst, m in zip(result.members, result.best):

@@ -66,6 +66,8 @@ class Instance:
     load: float = 0.0
     routes_since_report: int = 0
     revision: int = 1
+    state_version: int = 0  # orders status changes of one revision, wherever they were made
+    leased: bool = True  # this shard runs its lease and checks (in a cluster, only the first live owner)
     _view: bytes | None = None
     _view_untagged: bytes | None = None
     _state: tuple[str, int, str] | None = None

@@ -45,3 +45,5 @@ def configure(level: str = "info", fmt: str = "json") -> None:
         lg.handlers[:] = []
         lg.propagate = True
     logging.getLogger("uvicorn.access").disabled = True
+    for name in ("httpx", "httpcore", "aetcd", "grpc"):  # a line per peer request would drown what happened
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))

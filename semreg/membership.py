@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import orjson
@@ -62,7 +62,10 @@ class View:
 
 class Membership:
     def __init__(self, kv: KV, cluster: str, node_id: str, address: str, clock: Clock, *, lease_ttl_s: int = 10,
-                 forget_after_s: float = 300.0, on_view: Callable[[View], None] | None = None) -> None:
+                 forget_after_s: float = 300.0, on_view: Callable[[View], None] | None = None,
+                 before_rejoin: Callable[[], Awaitable[None]] | None = None) -> None:
+        """`before_rejoin`: run when our lease lapsed (we were paused, or cut off), before joining again:
+        the others went on without us meanwhile."""
         self.kv = kv
         self.prefix = f"/semreg/{cluster}/members/"
         self.node_id = node_id
@@ -71,23 +74,33 @@ class Membership:
         self.lease_ttl_s = lease_ttl_s
         self.forget_after_s = forget_after_s
         self.on_view = on_view
+        self.before_rejoin = before_rejoin
         self.view = View()
         self.degraded = False
         self.joined = False
         self.lease: int | None = None
         self._declared: dict[str, dict] = {}  # member id → its key's value, as etcd holds it now
         self._gone: dict[str, Member] = {}  # members out of the ring, kept for the listing
-        self._suspects: set[str] = set()
+        self._suspects: frozenset[str] = frozenset()
         self._tasks: list[asyncio.Task] = []
         self._stopping = False
 
     # -- life cycle ------------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Join (put our key on a fresh lease), read the member list, and keep both current."""
+        """Read the member list and watch it, then join (`observe`, then `join`)."""
+        await self.observe()
+        await self.join()
+
+    async def observe(self) -> None:
+        """Read the member list and keep it current, without being in it yet."""
+        if not any(t.get_name() == "membership-watch" for t in self._tasks):
+            await self._reload()
+            self._tasks.append(asyncio.get_running_loop().create_task(self._watch_loop(), name="membership-watch"))
+
+    async def join(self) -> None:
+        """Put our key on a fresh lease, and keep the lease alive."""
         await self._join()
-        await self._reload()
-        self._tasks = [asyncio.get_running_loop().create_task(self._keepalive_loop()),
-                       asyncio.get_running_loop().create_task(self._watch_loop())]
+        self._tasks.append(asyncio.get_running_loop().create_task(self._keepalive_loop(), name="membership-lease"))
 
     async def leave(self) -> None:
         """Say goodbye: mark our key `left`, then drop it with its lease (peers take our records)."""
@@ -120,14 +133,18 @@ class Membership:
         log.info("joined the cluster", extra={"node": self.node_id, "address": self.address, "lease": self.lease})
 
     # -- local reachability ----------------------------------------------------------------------------
+    @property
+    def suspects(self) -> frozenset[str]:
+        return self._suspects
+
     def suspect(self, member_id: str) -> None:
         if member_id != self.node_id and member_id not in self._suspects:
-            self._suspects.add(member_id)
+            self._suspects = self._suspects | {member_id}
             self._publish(self.view.revision)
 
     def unsuspect(self, member_id: str) -> None:
         if member_id in self._suspects:
-            self._suspects.discard(member_id)
+            self._suspects = self._suspects - {member_id}
             self._publish(self.view.revision)
 
     # -- keeping the lease -----------------------------------------------------------------------------
@@ -139,6 +156,8 @@ class Membership:
                 assert self.lease is not None
                 if not await self.kv.keepalive(self.lease):
                     log.warning("the membership lease lapsed; joining again", extra={"node": self.node_id})
+                    if self.before_rejoin is not None:
+                        await self.before_rejoin()
                     await self._join()
                 if self.degraded:
                     log.info("etcd answers again", extra={"node": self.node_id})
@@ -203,6 +222,7 @@ class Membership:
         last = self._declared.get(member_id) or {}
         status = LEFT if last.get("state") == "left" else FAULTY
         self._gone[member_id] = Member(member_id, str(last.get("address", "")), status, self.clock.wall())
+        self._suspects = self._suspects - {member_id}
         if member_id != self.node_id:
             log.info("member " + ("left" if status == LEFT else "failed"), extra={"member": member_id})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -47,6 +47,7 @@ class Sources:
     closure_rebuilds: Callable[[], int]
     replica_pending: Callable[[], int]
     pool: Pool | None = None
+    cluster: Any = None  # semreg.cluster.Cluster, in a cluster
 
 
 class Metrics:
@@ -103,6 +104,22 @@ class _Collector(Collector):
             yield CounterMetricFamily("semreg_sparql_stopped", "SPARQL queries stopped at their time limit "
                                       "(their process killed)", value=pool.killed)
             yield CounterMetricFamily("semreg_sparql_forks", "SPARQL query processes forked", value=pool.forked)
+        cluster = src.cluster
+        if cluster is not None:
+            members = GaugeMetricFamily("semreg_cluster_members", "cluster members by status", labels=["status"])
+            counts: dict[str, int] = {}
+            for m in cluster.view.members.values():
+                counts[m.status] = counts.get(m.status, 0) + 1
+            for status in ("alive", "suspect", "faulty", "left"):
+                members.add_metric([status], counts.get(status, 0))
+            yield members
+            yield CounterMetricFamily("semreg_cluster_records_moved", "records handed to an owner that lacked them",
+                                      value=cluster.moved)
+            yield CounterMetricFamily("semreg_cluster_records_repaired", "records an owner held older, brought up "
+                                      "to date by anti-entropy", value=cluster.repaired)
+            yield CounterMetricFamily("semreg_cluster_records_dropped", "copies let go once their owners held them",
+                                      value=cluster.dropped)
+            yield GaugeMetricFamily("semreg_cluster_degraded", "1 while etcd cannot be reached", value=int(cluster.degraded))
 
 
 class MetricsMiddleware:

@@ -16,11 +16,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from semreg.changelog import ChangeLog
 from semreg.clock import Clock, LoopClock
+from semreg.cluster import Cluster
 from semreg.config import Settings
 from semreg.coordinator import Coordinator
 from semreg.health import HealthChecker
 from semreg.knowledge import Knowledge
+from semreg.kv import EtcdKV, parse_endpoints
+from semreg.placement import Single
 from semreg.registry import Change
 from semreg.replica_feed import ReplicaFeed
 from semreg.shard import LocalShard
@@ -49,8 +53,21 @@ class Node:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="semreg-store")
         self.replica = ReplicaFeed(foreign=self.store.foreign_quads)
         self.knowledge = Knowledge(self.store, self.write, self.replica)
-        self.shard = LocalShard(self.clock, self.store, self.write, self.submit, health)
-        self.coordinator = Coordinator(self.knowledge, self.clock, [self.shard])
+        self.shard = LocalShard(self.clock, self.store, self.write, self.submit, health, settings.node_id)
+        self.coordinator = Coordinator(self.knowledge, self.clock, Single(self.shard))
+        self.shard.subscribe(self.coordinator.changed)
+        self.changelog = ChangeLog(epoch=int(self.clock.wall() * 1_000_000))
+        self.shard.subscribe(self.changelog.append)
+        self.cluster: Cluster | None = None
+        if settings.etcd:
+            self.cluster = Cluster(kv=EtcdKV(parse_endpoints(settings.etcd)), cluster=settings.cluster,
+                                   node_id=settings.node_id, address=settings.advertise, replicas=settings.replicas,
+                                   secret=read_secret(settings), shard=self.shard, coordinator=self.coordinator,
+                                   knowledge=self.knowledge, clock=self.clock,
+                                   lease_ttl_s=settings.member_lease_ttl_s)
+            self.coordinator.placement = self.cluster
+        self.opened = False
+        self._joining: asyncio.Task | None = None
         self.ready = False
         self.started_at = self.clock.wall()
         self.on_stopping: list[Callable[[], None]] = []  # when asked to stop, before requests drain
@@ -70,20 +87,48 @@ class Node:
         self.replica.start()
         await self.knowledge.open(self.settings.ontologies)
         instances = await self.shard.open(self.post)
-        self.ready = True
+        self.opened = True
+        if self.cluster is None:
+            self.ready = True
         settle_heap()
-        log.info("node ready", extra={"instances": instances, "ontologies": len(self.knowledge.ontologies),
+        log.info("node open", extra={"instances": instances, "ontologies": len(self.knowledge.ontologies),
                                       "concepts": self.knowledge.hierarchy.size,
                                       "data_dir": str(self.settings.data_dir or ":memory:"),
                                       "ms": round((time.perf_counter() - started) * 1000)})
 
+    def start_joining(self) -> None:
+        if self.cluster is not None and self._joining is None:
+            self._joining = asyncio.get_running_loop().create_task(self.join())
+
+    async def join(self) -> None:
+        """Join the cluster once this node is reachable (`semreg serve` calls it once it listens): catch up
+        with the ontologies and prefixes of the others, take a place on the ring, then say ready."""
+        if self.cluster is None:
+            return
+        await self.cluster.start()
+        self.ready = True
+        log.info("node ready", extra={"node": self.settings.node_id, "members": len(self.cluster.ring)})
+
+    def starting(self) -> str:
+        """Why the node is not ready yet."""
+        if not self.opened:
+            return "the node is still opening its store or reasoning."
+        if self.cluster is not None and not self.ready:
+            return self.cluster.waiting or "joining the cluster."
+        return ""
+
     def stopping(self) -> None:
         """The server was asked to stop: answer what would hold the drain up (watches, queries) now."""
         self.coordinator.hub.release_all()
+        self.changelog.release()
         for fn in self.on_stopping:
             fn()
 
     async def close(self) -> None:
+        if self._joining is not None and not self._joining.done():
+            self._joining.cancel()
+        if self.cluster is not None:
+            await self.cluster.leave()  # hands its records over, then leaves the ring
         await self.shard.close()
         await asyncio.to_thread(self.replica.stop)
         await self.write(self.store.flush)
@@ -107,10 +152,17 @@ class Node:
     def _feed_replica(self, changes: list[Change]) -> None:
         instances = self.shard.registry.instances
         for c in changes:
+            if c.reason == "moved":
+                continue  # a copy handed to its new owners: the instance itself stays
             if c.removed:
                 self.replica.remove_instance(c.id)
             elif c.membership:
                 self.replica.put_instance(instances[c.id].view())
+
+
+def read_secret(settings: Settings) -> str:
+    path = settings.cluster_secret_file
+    return path.read_text(encoding="utf-8").strip() if path is not None else ""
 
 
 def _log_failure(future: Any) -> None:

@@ -70,6 +70,7 @@ class Ontologies:
         self._install_hierarchy = install
         self.metas: dict[str, OntologyMeta] = {}
         self.triples: dict[str, list[ox.Triple]] = {}
+        self.sources: dict[str, bytes] = {}  # name → the document as uploaded (other nodes fetch it)
         self._lock = asyncio.Lock()
 
     def __contains__(self, name: str) -> bool:
@@ -91,6 +92,7 @@ class Ontologies:
                 continue
             self.metas[meta.name] = meta
             self.triples[meta.name] = parsed.triples
+            self.sources[meta.name] = source.encode()
         for name, meta in self.metas.items():
             self.replica.put_ontology(name, self.triples[name], meta.sha256)
         closure, hierarchy, _ = await asyncio.to_thread(reason, self._all())
@@ -121,6 +123,7 @@ class Ontologies:
             with phase(timings, "install"):
                 self.metas[name] = meta
                 self.triples[name] = parsed.triples
+                self.sources[name] = body
                 self.replica.put_ontology(name, parsed.triples, meta.sha256)
                 self.replica.put_inferred(closure.inferred, self.closure_state())
                 self._install_hierarchy(hierarchy, self.prefixes(), closure.seconds * 1000)
@@ -139,6 +142,7 @@ class Ontologies:
             await self._write(self.store.delete_ontology, name)
             del self.metas[name]
             del self.triples[name]
+            self.sources.pop(name, None)
             self.replica.remove_ontology(name)
             self.replica.put_inferred(closure.inferred, self.closure_state())
             self._install_hierarchy(hierarchy, self.prefixes(), closure.seconds * 1000)

@@ -53,6 +53,7 @@ class Registry:
     def __init__(self, clock: Clock, on_change: Callable[[list[Change]], None] | None = None) -> None:
         self.clock = clock
         self.instances: dict[str, Instance] = {}
+        self.tombstones: dict[str, tuple[int, float]] = {}  # id → (revision of its removal, wall time)
         self.by_service: dict[str, set[str]] = {}
         self.catalogue = Catalogue()
         self.on_change = on_change
@@ -78,6 +79,8 @@ class Registry:
         changes = []
         for reg, revision, status, at_wall in zip(regs, revs, statuses, walls):
             old = self.instances.get(reg.id)
+            if revision is not None and not self.newer(reg.id, revision):
+                continue  # a copy older than what this shard holds, or than its removal
             expires = now + reg.ttl_s if reg.ttl_s > 0 else None
             inst = Instance(reg=reg, registered_at=now, last_heartbeat=now, expires_at=expires,
                             registered_at_wall=at_wall or wall,
@@ -91,6 +94,7 @@ class Registry:
                 self._unindex(old)
             if status is not None:
                 inst.admin_status = status
+            self.tombstones.pop(reg.id, None)
             self.instances[reg.id] = inst
             self.by_service.setdefault(reg.service, set()).add(reg.id)
             self.catalogue.add(reg.id, reg.tags)
@@ -100,16 +104,46 @@ class Registry:
         self._emit(changes)
         return out
 
-    def delete(self, instance_id: str, reason: str = DEREGISTERED) -> Instance:
+    def delete(self, instance_id: str, reason: str = DEREGISTERED, revision: int | None = None) -> Instance | None:
+        """Remove an instance; with a `revision` (a cluster's deletes) leave a tombstone of it, so an older
+        copy arriving later never brings the instance back. NotFound without one when there is nothing."""
+        if revision is not None:
+            if not self.newer(instance_id, revision):
+                return None
+            self.tombstones[instance_id] = (revision, self.clock.wall())
         inst = self.instances.pop(instance_id, None)
         if inst is None:
+            if revision is not None:
+                return None
             raise NotFound(f"no instance '{instance_id}' is registered.")
         self._unindex(inst)
         self._emit([_change(inst, reason, True, removed=True)])
         return inst
 
+    def newer(self, instance_id: str, revision: int) -> bool:
+        """Whether `revision` of an instance is newer than anything this registry holds of it."""
+        inst = self.instances.get(instance_id)
+        if inst is not None and inst.revision >= revision:
+            return False
+        tomb = self.tombstones.get(instance_id)
+        return tomb is None or tomb[0] < revision
+
+    def forget_tombstones(self, older_than_wall: float) -> list[str]:
+        gone = [iid for iid, (_, at) in self.tombstones.items() if at < older_than_wall]
+        for iid in gone:
+            del self.tombstones[iid]
+        return gone
+
+    def drop(self, instance_id: str) -> None:
+        """Let go of a copy this shard no longer owns (its owners hold it): no tombstone, no change to
+        the instance itself, but watchers of this shard's results see it leave."""
+        inst = self.instances.pop(instance_id, None)
+        if inst is not None:
+            self._unindex(inst)
+            self._emit([_change(inst, "moved", True, removed=True)])
+
     def heartbeat(self, instance_id: str, *, load: float | None = None, status: str | None = None,
-                  revision: int | None = None) -> Instance:
+                  revision: int | None = None, state_version: int = 0) -> Instance:
         """Renew the lease (a `critical` instance whose ttl had passed comes back), maybe with a load
         and an admin status; `revision` is the new one when the status was written down."""
         inst = self.instances.get(instance_id)
@@ -129,24 +163,55 @@ class Registry:
             inst.admin_status = status
         if revision is not None:
             inst.revision = revision
+        membership = inst.status != before
+        if membership:
+            inst.state_version = max(inst.state_version + 1, state_version)
         inst.invalidate_view()
         self._schedule(inst)
-        membership = inst.status != before
         self._emit([_change(inst, STATUS if membership else RENEWED, membership)])
         return inst
 
-    def set_check_result(self, instance_id: str, passing: bool) -> Instance | None:
+    def set_check_result(self, instance_id: str, passing: bool, state_version: int = 0) -> Instance | None:
         inst = self.instances.get(instance_id)
         if inst is None or inst.check_passing == passing:
             return inst
         before = inst.status
         inst.check_passing = passing
+        inst.state_version = max(inst.state_version + 1, state_version)
         if passing:
             inst.last_heartbeat = max(inst.last_heartbeat, self.clock.monotonic())
         inst.invalidate_view()
         self._schedule(inst)
         self._emit([_change(inst, CHECK, inst.status != before)])
         return inst
+
+    def apply_state(self, instance_id: str, revision: int, state_version: int, admin_status: str, expired: bool,
+                    check_passing: bool) -> Instance | None:
+        """A status the instance's first owner reported (in a cluster): taken when it is newer."""
+        inst = self.instances.get(instance_id)
+        if inst is None or inst.revision != revision or inst.state_version >= state_version:
+            return None
+        before = inst.status
+        inst.admin_status, inst.expired, inst.check_passing = admin_status, expired, check_passing
+        inst.state_version = state_version
+        inst.invalidate_view()
+        self._emit([_change(inst, STATUS, inst.status != before)])
+        return inst
+
+    def set_leased(self, instance_id: str, leased: bool) -> None:
+        """Run this instance's lease here (it starts afresh: one ttl from now) or stop running it."""
+        inst = self.instances.get(instance_id)
+        if inst is None or inst.leased == leased:
+            return
+        inst.leased = leased
+        if leased:
+            now = self.clock.monotonic()
+            inst.last_heartbeat = max(inst.last_heartbeat, now)
+            if inst.reg.ttl_s > 0 and not inst.expired:
+                inst.expires_at = now + inst.reg.ttl_s
+                inst.expires_at_wall = self.clock.wall() + inst.reg.ttl_s
+                inst.invalidate_view()
+            self._schedule(inst)
 
     def record_route(self, instance_id: str) -> None:
         """A route to this instance was handed out: it counts in its effective load until its next report."""
@@ -163,6 +228,8 @@ class Registry:
     @staticmethod
     def _deadline(inst: Instance) -> float | None:
         """When this instance next needs attention: its lease expiry, or its deletion once critical."""
+        if not inst.leased:
+            return None
         if inst.status != CRITICAL:
             return inst.expires_at
         if inst.reg.deregister_after_s <= 0:
@@ -190,6 +257,7 @@ class Registry:
                 continue
             if inst.status != CRITICAL:
                 inst.expired = True
+                inst.state_version += 1
                 inst.invalidate_view()
                 changes.append(_change(inst, EXPIRED, True))
                 self._schedule(inst)

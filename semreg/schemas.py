@@ -247,6 +247,9 @@ class OntologyStored(OntologyView):
     timings_ms: dict[str, float]
     concepts: int
     ms: float
+    applied: list[str] | None = Field(None, description="in a cluster: the members that applied the upload")
+    laggards: list[str] | None = Field(None, description="in a cluster: live members that had not applied it "
+                                                         "when the upload answered")
 
 
 class PrefixView(BaseModel):
@@ -270,3 +273,5 @@ class ClusterView(BaseModel):
     members: list[MemberView]
     replicas: int
     checksum: int
+    revision: int = Field(0, description="the etcd revision of the member list the ring was built from")
+    degraded: bool = Field(False, description="etcd cannot be reached: serving on the last ring known")

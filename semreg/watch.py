@@ -70,6 +70,12 @@ class WatchHub:
         t = self._topics.get(key)
         return t.payload if t is not None else None
 
+    def stale(self, key: Hashable) -> None:
+        """Recompute `key`'s topic at its next read, whatever changed (its last answer was partial)."""
+        t = self._topics.get(key)
+        if t is not None:
+            t.membership_gen = -1
+
     def fresh(self, key: Hashable) -> Topic | None:
         """The topic for `key` if its body is current (the short path for repeated reads), else None."""
         t = self._topics.get(key)

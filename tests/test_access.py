@@ -182,12 +182,6 @@ def sized_body(size: int) -> bytes:
     return out
 
 
-def test_peers_are_refused_until_clustering_exists():
-    out = subprocess.run([sys.executable, "-m", "semreg", "serve", "--memory", "--port", "1", "--peers", "127.0.0.1:2"],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 2 and "single node" in out.stderr
-
-
 def test_a_repeated_discovery_still_needs_a_token(secured):
     q = {"s": "<http://x.org/Car>"}
     assert client(secured, "t-r").get("/v1/discover", params=q).status_code == 200

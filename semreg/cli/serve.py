@@ -72,6 +72,37 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings(**values)
 
 
+def cluster_settings(settings: Settings) -> Settings:
+    """Check a cluster node's flags and fill in what defaults to the listening address; ValueError says why."""
+    from urllib.parse import urlsplit
+
+    from semreg.kv import parse_endpoints
+
+    parse_endpoints(settings.etcd)
+    if settings.cluster_secret_file is None:
+        raise ValueError("--etcd needs --cluster-secret FILE: node-to-node requests carry that secret "
+                         "(make one with: head -c 32 /dev/urandom | base64 > cluster.secret).")
+    try:
+        secret = settings.cluster_secret_file.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ValueError(f"--cluster-secret {settings.cluster_secret_file}: {exc.strerror or exc}") from exc
+    if len(secret) < 16:
+        raise ValueError(f"--cluster-secret {settings.cluster_secret_file}: the secret must be at least 16 "
+                         f"characters long.")
+    advertise = settings.advertise or f"http://{settings.host}:{settings.port}"
+    parts = urlsplit(advertise)
+    host = parts.hostname or ""
+    if parts.scheme not in ("http", "https") or not host or parts.port is None:
+        raise ValueError(f"--advertise {advertise}: give the URL other nodes reach this one at, as "
+                         f"http://HOST:PORT.")
+    if host in ("0.0.0.0", "::", "*"):
+        raise ValueError(f"--advertise {advertise}: a wildcard address does not say where this node is; listening "
+                         f"on {settings.host}, give --advertise http://<this host's address>:{settings.port}.")
+    if not 1 <= settings.replicas <= 16:
+        raise ValueError("--replicas takes 1 to 16 copies.")
+    return settings.replace(advertise=advertise.rstrip("/"), node_id=settings.node_id or f"{host}:{parts.port}")
+
+
 def is_loopback(host: str) -> bool:
     if host in ("localhost",):
         return True
@@ -107,6 +138,11 @@ def _draining_server_class():
             super().__init__(config)
             self.node = node
 
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                self.node.start_joining()  # on the ring only once it listens: peers call members they see
+
         def handle_exit(self, sig, frame) -> None:
             super().handle_exit(sig, frame)
             self.node.post(self.node.stopping)
@@ -141,10 +177,12 @@ def run(args: argparse.Namespace) -> int:
         except TokensFileError as exc:
             print(f"semreg: {exc}", file=sys.stderr)
             return 2
-    if settings.peers:
-        print("semreg: --peers: this version runs a single node; clustering (the consistent-hash ring and its "
-              "membership) is not built yet. Start it without --peers.", file=sys.stderr)
-        return 2
+    if settings.etcd:
+        try:
+            settings = cluster_settings(settings)
+        except ValueError as exc:
+            print(f"semreg: {exc}", file=sys.stderr)
+            return 2
     for path in settings.ontologies:
         if not path.is_file():
             print(f"semreg: --ontology {path}: no such file.", file=sys.stderr)
@@ -154,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     except StoreError as exc:
         print(f"semreg: {exc}", file=sys.stderr)
         return 1
-    app = create_app(settings, store=store)
+    app = create_app(settings, store=store, join_at_start=False)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None, access_log=False,
                             lifespan="on", timeout_graceful_shutdown=10, backlog=4096)
     server = _draining_server_class()(config, app.state.node)

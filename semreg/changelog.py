@@ -1,0 +1,60 @@
+"""The recent changes of this node's shard, numbered, for other nodes to follow (long polls).
+
+Another node asks for the changes after the cursor it holds and waits for some when there are none.
+An `epoch` (when this log began) tells a follower that the node restarted; a cursor older than what
+the log keeps gets `reset`: the follower then recomputes everything it derived, since it may have
+missed changes. Bounded: the last `keep` changes.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+from typing import Any
+
+from semreg.registry import Change
+
+
+class ChangeLog:
+    def __init__(self, epoch: int, keep: int = 10_000) -> None:
+        self.epoch = epoch
+        self.cursor = 0
+        self._log: collections.deque[tuple[int, Change]] = collections.deque(maxlen=keep)
+        self._waiters: set[asyncio.Future] = set()
+
+    def append(self, changes: list[Change]) -> None:
+        for c in changes:
+            self.cursor += 1
+            self._log.append((self.cursor, c))
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
+
+    def since(self, cursor: int) -> tuple[bool, list[Change]]:
+        """(reset, changes after `cursor`): reset when the log no longer holds what came right after it."""
+        if cursor > self.cursor:
+            return True, []
+        oldest = self._log[0][0] if self._log else self.cursor + 1
+        if cursor + 1 < oldest and cursor < self.cursor:
+            return True, []
+        return False, [c for n, c in self._log if n > cursor]
+
+    async def wait(self, cursor: int, timeout_s: float) -> None:
+        """Return once there is something after `cursor`, or after `timeout_s`."""
+        if cursor < self.cursor or timeout_s <= 0:
+            return
+        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiters.add(waiter)
+        try:
+            await asyncio.wait_for(waiter, timeout_s)
+        except TimeoutError:
+            pass
+        finally:
+            self._waiters.discard(waiter)
+
+    def release(self) -> None:
+        """Answer every waiting follower now (this node is stopping)."""
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()

@@ -1,0 +1,197 @@
+"""The internal API one node answers another with (`/internal/v1/...`): this node's shard, its change
+log and its ontologies. Every request must carry the cluster secret (401 otherwise); the routes are not
+part of the public contract and not in `/openapi.json`.
+"""
+from __future__ import annotations
+
+import functools
+import hmac
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from semreg import wire
+from semreg.endpoints import Endpoints
+from semreg.errors import BadRequest, NotFound, Unauthorized
+from semreg.http import JSONResponse, read_body
+from semreg.instances import Registration
+from semreg.peer import SECRET_HEADER
+from semreg.shard import LocalShard
+from semreg.terms import Tag
+
+INTERNAL = Endpoints()
+PREFIX = "/internal/v1"
+MAX_BODY = 256 * 1024 * 1024
+
+
+def guarded(request: Request) -> LocalShard:
+    """The local shard, once the request has shown the cluster secret."""
+    secret = request.app.state.cluster_secret
+    shown = request.headers.get(SECRET_HEADER, "")
+    if not secret or not hmac.compare_digest(shown.encode(), secret.encode()):
+        raise Unauthorized("node-to-node requests need the cluster secret.")
+    return request.app.state.node.shard
+
+
+async def body_of(request: Request) -> Any:
+    raw = await read_body(request, MAX_BODY, "the request")
+    try:
+        return orjson.loads(raw) if raw else {}
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"the body is not JSON: {exc}") from exc
+
+
+def route(method: str, path: str) -> Any:
+    """A route of the internal API; a body of the wrong shape is a 400 (it only comes from a node that
+    holds the secret, but even then it is the sender's fault, never a 500)."""
+    declare = INTERNAL.route(method, PREFIX + path, scope=None, summary="internal", documented=False)
+
+    def wrap(handler: Any) -> Any:
+        @functools.wraps(handler)
+        async def checked(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+                raise BadRequest(f"a malformed node-to-node request: {type(exc).__name__}: {exc}"[:300]) from exc
+        return declare(checked)
+    return wrap
+
+
+@route("POST", "/records")
+async def records(request: Request) -> Response:
+    shard = guarded(request)
+    items = [(Registration.from_record(rec), int(rev)) for rec, rev in (await body_of(request))["items"]]
+    stored = await shard.put_records(items)
+    return JSONResponse({"results": [None if inst is None else {"created": created,
+                                                                 "member": wire.member_json(inst, True)}
+                                     for inst, created in stored]})
+
+
+@route("POST", "/restore")
+async def restore(request: Request) -> Response:
+    shard = guarded(request)
+    items = [(rec, int(rev)) for rec, rev in (await body_of(request))["items"]]
+    return JSONResponse({"applied": await shard.restore_records(items)})
+
+
+@route("POST", "/export")
+async def export(request: Request) -> Response:
+    shard = guarded(request)
+    return JSONResponse({"items": shard.export(str(iid) for iid in (await body_of(request))["ids"])})
+
+
+@route("POST", "/delete")
+async def delete(request: Request) -> Response:
+    shard = guarded(request)
+    done = [await shard.delete_record(iid, int(rev)) for iid, rev in (await body_of(request))["items"]]
+    return JSONResponse({"deleted": done})
+
+
+@route("POST", "/heartbeat/{id}")
+async def heartbeat(request: Request) -> Response:
+    shard = guarded(request)
+    body = await body_of(request)
+    inst = await shard.heartbeat(request.path_params["id"], body.get("load"), body.get("status"))
+    return JSONResponse(wire.member_json(inst, True))
+
+
+@route("POST", "/states")
+async def states(request: Request) -> Response:
+    shard = guarded(request)
+    states_ = [(s[0], int(s[1]), int(s[2]), s[3], bool(s[4]), bool(s[5])) for s in (await body_of(request))["states"]]
+    return JSONResponse({"applied": shard.apply_states(states_)})
+
+
+@route("POST", "/routes/{id}")
+async def routes(request: Request) -> Response:
+    await guarded(request).record_route(request.path_params["id"])
+    return Response(status_code=204)
+
+
+@route("GET", "/instances/{id}")
+async def instance(request: Request) -> Response:
+    shard = guarded(request)
+    return JSONResponse(wire.member_json(await shard.get(request.path_params["id"]), True))
+
+
+@route("GET", "/instances")
+async def instances(request: Request) -> Response:
+    shard = guarded(request)
+    tags = request.query_params.get("tags") != "false"
+    service = request.query_params.get("service") or None
+    return JSONResponse({"members": [wire.member_json(i, tags) for i in await shard.instances(service)]})
+
+
+@route("POST", "/discover")
+async def discover(request: Request) -> Response:
+    shard = guarded(request)
+    q = wire.query_from_json((await body_of(request))["query"])
+    return JSONResponse(wire.part_json(shard.part(q), q.tags))
+
+
+@route("POST", "/holders")
+async def holders(request: Request) -> Response:
+    shard = guarded(request)
+    body = await body_of(request)
+    tags = [Tag(*t) for t in body["tags"]]
+    with_tags = bool(body.get("with_tags", True))
+    found = await shard.holders(tags)
+    return JSONResponse({"holders": [[list(t), [wire.member_json(i, with_tags) for i in found[t]]] for t in tags]})
+
+
+@route("POST", "/matching-tags")
+async def matching_tags(request: Request) -> Response:
+    shard = guarded(request)
+    body = await body_of(request)
+    found = await shard.matching_tags(Tag(*body["tag"]), frozenset(body["match"]))
+    return JSONResponse({"matches": [[*tag, degree, distance] for tag, degree, distance in found]})
+
+
+@route("GET", "/tags")
+async def tags(request: Request) -> Response:
+    shard = guarded(request)
+    return JSONResponse({"tags": [[*t, sorted(ids)] for t, ids in (await shard.tag_holders()).items()]})
+
+
+@route("GET", "/terms")
+async def terms(request: Request) -> Response:
+    shard = guarded(request)
+    return JSONResponse({"named": await shard.names_term(request.query_params.get("iri", ""))})
+
+
+@route("GET", "/changes")
+async def changes(request: Request) -> Response:
+    guarded(request)
+    log = request.app.state.changelog
+    params = request.query_params
+    epoch = params.get("epoch")
+    cursor = int(params.get("after", "0"))
+    if epoch is not None and epoch != "" and int(epoch) != log.epoch:
+        return JSONResponse({"epoch": log.epoch, "cursor": log.cursor, "changes": [], "reset": True})
+    await log.wait(cursor, min(float(params.get("wait", "0")), 60.0))
+    reset, found = log.since(cursor)
+    return JSONResponse({"epoch": log.epoch, "cursor": log.cursor, "reset": reset,
+                         "changes": [wire.change_json(c) for c in found]})
+
+
+@route("POST", "/inventory")
+async def inventory(request: Request) -> Response:
+    shard = guarded(request)
+    ids = (await body_of(request)).get("ids")
+    held = shard.inventory()
+    if ids is not None:
+        held = {iid: held[iid] for iid in ids if iid in held}
+    return JSONResponse({"inventory": held})
+
+
+@route("GET", "/ontologies/{name}")
+async def ontology(request: Request) -> Response:
+    guarded(request)
+    ontologies = request.app.state.knowledge.ontologies
+    name = request.path_params["name"]
+    source = ontologies.sources.get(name)
+    if source is None:
+        raise NotFound(f"no ontology named '{name}'.")
+    return Response(source, media_type=ontologies.metas[name].media_type)

@@ -1,0 +1,155 @@
+"""Another node's shard, over its internal API: the `Shard` protocol by HTTP (`semreg.internal`).
+
+Every request carries the cluster secret. A request that gets no answer (refused, reset, past its
+timeout) raises `PeerUnavailable`, which the cluster layer turns into trying another owner, or into a
+partial answer; an answer with an error status is that error (a 404 is `NotFound`, as locally).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import httpx
+import orjson
+
+from semreg import discovery, wire
+from semreg.catalogue import Match
+from semreg.errors import NotFound, SemregError, Unavailable
+from semreg.instances import Registration
+from semreg.terms import Tag
+
+SECRET_HEADER = "X-Semreg-Cluster"
+READ_TIMEOUT_S = 5.0
+WRITE_TIMEOUT_S = 10.0
+
+
+class PeerUnavailable(Exception):
+    """The peer did not answer."""
+
+    def __init__(self, member: str, reason: str) -> None:
+        super().__init__(f"{member}: {reason}")
+        self.member = member
+        self.reason = reason
+
+
+class RemoteShard:
+    """The shard of member `member_id`, reached at `address`."""
+
+    def __init__(self, member_id: str, address: str, secret: str, timeout_s: float = READ_TIMEOUT_S) -> None:
+        self.member_id = member_id
+        self.address = address.rstrip("/")
+        self.timeout_s = timeout_s
+        self.http = httpx.AsyncClient(base_url=self.address + "/internal/v1", timeout=timeout_s,
+                                      headers={SECRET_HEADER: secret, "Content-Type": "application/json"},
+                                      limits=httpx.Limits(max_connections=64, max_keepalive_connections=32))
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None,
+                   timeout_s: float | None = None) -> Any:
+        try:
+            response = await self.http.request(method, path, content=orjson.dumps(body) if body is not None else None,
+                                               params={k: v for k, v in (params or {}).items() if v is not None},
+                                               timeout=timeout_s or self.timeout_s)
+        except httpx.HTTPError as exc:
+            raise PeerUnavailable(self.member_id, f"{type(exc).__name__}: {exc}"[:200]) from exc
+        if response.status_code == 404:
+            raise NotFound(_error(response))
+        if response.status_code >= 500:
+            raise PeerUnavailable(self.member_id, f"HTTP {response.status_code}: {_error(response)}")
+        if response.status_code >= 400:
+            error = SemregError(_error(response))
+            error.status = response.status_code
+            raise error
+        if response.status_code == 204 or not response.content:
+            return None
+        if response.headers.get("content-type", "").startswith("application/json"):
+            return orjson.loads(response.content)
+        return response
+
+    # -- writes ------------------------------------------------------------------------------------
+    async def put_records(self, items: list[tuple[Registration, int]]) -> list[tuple[Any, bool]]:
+        body = {"items": [[reg.record(), rev] for reg, rev in items]}
+        answer = await self.call("POST", "/records", body, timeout_s=WRITE_TIMEOUT_S)
+        return [(wire.RemoteMember.from_json(r["member"], True), bool(r["created"])) if r else (None, False)
+                for r in answer["results"]]
+
+    async def restore_records(self, items: list[tuple[dict[str, Any], int]]) -> int:
+        answer = await self.call("POST", "/restore", {"items": items}, timeout_s=WRITE_TIMEOUT_S)
+        return int(answer["applied"])
+
+    async def delete_record(self, instance_id: str, revision: int) -> bool:
+        answer = await self.call("POST", "/delete", {"items": [[instance_id, revision]]}, timeout_s=WRITE_TIMEOUT_S)
+        return bool(answer["deleted"][0])
+
+    async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Any:
+        answer = await self.call("POST", f"/heartbeat/{instance_id}", {"load": load, "status": status})
+        return wire.RemoteMember.from_json(answer, True)
+
+    async def apply_states(self, states: list[tuple[str, int, int, str, bool, bool]]) -> int:
+        answer = await self.call("POST", "/states", {"states": states})
+        return int(answer["applied"])
+
+    async def record_route(self, instance_id: str) -> None:
+        await self.call("POST", f"/routes/{instance_id}")
+
+    # -- reads -------------------------------------------------------------------------------------
+    async def get(self, instance_id: str) -> Any:
+        return wire.RemoteMember.from_json(await self.call("GET", f"/instances/{instance_id}"), True)
+
+    async def instances(self, service: str | None, tags: bool = True) -> list[Any]:
+        answer = await self.call("GET", "/instances", params={"service": service, "tags": "true" if tags else "false"})
+        return [wire.RemoteMember.from_json(m, tags) for m in answer["members"]]
+
+    async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part:
+        return wire.part_from_json(await self.call("POST", "/discover", {"query": wire.query_json(q)}), q.tags)
+
+    async def holders(self, tags: list[Tag], with_tags: bool = True) -> dict[Tag, list[Any]]:
+        answer = await self.call("POST", "/holders", {"tags": [list(t) for t in tags], "with_tags": with_tags})
+        return {Tag(*t): [wire.RemoteMember.from_json(m, with_tags) for m in members] for t, members in answer["holders"]}
+
+    async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]:
+        answer = await self.call("POST", "/matching-tags", {"tag": list(query), "match": sorted(match)})
+        return [(Tag(s, p, o), degree, int(distance)) for s, p, o, degree, distance in answer["matches"]]
+
+    async def tag_holders(self) -> dict[Tag, set[str]]:
+        answer = await self.call("GET", "/tags")
+        return {Tag(s, p, o): set(ids) for s, p, o, ids in answer["tags"]}
+
+    async def names_term(self, iri: str) -> bool:
+        return bool((await self.call("GET", "/terms", params={"iri": iri}))["named"])
+
+    # -- the cluster's own ---------------------------------------------------------------------------
+    async def changes(self, epoch: int | None, cursor: int, wait_s: float) -> dict[str, Any]:
+        return await self.call("GET", "/changes", params={"epoch": epoch, "after": cursor, "wait": wait_s},
+                               timeout_s=wait_s + self.timeout_s)
+
+    async def inventory(self, ids: Iterable[str] | None = None) -> dict[str, int]:
+        answer = await self.call("POST", "/inventory", {"ids": list(ids) if ids is not None else None},
+                                 timeout_s=WRITE_TIMEOUT_S)
+        return {k: int(v) for k, v in answer["inventory"].items()}
+
+    async def export(self, ids: Iterable[str]) -> list[tuple[dict[str, Any], int]]:
+        answer = await self.call("POST", "/export", {"ids": list(ids)}, timeout_s=WRITE_TIMEOUT_S)
+        return [(rec, int(rev)) for rec, rev in answer["items"]]
+
+    async def ontology(self, name: str) -> tuple[bytes, str]:
+        response = await self.call("GET", f"/ontologies/{name}", timeout_s=WRITE_TIMEOUT_S)
+        if not isinstance(response, httpx.Response):
+            raise PeerUnavailable(self.member_id, "no ontology bytes")
+        return response.content, response.headers.get("content-type", "text/turtle")
+
+    def subscribe(self, listener: Any) -> None:
+        """A remote shard's changes come through the cluster's followers (`semreg.cluster`)."""
+
+
+def _error(response: httpx.Response) -> str:
+    try:
+        return str(orjson.loads(response.content).get("error", ""))[:300] or f"HTTP {response.status_code}"
+    except (orjson.JSONDecodeError, AttributeError):
+        return response.text[:300] or f"HTTP {response.status_code}"
+
+
+def unavailable(missing: Iterable[str]) -> Unavailable:
+    return Unavailable(f"no owner of this instance answered (tried {', '.join(sorted(missing))}); try again.")
