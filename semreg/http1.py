@@ -4,14 +4,15 @@ Two clients use it where they send a thousand requests a second from a process t
 the active health probes (`semreg.probes`, inside the server) and the load the benchmark makes itself
 (`semreg.bench.aio`). h11 frames the same messages and is what the rest of the stack uses (uvicorn,
 httpx), but costs more CPU per exchange than these clients can spare on two shared cores. Measured
-with the same probe, pool and bench code on each framing (medians of 5 interleaved runs):
+with the same probe, pool and bench code on each framing (medians of 5 interleaved runs; the target is
+the bench's `HealthTarget` in another process):
 
                                                                       by hand               h11
-    1,000 probes/s, 200 in flight, target in another process, 3 s    315 µs CPU a probe    442 µs
-    as many probes as 200 in flight allow, 3 s                         1,843 probes/s        1,122/s
+    1,000 probes/s, 200 in flight, 3 s                                316 µs CPU a probe    431 µs
+    as many probes as 200 in flight allow, 3 s                        1,426 probes/s        1,051/s
     `semreg bench --only health-checks --duration-s 5`: checks/s
-    beside wrk; discovery p99 with checks / without (target ≤ 2)       822; 0.83             458; 2.35
-    the bench's Heartbeater, 1,000 PUTs/s over 16 connections, 3 s    166 µs a heartbeat    363 µs
+    beside wrk; discovery p99 with checks / without (target ≤ 2)      822; 0.83             458; 2.35
+    the bench's Heartbeater, 1,000 PUTs/s over 16 connections, 3 s   174 µs a heartbeat    367 µs
 
 httpx's AsyncClient made 52 probes/s at 100 in flight and 71/s at 200.
 
