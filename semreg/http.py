@@ -26,26 +26,28 @@ def error_response(exc: SemregError) -> JSONResponse:
     return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
 
-async def read_body(request: Request, limit: int, what: str = "the body") -> bytes:
-    """The whole body, or 413 as soon as it passes `limit` bytes (never buffering more than that)."""
+async def read_body(request: Request, limit_bytes: int, what: str = "the request body") -> bytes:
+    """The whole body. 413 as soon as it is known to pass `limit_bytes`: from `Content-Length` before
+    reading anything, else while streaming, never buffering more than the limit. A `Content-Length`
+    that is not a number (RFC 9110: digits only) is a 400."""
     declared = request.headers.get("content-length")
     if declared is not None:
-        try:
-            if int(declared) > limit:
-                raise PayloadTooLarge(f"{what} is {int(declared)} bytes; the limit is {limit} bytes.", limit=limit)
-        except ValueError:
-            raise BadRequest("the Content-Length header is not a number.") from None
+        if not (declared.isascii() and declared.isdigit()):
+            raise BadRequest("the Content-Length header is not a number.")
+        if int(declared) > limit_bytes:
+            raise PayloadTooLarge(f"{what} is {int(declared)} bytes; the limit is {limit_bytes} bytes.",
+                                  limit_bytes=limit_bytes)
     chunks = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(f"{what} is larger than the limit of {limit} bytes.", limit=limit)
+        if size > limit_bytes:
+            raise PayloadTooLarge(f"{what} is larger than the limit of {limit_bytes} bytes.", limit_bytes=limit_bytes)
         chunks.append(chunk)
     return b"".join(chunks)
 
 
-async def read_json(request: Request, limit: int) -> Any:
+async def read_json(request: Request, limit_bytes: int) -> Any:
     from semreg.schemas import parse_json
 
     content_type = request.headers.get("content-type")
@@ -53,7 +55,7 @@ async def read_json(request: Request, limit: int) -> Any:
         media = content_type.split(";", 1)[0].strip().lower()
         if media != JSON_TYPE and not media.endswith("+json"):
             raise UnsupportedMediaType(f"this route takes application/json, not '{media}'.")
-    return parse_json(await read_body(request, limit, "the JSON body"))
+    return parse_json(await read_body(request, limit_bytes, "the JSON body"))
 
 
 def int_param(request: Request, name: str, low: int, high: int) -> int | None:

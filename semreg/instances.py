@@ -1,13 +1,13 @@
 """An instance: what a service registered, plus its lease and status; its JSON view and record."""
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from semreg.terms import Tag
+from semreg.timefmt import rfc3339
 
 UP, BLOCKED, DRAINING, CRITICAL = "up", "blocked", "draining", "critical"
 STATUSES = (UP, BLOCKED, DRAINING, CRITICAL)
@@ -113,8 +113,3 @@ class Instance:
             self._view_untagged = orjson.dumps(self.view(tags=False))
         return self._view_untagged
 
-
-def rfc3339(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

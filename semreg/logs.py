@@ -1,12 +1,13 @@
 """Structured logs: one JSON object a line (or key=value text for people), with the `extra` fields."""
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import sys
 from typing import Any
 
 import orjson
+
+from semreg.timefmt import rfc3339
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime", "taskName", "color_message"}
 
@@ -14,8 +15,7 @@ _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"mess
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
-            "ts": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(timespec="milliseconds")
-            .replace("+00:00", "Z"),
+            "ts": rfc3339(record.created),
             "level": record.levelname.lower(), "logger": record.name, "msg": record.getMessage()}
         for key, value in record.__dict__.items():
             if key not in _STANDARD and not key.startswith("_"):

@@ -7,30 +7,24 @@ from dataclasses import dataclass
 import pyoxigraph as ox
 
 from semreg.errors import BadRequest, NotAcceptable, UnsupportedMediaType
+from semreg.media import FILE_SUFFIXES as FILE_SUFFIXES  # semreg.ontologies reads --ontology files by it
+from semreg.media import READ_AS, WRITTEN
+from semreg.negotiation import negotiate
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
-# Media type → parser format. `.n3` files in Turtle syntax are common: text/n3 parses as Turtle.
-PARSE_FORMATS: dict[str, ox.RdfFormat] = {
-    "text/turtle": ox.RdfFormat.TURTLE,
-    "application/x-turtle": ox.RdfFormat.TURTLE,
-    "text/n3": ox.RdfFormat.TURTLE,
-    "application/rdf+xml": ox.RdfFormat.RDF_XML,
-    "application/xml": ox.RdfFormat.RDF_XML,
-    "application/ld+json": ox.RdfFormat.JSON_LD,
-    "application/n-triples": ox.RdfFormat.N_TRIPLES,
-    "text/plain": ox.RdfFormat.N_TRIPLES,
-}
-# Representations of GET /v1/ontologies/{name}, in order of preference when Accept allows several.
-SERIALIZE_FORMATS: dict[str, ox.RdfFormat] = {
-    "text/turtle": ox.RdfFormat.TURTLE,
-    "application/n-triples": ox.RdfFormat.N_TRIPLES,
-    "application/rdf+xml": ox.RdfFormat.RDF_XML,
-    "application/ld+json": ox.RdfFormat.JSON_LD,
-}
-FILE_SUFFIXES = {".ttl": "text/turtle", ".n3": "text/n3", ".owl": "application/rdf+xml", ".rdf": "application/rdf+xml",
-                 ".xml": "application/rdf+xml", ".jsonld": "application/ld+json", ".json": "application/ld+json",
-                 ".nt": "application/n-triples"}
+
+def _rdf_format(media_type: str) -> ox.RdfFormat:
+    fmt = ox.RdfFormat.from_media_type(media_type)
+    if fmt is None:
+        raise LookupError(f"pyoxigraph has no RDF format for {media_type}")
+    return fmt
+
+
+# Media type → parser format, and the representations of GET /v1/ontologies/{name}: from `semreg.media`.
+PARSE_FORMATS = {media: _rdf_format(syntax) for media, syntax in READ_AS.items()}
+SERIALIZE_FORMATS = {media: _rdf_format(media) for media in WRITTEN.values()}
+REPRESENTATIONS = tuple(SERIALIZE_FORMATS)  # in order of preference when Accept allows several
 _XMLNS = re.compile(rb'xmlns:([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*["\']([^"\']+)["\']')
 
 
@@ -96,29 +90,8 @@ def _absolute(iri: str) -> bool:
 
 
 def choose_representation(accept: str | None) -> tuple[str, ox.RdfFormat]:
-    """The RDF representation for an `Accept` header (q-values honoured), Turtle by default; 406 if none."""
-    if not accept or not accept.strip():
-        return "text/turtle", ox.RdfFormat.TURTLE
-    best: tuple[float, int, str] | None = None
-    order = list(SERIALIZE_FORMATS)
-    for part in accept.split(","):
-        fields = [f.strip() for f in part.split(";")]
-        media = fields[0].lower()
-        q = 1.0
-        for f in fields[1:]:
-            if f.startswith("q="):
-                try:
-                    q = float(f[2:])
-                except ValueError:
-                    q = 0.0
-        if q <= 0:
-            continue
-        candidates = order if media in ("*/*", "") else [m for m in order if m.startswith(media[:-1])] \
-            if media.endswith("/*") else ([media] if media in SERIALIZE_FORMATS else [])
-        for m in candidates:
-            rank = (q, -order.index(m), m)
-            if best is None or rank > best:
-                best = rank
-    if best is None:
-        raise NotAcceptable(f"none of '{accept[:200]}' is offered; ask for one of {', '.join(order)}.")
-    return best[2], SERIALIZE_FORMATS[best[2]]
+    """The RDF representation for an `Accept` header (`semreg.negotiation`), Turtle by default; 406 if none."""
+    media = negotiate(accept, REPRESENTATIONS)
+    if media is None:
+        raise NotAcceptable(f"none of '{(accept or '')[:200]}' is offered; ask for one of {', '.join(REPRESENTATIONS)}.")
+    return media, SERIALIZE_FORMATS[media]

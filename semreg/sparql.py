@@ -12,7 +12,7 @@ Mount the bound method, as Starlette treats a callable instance as an ASGI app:
 Errors are raised as `semreg.errors` and mapped to JSON by the app. The parts:
 
     sparql_protocol     the request → `QueryRequest` (query, protocol dataset) or a 4xx
-    sparql_formats      the offered media types and `Accept` negotiation
+    sparql_formats      the offered media types, chosen by `Accept` (`semreg.negotiation`)
     sparql_scan         SERVICE refused, FROM honoured (a lexical scan before evaluation)
     sparql_pool         the replica and the pool of query processes (the time limit is kept there)
     sparql_worker       a query process: evaluation and serialisation (`sparql_runner`)

@@ -16,7 +16,8 @@ from urllib.parse import parse_qsl
 from pyoxigraph import NamedNode
 from starlette.requests import Request
 
-from semreg.errors import BadRequest, Forbidden, PayloadTooLarge, UnsupportedMediaType
+from semreg.errors import BadRequest, Forbidden, UnsupportedMediaType
+from semreg.http import read_body
 
 FORM = "application/x-www-form-urlencoded"
 QUERY = "application/sparql-query"
@@ -88,26 +89,6 @@ def split_content_type(header: str) -> tuple[str, str | None]:
         if name.strip().lower() == "charset":
             charset = value.strip().strip('"').lower()
     return media_type.strip().lower(), charset
-
-
-async def read_body(request: Request, limit_bytes: int) -> bytes:
-    """The body, refused with 413 as soon as it is known to pass `limit_bytes`."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit_bytes:
-        raise _too_large(limit_bytes)
-    chunks = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit_bytes:
-            raise _too_large(limit_bytes)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _too_large(limit_bytes: int) -> PayloadTooLarge:
-    return PayloadTooLarge(f"the request body is larger than this endpoint's limit of {limit_bytes} bytes.",
-                           limit_bytes=limit_bytes)
 
 
 def _require_utf8(charset: str | None) -> None:

@@ -15,7 +15,6 @@ missing any of its three triples is garbage and discarded too.
 """
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import threading
 from collections.abc import Iterable
@@ -27,6 +26,7 @@ import orjson
 import pyoxigraph as ox
 
 from semreg.terms import RDF, SR, XSD
+from semreg.timefmt import now_rfc3339 as now_rfc3339  # semreg.ontologies stamps uploads with it
 
 log = logging.getLogger("semreg.store")
 
@@ -279,10 +279,6 @@ class Store:
 def _text(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple) -> str:
     """The lexical value of a term (records never hold RDF-star triples)."""
     return str(term) if isinstance(term, ox.Triple) else term.value
-
-
-def now_rfc3339() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _explain_open_error(path: Path | None, exc: Exception) -> str:

@@ -137,7 +137,12 @@ def test_ontology_routes(api):
     assert nt.headers["content-type"].startswith("application/n-triples") and f"<{EX}Livro>" in nt.text
     xml = api.get("/v1/ontologies/obras", headers={"Accept": "application/rdf+xml;q=0.9, text/turtle;q=0.1"})
     assert xml.headers["content-type"].startswith("application/rdf+xml")
-    assert api.get("/v1/ontologies/obras", headers={"Accept": "image/png"}).status_code == 406
+    specific = api.get("/v1/ontologies/obras", headers={"Accept": "*/*, text/turtle;q=0"})  # the specific range decides
+    assert specific.headers["content-type"].startswith("application/n-triples")
+    refused = api.get("/v1/ontologies/obras", headers={"Accept": "image/png"})
+    assert refused.status_code == 406 and refused.json() == {"error": (
+        "none of 'image/png' is offered; ask for one of text/turtle, application/n-triples, application/rdf+xml, "
+        "application/ld+json.")}
     assert api.get("/v1/ontologies/none").status_code == 404
     extra = b"@prefix x: <http://example.org/extra#> . x:A <http://www.w3.org/2000/01/rdf-schema#subClassOf> x:B ."
     assert api.put("/v1/ontologies/extra", content=extra, headers={"Content-Type": "text/n3"}).status_code == 201

@@ -359,28 +359,21 @@ def test_watch_groups_are_round_robin():
     assert sorted({watch_groups(301, 10).count(g) for g in range(10)}) == [30, 31]
 
 
-def test_http_framing():
-    request = aio.encode_request("PUT", "/v1/instances/a/heartbeat", "127.0.0.1:8080", b'{"load": 3}',
-                                 {"Authorization": "Bearer t"})
-    assert request == (b"PUT /v1/instances/a/heartbeat HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAuthorization: Bearer t\r\n"
-                       b'Content-Length: 11\r\n\r\n{"load": 3}')
-    assert b"Content-Length" not in aio.encode_request("GET", "/", "h")
-    status, headers = aio.parse_head(b"HTTP/1.1 200 OK\r\nX-Semreg-Index: 17\r\ncontent-type: application/json")
-    assert status == 200 and headers == {"x-semreg-index": "17", "content-type": "application/json"}
-    with pytest.raises(ValueError, match="not an HTTP response"):
-        aio.parse_head(b"SSH-2.0-OpenSSH")
-
+def test_responses_read_back_to_back():
+    """The bench's client reads whole responses (framing itself is tested in test_http1.py)."""
     async def read(raw: bytes) -> list[aio.Response]:
         reader = asyncio.StreamReader()
         reader.feed_data(raw)
         reader.feed_eof()
-        return [await aio.read_response(reader), await aio.read_response(reader)]
+        return [await aio.read_response(reader) for _ in range(3)]
 
-    first, second = asyncio.run(read(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-                                     b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                     b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"))
-    assert (first.status, first.body) == (200, b"ok")
-    assert (second.status, second.body) == (404, b"abcde")
+    first, second, third = asyncio.run(read(b"HTTP/1.1 200 OK\r\nX-Semreg-Index: 17\r\nContent-Length: 2\r\n\r\nok"
+                                            b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                            b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+                                            b"HTTP/1.0 200 OK\r\n\r\nuntil close"))
+    assert (first.status, first.body, first.headers["x-semreg-index"], first.keep_alive) == (200, b"ok", "17", True)
+    assert (second.status, second.body, second.keep_alive) == (404, b"abcde", True)
+    assert (third.status, third.body, third.keep_alive) == (200, b"until close", False)
 
 
 def test_heartbeater_and_watch_crowd_against_the_local_target():

@@ -10,7 +10,7 @@ import uuid
 
 import httpx
 import pytest
-from conftest import ONTOLOGIES
+from conftest import DATA, ONTOLOGIES
 from server import ServerProcess, free_port, wait_for
 
 EX = "http://example.org/obras#"
@@ -236,6 +236,16 @@ def test_ontology_put_list_get_delete(srv, tmp_path):
     assert ok(semreg("ontology", "delete", "cores", url=srv.url)).stdout == "deleted cores\n"
     assert js(semreg("ontology", "delete", "tiny", "--json", url=srv.url)) == {"name": "tiny", "deleted": True}
     assert semreg("ontology", "delete", "cores", url=srv.url).returncode == 4
+
+
+def test_an_n3_file_is_sent_as_text_n3_and_read_as_turtle(srv):
+    foaf = DATA / "ontologies" / "foaf-0.99.n3"
+    put = js(semreg("ontology", "put", "foaf-n3", str(foaf), "--json", url=srv.url))
+    assert put["triples"] == 631 and put["media_type"] == "text/n3"
+    assert "http://xmlns.com/foaf/0.1/" in ok(semreg("ontology", "get", "foaf-n3", url=srv.url)).stdout
+    listed = {o["name"]: o for o in js(semreg("ontology", "list", "--json", url=srv.url))}
+    assert listed["foaf-n3"]["media_type"] == "text/n3"
+    assert ok(semreg("ontology", "delete", "foaf-n3", url=srv.url)).stdout == "deleted foaf-n3\n"
 
 
 def test_ontology_put_refusals(srv, tmp_path):

@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from semreg.probes import HttpTcpProbe, http_target
+from semreg.probes import MAX_BODY_BYTES, HttpTcpProbe, http_target
 
 
 class Target:
@@ -133,3 +133,83 @@ def test_targets_parse_once():
     assert (t.host, t.port, t.tls) == ("example.org", 8443, True)
     assert t.request.startswith(b"GET /a/b?c=d HTTP/1.1\r\nHost: example.org:8443\r\n")
     assert http_target("http://h").request.startswith(b"GET / HTTP/1.1\r\nHost: h\r\n")
+
+
+@pytest.mark.parametrize("response, detail", [
+    (b"HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n", "ResponseError: the status of"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: lots\r\n\r\n", "ResponseError: Content-Length 'lots' is not a number"),
+    (b"HTTP/1.1 200 OK\r\nnot a header\r\n\r\n", "ResponseError: malformed header line"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "ResponseError: malformed chunk size"),
+])
+def test_malformed_responses_fail_with_what_was_wrong(response, detail):
+    async def go():
+        async with Target([response]) as t:
+            probe = HttpTcpProbe()
+            result = await probe({"http": f"http://127.0.0.1:{t.port}/", "timeout": 2})
+            await probe.aclose()
+            return result
+    ok, text = run(go())
+    assert not ok and text.startswith(detail)
+
+
+@pytest.mark.parametrize("response, detail", [
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", "middle of the response body"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", "middle of the response body"),
+    (b"HTTP/1.1 200 OK\r\nContent-", "middle of the response head"),
+    (b"", "before a response arrived"),
+])
+def test_a_response_cut_off_by_the_target_fails(response, detail):
+    """On a fresh connection there is nothing to retry: the probe fails with where the answer stopped."""
+    async def go():
+        async with Target([response], close_after=True) as t:
+            probe = HttpTcpProbe()
+            result = await probe({"http": f"http://127.0.0.1:{t.port}/", "timeout": 2})
+            await probe.aclose()
+            return result, t.connections
+    (ok, text), connections = run(go())
+    assert not ok and text.startswith("ClosedEarly: ") and detail in text
+    assert connections == 1
+
+
+def test_chunked_bodies_with_trailers_are_read_and_the_connection_kept():
+    response = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2;x=y\r\nok\r\n0\r\nX-Trailer: 1\r\n\r\n"
+
+    async def go():
+        async with Target([response]) as t:
+            probe = HttpTcpProbe()
+            results = [await probe({"http": f"http://127.0.0.1:{t.port}/", "timeout": 2}) for _ in range(5)]
+            await probe.aclose()
+            return results, t.connections
+    results, connections = run(go())
+    assert results == [(True, "HTTP 200")] * 5 and connections == 1
+
+
+@pytest.mark.parametrize("response", [
+    b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (MAX_BODY_BYTES + 1) + b"x" * (MAX_BODY_BYTES + 1),
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n" % (MAX_BODY_BYTES + 1) + b"x" * (MAX_BODY_BYTES + 1)
+    + b"\r\n0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+    b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+])
+def test_large_bodies_and_closing_answers_pass_but_are_not_pooled(response):
+    async def go():
+        async with Target([response]) as t:
+            probe = HttpTcpProbe()
+            results = [await probe({"http": f"http://127.0.0.1:{t.port}/", "timeout": 2}) for _ in range(3)]
+            await probe.aclose()
+            return results, t.connections
+    results, connections = run(go())
+    assert results == [(True, "HTTP 200")] * 3 and connections == 3
+
+
+def test_interim_responses_are_skipped():
+    response = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+    async def go():
+        async with Target([response]) as t:
+            probe = HttpTcpProbe()
+            results = [await probe({"http": f"http://127.0.0.1:{t.port}/", "timeout": 2}) for _ in range(3)]
+            await probe.aclose()
+            return results, t.connections
+    results, connections = run(go())
+    assert results == [(True, "HTTP 200")] * 3 and connections == 1

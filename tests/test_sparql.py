@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 
 from semreg.errors import BadRequest, Forbidden, SemregError, Unavailable
 from semreg.sparql import SparqlEndpoint
-from semreg.sparql_formats import GRAPH, SOLUTIONS, negotiate, parse_accept
+from semreg.sparql_formats import GRAPH, SOLUTIONS, negotiate
 from semreg.sparql_pool import QueryPool
 from semreg.sparql_protocol import QueryRequest, from_params, split_content_type
 from semreg.sparql_runner import Limits, run_query
@@ -270,11 +270,6 @@ def test_blank_node_labels_stay_shared_across_solutions(client):
 def test_negotiate(accept, kind, expected):
     offer = negotiate(accept, kind)
     assert (offer.media_type if offer else None) == expected
-
-
-def test_parse_accept_skips_malformed_ranges():
-    assert [(r.type, r.subtype, r.q) for r in parse_accept("a, */x, text/csv;q=2, text/tsv ; q=0.5 ,*/*")] == [
-        ("text", "tsv", 0.5), ("*", "*", 1.0)]
 
 
 @pytest.mark.parametrize(("query", "accept"), [

@@ -9,12 +9,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from semreg import media
 from semreg.cli.commands import client_for, command, common_options
 from semreg.cli.output import UsageError, print_json, say, table
-from semreg.client.calls import RDF_TYPES, Progress
+from semreg.client.calls import Progress
 
-FORMATS = {"turtle": "text/turtle", "rdfxml": "application/rdf+xml", "jsonld": "application/ld+json",
-           "ntriples": "application/n-triples"}
 LARGE_BYTES = 1024 * 1024  # files from this size get a progress bar when stderr is a terminal
 
 
@@ -58,7 +57,7 @@ def run_put(args: argparse.Namespace) -> int:
         data = Path(args.file)
         if not data.is_file():
             raise UsageError(f"{args.file}: no such file.")
-        if content_type is None and data.suffix.lower() not in RDF_TYPES:
+        if content_type is None and media.of_file(data) is None:
             raise UsageError(f"cannot tell the RDF format of {data.name} from its suffix; give --content-type.")
         size = data.stat().st_size
     show = args.progress if args.progress is not None else (size >= LARGE_BYTES and sys.stderr.isatty())
@@ -74,7 +73,7 @@ def run_put(args: argparse.Namespace) -> int:
 
 
 def run_get(args: argparse.Namespace) -> int:
-    accept = args.accept or FORMATS["jsonld" if args.json else args.format]
+    accept = args.accept or media.WRITTEN["jsonld" if args.json else args.format]
     text = client_for(args).get_ontology(args.name, accept=accept)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
@@ -113,14 +112,14 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
 
     p: Any = command(osub, "put", common, "upload or replace an ontology from a file", run_put)
     p.add_argument("name", help="the ontology's name in the registry")
-    p.add_argument("file", help=f"RDF file ({' '.join(sorted(RDF_TYPES))}), or - for stdin (Turtle by default)")
+    p.add_argument("file", help=f"RDF file ({' '.join(sorted(media.FILE_SUFFIXES))}), or - for stdin (Turtle by default)")
     p.add_argument("--content-type", help="media type, when the suffix does not tell it")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: for files of 1 MiB or more, on a terminal)")
 
     p = command(osub, "get", common, "print an ontology's RDF", run_get, not_found_exit=True)
     p.add_argument("name")
-    p.add_argument("--format", choices=sorted(FORMATS), default="turtle", help="default turtle; --json = jsonld")
+    p.add_argument("--format", choices=sorted(media.WRITTEN), default="turtle", help="default turtle; --json = jsonld")
     p.add_argument("--accept", help="an Accept header, instead of --format")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
 

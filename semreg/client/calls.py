@@ -11,13 +11,10 @@ from typing import Any, Self
 
 import httpx
 
+from semreg import media
 from semreg.client.errors import ApiError, NoInstanceAvailable, NotFound, SemregClientError
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
-
-RDF_TYPES = {".ttl": "text/turtle", ".n3": "text/turtle", ".owl": "application/rdf+xml",
-             ".rdf": "application/rdf+xml", ".xml": "application/rdf+xml", ".jsonld": "application/ld+json",
-             ".json": "application/ld+json", ".nt": "application/n-triples"}
 
 Progress = Callable[[int, int], None]  # (bytes sent so far, total bytes)
 
@@ -229,9 +226,9 @@ def rdf_content_type(data: Any, content_type: str | None) -> str:
     if content_type:
         return content_type
     if isinstance(data, Path):
-        guessed = RDF_TYPES.get(data.suffix.lower())
+        guessed = media.of_file(data)
         if guessed is None:
             raise SemregClientError(f"cannot tell the RDF format of '{data.name}' from its suffix; pass "
-                                    f"content_type (one of {', '.join(sorted(set(RDF_TYPES.values())))}).")
+                                    f"content_type (one of {', '.join(sorted(set(media.FILE_SUFFIXES.values())))}).")
         return guessed
-    return "text/turtle"
+    return media.TURTLE
