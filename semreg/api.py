@@ -50,7 +50,7 @@ WATCH = (Param("index", schema={"type": "integer", "minimum": 0}, description="X
          Param("wait", description="how long to block, e.g. 30s (cap 300 s)"))
 ID = Param("id", "path", True, {"type": "string", "pattern": ID_PATTERN}, "instance id")
 INDEX_HEADER = {"X-Semreg-Index": {"schema": {"type": "integer", "minimum": 1}}}
-RDF_TYPES = ["text/turtle", "application/rdf+xml", "application/ld+json", "application/n-triples"]
+RDF_TYPES = list(ontology.REPRESENTATIONS)
 OBJECT = {"type": "object"}
 
 
