@@ -26,7 +26,7 @@ from semreg.discovery import DiscoverQuery
 from semreg.endpoints import Endpoints, Param, Reply
 from semreg.errors import BadRequest, NotFound, Unavailable
 from semreg.http import JSONResponse, bool_param, bool_value, int_value, read_body, read_json, watch_params
-from semreg.instances import Registration, rfc3339
+from semreg.instances import Registration
 from semreg.knowledge import Knowledge
 from semreg.matching import DEGREES, parse_match
 from semreg.ring import Ring
@@ -214,7 +214,7 @@ async def heartbeat(request: Request) -> Response:
         body = validate(HeartbeatBody, parse_json(raw))
     await check_owner(request, iid)
     inst = await coordinator_of(request).heartbeat(iid, body.load, body.status)
-    return JSONResponse({"id": inst.id, "status": inst.status, "expires_at": rfc3339(inst.expires_at_wall)})
+    return JSONResponse({"id": inst.id, "status": inst.status, "expires_at": inst.expires_at_text()})
 
 
 # -- operations ------------------------------------------------------------------------------------

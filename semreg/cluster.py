@@ -36,9 +36,9 @@ from semreg.clock import Clock, sleep
 from semreg.coordinator import Coordinator
 from semreg.errors import SemregError
 from semreg.kv import DELETE, KV, KVUnavailable
-from semreg.membership import Membership, View
+from semreg.membership import FAULTY, Membership, View
 from semreg.peer import PeerUnavailable, RemoteShard
-from semreg.registry import DELETED, Change
+from semreg.registry import DELETED, STATUS, Change
 from semreg.ring import Ring
 from semreg.shard import LocalShard
 
@@ -75,7 +75,7 @@ class Cluster:
         self._sync_wanted = asyncio.Event()
         self._states: dict[str, list[tuple[str, int, int, str, bool, bool]]] = {}
         self._states_task: asyncio.Task | None = None
-        self._removals: dict[str, list[str]] = {}
+        self._records: dict[str, list[str]] = {}  # member → ids whose record (or tombstone) it should take
         self.caught_up = False
         self._unpublished: dict[tuple[str, str], bytes] = {}
         self.waiting = "reading the member list from etcd"
@@ -207,17 +207,25 @@ class Cluster:
         self.membership.unsuspect(member)
 
     def missing(self, failed: Iterable[str]) -> list[str]:
-        """The failed members some of whose records no other owner holds (every owner of an arc failed)."""
-        failed = frozenset(failed)
-        key = (self.ring.checksum, failed)
+        """The members some of whose records no answer covered: every owner of an arc either failed to
+        answer now, or failed earlier (its lease lapsed; it is listed `faulty` until it comes back or is
+        forgotten) and nobody holds its records since. Empty when every record had an owner answer."""
+        faulty = frozenset(m.id for m in self.view.members.values() if m.status == FAULTY)
+        lost = frozenset(failed) | faulty
+        if not lost:
+            return []
+        key = (self.ring.checksum, lost)
         found = self._missing_cache.get(key)
         if found is None:
-            k = min(self.replicas, len(self.ring))
-            uncovered = set()
-            for arc in self.ring.ranges():
-                owners = self.ring.arc_owners(arc, k)
-                if owners and all(o in failed for o in owners):
+            ring = Ring([*self.ring.members, *faulty]) if faulty else self.ring
+            k = min(self.replicas, len(ring))
+            uncovered: set[str] = set()
+            for arc in ring.ranges():
+                owners = ring.arc_owners(arc, k)
+                if owners and all(o in lost for o in owners):
                     uncovered.update(owners)
+            if len(self._missing_cache) > 64:
+                self._missing_cache.clear()
             found = self._missing_cache[key] = sorted(uncovered)
         return found
 
@@ -259,7 +267,7 @@ class Cluster:
                 # critical past deregister_after on the lease's owner: the other copies go too
                 for member in self.ring.owners(c.id, self.replicas):
                     if member != self.node_id:
-                        self._removals.setdefault(member, []).append(c.id)
+                        self._records.setdefault(member, []).append(c.id)
                 continue
             if c.reason not in STATUS_REASONS or c.removed:
                 continue
@@ -269,20 +277,22 @@ class Cluster:
             state = LocalShard.state_of(inst)
             for member in self.ring.owners(c.id, self.replicas):
                 if member != self.node_id:
+                    if c.reason == STATUS:  # an admin status is written down: the record itself is newer
+                        self._records.setdefault(member, []).append(c.id)
                     self._states.setdefault(member, []).append(state)
-        if (self._states or self._removals) and (self._states_task is None or self._states_task.done()):
+        if (self._states or self._records) and (self._states_task is None or self._states_task.done()):
             self._states_task = asyncio.get_running_loop().create_task(self._send_states())
 
     async def _send_states(self) -> None:
         await asyncio.sleep(0)  # gather what this turn of the loop changed (and let tombstones be written)
-        removals, self._removals = self._removals, {}
-        for member, ids in removals.items():
+        records, self._records = self._records, {}
+        for member, ids in records.items():
             peer = self.peers.get(member)
-            tombs = self.shard.export(ids)
-            if peer is None or not tombs:
+            exported = self.shard.export(dict.fromkeys(ids))
+            if peer is None or not exported:
                 continue
             try:
-                await peer.restore_records(tombs)
+                await peer.restore_records(exported)
             except (PeerUnavailable, SemregError):
                 self.failed(member)  # anti-entropy carries tombstones: the next pass will
         batches, self._states = self._states, {}

@@ -25,6 +25,7 @@ import orjson
 from semreg import discovery
 from semreg.catalogue import Match
 from semreg.clock import Clock
+from semreg.discovery import newest
 from semreg.errors import NotFound, SemregError, Unavailable
 from semreg.instances import UP, Instance, Registration
 from semreg.knowledge import Knowledge
@@ -33,9 +34,9 @@ from semreg.peer import PeerUnavailable
 from semreg.placement import Placement
 from semreg.reasoner import Hierarchy
 from semreg.registry import REMOVALS, Change
+from semreg.shard import LocalShard
 from semreg.terms import Tag
 from semreg.watch import Topic, WatchHub
-from semreg.wire import newest
 
 
 @dataclass
@@ -80,6 +81,7 @@ class Coordinator:
         acks: dict[str, set[str]] = {reg.id: set() for reg in regs}
         pending = list(regs)
         failed: set[str] = set()
+        existed: set[str] = set()
         for _attempt in range(2):  # the second time with the owners looked up again, past those that failed
             groups: dict[tuple[str, ...], list[Registration]] = {}
             shards: dict[str, Any] = {}
@@ -102,6 +104,8 @@ class Coordinator:
                     continue
                 for reg, (inst, created) in answer:
                     acks[reg.id].add(member)
+                    if not created:
+                        existed.add(reg.id)
                     if inst is not None and (reg.id not in results or member == self._primary_of(reg.id)):
                         results[reg.id] = (inst, created)
             pending = [reg for reg in regs if len(acks[reg.id]) < self._needed(reg.id)]
@@ -113,7 +117,8 @@ class Coordinator:
         missing = [reg.id for reg in regs if reg.id not in results]
         for iid in missing:  # superseded meanwhile by a newer write: answer with what is there now
             results[iid] = (await self.get(iid), False)
-        return [results[reg.id] for reg in regs]
+        # created only if no owner had it (a stand-in for a failed owner has nothing to replace)
+        return [(results[reg.id][0], results[reg.id][1] and reg.id not in existed) for reg in regs]
 
     async def _put(self, member: str, shard: Any, items: list[tuple[Registration, int]]) -> list[Any]:
         try:
@@ -172,12 +177,16 @@ class Coordinator:
             raise Unavailable(f"no owner of '{instance_id}' answered; try again.", retry_after_s=1)
         raise NotFound(f"no instance '{instance_id}' is registered; register it again.")
 
-    async def record_route(self, instance_id: str) -> None:
-        member, shard = self.placement.owners(instance_id)[0]
+    async def record_route(self, inst: Any) -> None:
+        """Count a route against `inst` on its first owner; when that is another node, on the copy this
+        node answered from too, so that this node's next routes see it before the next load report."""
+        member, shard = self.placement.owners(inst.id)[0]
         try:
-            await shard.record_route(instance_id)
+            await shard.record_route(inst.id)
         except PeerUnavailable:
             self.placement.failed(member)
+        if not isinstance(shard, LocalShard):
+            inst.routes_since_report += 1
 
     # -- reads -------------------------------------------------------------------------------------
     async def get(self, instance_id: str) -> Any:
@@ -221,13 +230,14 @@ class Coordinator:
             else:
                 self.placement.answered(member)
                 out.append(answer)
-        return out, tuple(self.placement.missing(failed)) if failed else ()
+        return out, tuple(self.placement.missing(failed))
 
     async def discover(self, q: discovery.DiscoverQuery) -> Topic:
         """The topic of a discovery query: its merged result, signature, body and index."""
 
         async def compute() -> tuple[Any, discovery.DiscoverResult]:
-            parts, missing = await self.gather(lambda shard: shard.resolve(q))
+            asked = q if len(self.placement.readers()) == 1 else discovery.shard_query(q)
+            parts, missing = await self.gather(lambda shard: shard.resolve(asked))
             result = discovery.merge(q, parts)
             result.missing = missing
             return (discovery.signature(result), missing), result

@@ -17,7 +17,7 @@ tags, and every instance's own best match is on its view anyway).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import Protocol
 
@@ -43,6 +43,8 @@ class Member(Protocol):
     def status(self) -> str: ...
 
     revision: int
+    state_version: int
+    routes_since_report: int
 
     @property
     def state(self) -> tuple[str, int, str]: ...
@@ -92,6 +94,19 @@ class DiscoverResult:
         return list(zip(self.members, self.best))
 
 
+def newest(a: Member, b: Member) -> Member:
+    """Of two copies of an instance, the later: by revision, then by state version; between equals, the one
+    that counted more routes (routes are counted on the first owner only, and change no version)."""
+    return a if ((a.revision, a.state_version, a.routes_since_report)
+                 >= (b.revision, b.state_version, b.routes_since_report)) else b
+
+
+def shard_query(q: DiscoverQuery) -> DiscoverQuery:
+    """What each of several shards is asked: instances in any status, since a copy's status may be older
+    than another copy's; `merge` filters the newest copies."""
+    return replace(q, any_status=True) if not q.any_status else q
+
+
 def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery) -> Part:
     """A shard's part: expand the query over its catalogue, keep each tag's eligible instances."""
     expansion = catalogue.expand(q.tag, q.match)
@@ -118,18 +133,24 @@ def merge(q: DiscoverQuery, parts: Sequence[Part]) -> DiscoverResult:
     if len(parts) == 1:
         matches = parts[0].matches
     else:
-        newest: dict[str, Member] = {}
+        copies: dict[str, Member] = {}
         merged: dict[Tag, tuple[Match, dict[str, Member]]] = {}
         for p in parts:
             for m, group in p.matches:
                 holders = merged.setdefault(m[0], (m, {}))[1]
                 for inst in group:
                     holders[inst.id] = inst
-                    known = newest.get(inst.id)
-                    if known is None or known.revision < inst.revision:
-                        newest[inst.id] = inst
+                    known = copies.get(inst.id)
+                    copies[inst.id] = inst if known is None else newest(known, inst)
         ordered = sorted(merged.values(), key=lambda entry: rank_key(entry[0][1], entry[0][2], entry[0][0]))
-        matches = [(m, [newest[i] for i in sorted(holders)]) for m, holders in ordered]
+        any_status = q.any_status
+        matches = []
+        for m, holders in ordered:
+            group = [copies[i] for i in sorted(holders)]
+            if not any_status:
+                group = [inst for inst in group if inst.status == UP]
+            if group:
+                matches.append((m, group))
     seen: set[str] = set()
     members: list[Member] = []
     best: list[Match] = []

@@ -85,7 +85,10 @@ class DiscoverFastPath:
         scope["route"] = self.route
         topic = self.coordinator.hub.fresh(query.key) or await self.coordinator.discover(query)
         body = topic.body or b""  # the hub renders every topic it hands out
-        await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-length", str(len(body)).encode()), (b"content-type", b"application/json"),
-            (b"x-semreg-index", str(topic.index).encode())]})
+        headers = [(b"content-length", str(len(body)).encode()), (b"content-type", b"application/json"),
+                   (b"x-semreg-index", str(topic.index).encode())]
+        missing = topic.payload.missing
+        if missing:
+            headers.append((b"x-semreg-partial", ",".join(missing).encode()))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})

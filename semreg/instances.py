@@ -103,6 +103,9 @@ class Instance:
                     "expires_at": rfc3339(self.expires_at_wall), "registered_at": rfc3339(self.registered_at_wall)})
         return out
 
+    def expires_at_text(self) -> str | None:
+        return rfc3339(self.expires_at_wall)
+
     def view_json(self, tags: bool = True) -> bytes:
         """The view, serialised once and kept until the instance changes (the discovery hot path)."""
         if tags:

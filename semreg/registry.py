@@ -164,8 +164,8 @@ class Registry:
         if revision is not None:
             inst.revision = revision
         membership = inst.status != before
-        if membership:
-            inst.state_version = max(inst.state_version + 1, state_version)
+        # every renewal is newer state (lease, load): a copy elsewhere that was not renewed is older
+        inst.state_version = max(inst.state_version + 1, state_version)
         inst.invalidate_view()
         self._schedule(inst)
         self._emit([_change(inst, STATUS if membership else RENEWED, membership)])

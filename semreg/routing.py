@@ -42,6 +42,6 @@ class Router:
             self._counters.clear()
         self._counters[q.key] = counter + 1
         inst = next(i for i in instances if i.id == chosen.id)
-        await self.coordinator.record_route(inst.id)
+        await self.coordinator.record_route(inst)
         self.routes_by_policy[policy] = self.routes_by_policy.get(policy, 0) + 1
         return inst

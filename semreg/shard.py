@@ -97,6 +97,7 @@ class LocalShard:
         self._expiry_when = 0.0
         self._check_gen: dict[str, int] = {}
         self.primary: Callable[[str], bool] = lambda instance_id: True
+        self._incoming: dict[str, int] = {}  # id → revision of a handed-over copy being made durable
 
     # -- life cycle --------------------------------------------------------------------------------
     async def open(self, post: Callable[[Callable[[], None]], None]) -> int:
@@ -209,14 +210,21 @@ class LocalShard:
         tombs: list[tuple[str, int]] = []
         for rec, revision in items:
             self.revisions.observe(revision)
-            if not self.registry.newer(rec["id"], revision):
-                continue
+            if not self.registry.newer(rec["id"], revision) or self._incoming.get(rec["id"], 0) >= revision:
+                continue  # held, or being stored from another owner's hand-off right now
             if rec.get("deleted"):
                 tombs.append((rec["id"], revision))
             else:
                 fresh.append((rec, revision))
         if fresh:
-            await self._write(self.store.save_records, fresh)
+            for rec, revision in fresh:
+                self._incoming[rec["id"]] = revision
+            try:
+                await self._write(self.store.save_records, fresh)
+            finally:
+                for rec, revision in fresh:
+                    if self._incoming.get(rec["id"]) == revision:
+                        del self._incoming[rec["id"]]
             regs = [Registration.from_record(rec) for rec, _ in fresh]
             statuses = [rec.get("admin_status") for rec, _ in fresh]
             walls = [rec.get("registered_at") or wall for rec, _ in fresh]

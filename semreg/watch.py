@@ -194,8 +194,10 @@ class WatchHub:
                 self._wake(t)
 
     async def wait(self, t: Topic, index: int, timeout_s: float) -> None:
-        """Return when `t.index > index`, or after `timeout_s` on the hub's clock."""
-        if t.index > index or timeout_s <= 0:
+        """Return when the topic's index moves past `index`, or after `timeout_s` on the hub's clock. An
+        index this hub never gave for it (from before a restart, or from another node of a cluster, whose
+        indexes are its own) answers at once: the caller's copy is of unknown age."""
+        if t.index != index or timeout_s <= 0:
             return
         fut = asyncio.get_running_loop().create_future()
         t.waiters.add(fut)

@@ -82,15 +82,14 @@ class RemoteMember:
         return priority_of(self.reg.meta) if self.reg.meta else math.inf
 
     def view_json(self, tags: bool = True) -> bytes:
+        if not tags and self.tagged:
+            return orjson.dumps({k: v for k, v in self.view.items() if k != "tags"})
         if self._bytes is None:
-            view = self.view if tags or not self.tagged else {k: v for k, v in self.view.items() if k != "tags"}
-            self._bytes = orjson.dumps(view)
+            self._bytes = orjson.dumps(self.view)
         return self._bytes
 
-
-def newest(a: Any, b: Any) -> Any:
-    """Of two copies of an instance, the later: by revision, then by state version."""
-    return a if (a.revision, a.state_version) >= (b.revision, b.state_version) else b
+    def expires_at_text(self) -> str | None:
+        return self.view.get("expires_at")
 
 
 def query_json(q: discovery.DiscoverQuery) -> dict[str, Any]:
