@@ -22,7 +22,7 @@ from semreg.errors import SemregError
 from semreg.fastpath import DiscoverFastPath, KnownQueries
 from semreg.health import HealthChecker
 from semreg.http import JSONResponse, error_response
-from semreg.internal import INTERNAL
+from semreg.internal import InternalGate
 from semreg.metrics import Metrics, MetricsMiddleware, Sources
 from semreg.node import Node
 from semreg.ratelimit import RateLimiter
@@ -148,10 +148,11 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
             await node.close()
             log.info("node stopped")
 
-    app = Starlette(routes=API.routes() + INTERNAL.routes(), lifespan=lifespan,
-                    middleware=[Middleware(MetricsMiddleware, metrics=metrics),
+    app = Starlette(routes=API.routes(), lifespan=lifespan,
+                    middleware=[Middleware(InternalGate),
+                                Middleware(MetricsMiddleware, metrics=metrics),
                                 Middleware(AccessMiddleware, tokens=tokens,
-                                           scopes=ScopeTable(API.endpoints, ("/ui", "/internal/")),
+                                           scopes=ScopeTable(API.endpoints, ("/ui",)),
                                            limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst),
                                            clock=node.clock.monotonic),
                                 Middleware(DiscoverFastPath, known=known, coordinator=node.coordinator,

@@ -209,6 +209,21 @@ class Coordinator:
             raise Unavailable(f"no owner of '{instance_id}' answered; try again.", retry_after_s=1)
         raise NotFound(f"no instance '{instance_id}' is registered.")
 
+    async def registered_by(self, instance_ids: list[str]) -> dict[str, str | None]:
+        """Of these instances, the ones registered, with the token each was registered by: one request per
+        member, the newest copy deciding."""
+        wanted = list(dict.fromkeys(instance_ids))
+        answers, missing = await self.gather(lambda shard: shard.registered_by(wanted))
+        if missing:
+            raise Unavailable(f"members {', '.join(missing)} did not answer, and some of these instances may be "
+                              f"theirs; try again.", retry_after_s=1)
+        newest_seen: dict[str, tuple[int, str | None]] = {}
+        for found in answers:
+            for iid, (revision, owner) in found.items():
+                if iid not in newest_seen or newest_seen[iid][0] < revision:
+                    newest_seen[iid] = (revision, owner)
+        return {iid: owner for iid, (_, owner) in newest_seen.items()}
+
     async def exists(self, instance_id: str) -> bool:
         try:
             await self.get(instance_id)
@@ -219,7 +234,25 @@ class Coordinator:
     async def gather(self, call: Callable[[Any], Awaitable[Any]]) -> tuple[list[Any], tuple[str, ...]]:
         """`call(shard)` on every member at once: the answers, and the members whose records are missing."""
         readers = self.placement.readers()
-        answers = await asyncio.gather(*(call(shard) for _, shard in readers), return_exceptions=True)
+        if len(readers) == 1 and isinstance(readers[0][1], LocalShard):
+            return [await call(readers[0][1])], tuple(self.placement.missing(()))
+        # the other members' requests go out first; this node's own part is computed meanwhile
+        pending = {member: asyncio.ensure_future(call(shard)) for member, shard in readers
+                   if not isinstance(shard, LocalShard)}
+        answers: list[Any] = []
+        for member, shard in readers:
+            if member in pending:
+                answers.append(pending[member])
+                continue
+            try:
+                answers.append(await call(shard))
+            except BaseException:
+                for task in pending.values():
+                    task.cancel()
+                raise
+        if pending:
+            done = iter(await asyncio.gather(*pending.values(), return_exceptions=True))
+            answers = [next(done) if isinstance(a, asyncio.Future) else a for a in answers]
         out, failed = [], []
         for (member, _), answer in zip(readers, answers):
             if isinstance(answer, PeerUnavailable):

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import functools
 import hmac
+import logging
 from typing import Any
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Router
 
 from semreg import wire
 from semreg.endpoints import Endpoints
-from semreg.errors import BadRequest, NotFound, Unauthorized
-from semreg.http import JSONResponse, read_body
+from semreg.errors import BadRequest, NotFound, SemregError, Unauthorized
+from semreg.http import JSONResponse, error_response, read_body
 from semreg.instances import Registration
 from semreg.peer import SECRET_HEADER
 from semreg.shard import LocalShard
@@ -24,6 +26,30 @@ from semreg.terms import Tag
 INTERNAL = Endpoints()
 PREFIX = "/internal/v1"
 MAX_BODY = 256 * 1024 * 1024
+log = logging.getLogger("semreg.internal")
+
+
+class InternalGate:
+    """Node-to-node requests go straight to their routes, ahead of the public middleware (request metrics,
+    tokens, rate limits, fast paths): they carry the cluster secret instead, and a gathered read makes
+    one of them per member, so what they skip is taken off every answer of the ring."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.router = Router(routes=INTERNAL.routes())
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(PREFIX + "/"):
+            await self.app(scope, receive, send)
+            return
+        try:
+            await self.router(scope, receive, send)
+        except SemregError as exc:
+            await error_response(exc)(scope, receive, send)
+        except Exception as exc:
+            log.error("unexpected error", exc_info=exc, extra={"path": scope["path"], "method": scope["method"]})
+            await JSONResponse({"error": "the node failed to handle this request; its log says why."},
+                               status_code=500)(scope, receive, send)
 
 
 def guarded(request: Request) -> LocalShard:
@@ -116,6 +142,13 @@ async def instance(request: Request) -> Response:
     return JSONResponse(wire.member_json(await shard.get(request.path_params["id"]), True))
 
 
+@route("POST", "/registered-by")
+async def registered_by(request: Request) -> Response:
+    shard = guarded(request)
+    ids = [str(i) for i in (await body_of(request))["ids"]]
+    return JSONResponse({"found": {iid: list(v) for iid, v in (await shard.registered_by(ids)).items()}})
+
+
 @route("GET", "/instances")
 async def instances(request: Request) -> Response:
     shard = guarded(request)
@@ -128,7 +161,7 @@ async def instances(request: Request) -> Response:
 async def discover(request: Request) -> Response:
     shard = guarded(request)
     q = wire.query_from_json((await body_of(request))["query"])
-    return JSONResponse(wire.part_json(shard.part(q), q.tags))
+    return Response(wire.part_bytes(shard.part(q), q.tags), media_type=wire.PART_MEDIA_TYPE)
 
 
 @route("POST", "/holders")

@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import httpx
 import orjson
 
 from semreg import discovery, wire
 from semreg.catalogue import Match
 from semreg.errors import NotFound, SemregError, Unavailable
+from semreg.http1 import Head
 from semreg.instances import Registration
+from semreg.peerhttp import PeerConnections, Unreachable
 from semreg.terms import Tag
 
 SECRET_HEADER = "X-Semreg-Cluster"
@@ -39,34 +40,36 @@ class RemoteShard:
         self.member_id = member_id
         self.address = address.rstrip("/")
         self.timeout_s = timeout_s
-        self.http = httpx.AsyncClient(base_url=self.address + "/internal/v1", timeout=timeout_s,
-                                      headers={SECRET_HEADER: secret, "Content-Type": "application/json"},
-                                      limits=httpx.Limits(max_connections=64, max_keepalive_connections=32))
+        self.http = PeerConnections(self.address, {SECRET_HEADER: secret, "Content-Type": "application/json"},
+                                    prefix="/internal/v1")
 
     async def close(self) -> None:
         await self.http.aclose()
 
+    async def raw(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None,
+                  timeout_s: float | None = None) -> tuple[Head, bytes]:
+        """The response to one request; an error status is raised as the error it is (404 `NotFound`,
+        5xx `PeerUnavailable`, other 4xx `SemregError` with that status)."""
+        try:
+            head, content = await self.http.request(method, path, orjson.dumps(body) if body is not None else None,
+                                                    params, timeout_s or self.timeout_s)
+        except Unreachable as exc:
+            raise PeerUnavailable(self.member_id, str(exc)) from exc
+        if head.status == 404:
+            raise NotFound(_error(head.status, content))
+        if head.status >= 500:
+            raise PeerUnavailable(self.member_id, f"HTTP {head.status}: {_error(head.status, content)}")
+        if head.status >= 400:
+            error = SemregError(_error(head.status, content))
+            error.status = head.status
+            raise error
+        return head, content
+
     async def call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None,
                    timeout_s: float | None = None) -> Any:
-        try:
-            response = await self.http.request(method, path, content=orjson.dumps(body) if body is not None else None,
-                                               params={k: v for k, v in (params or {}).items() if v is not None},
-                                               timeout=timeout_s or self.timeout_s)
-        except httpx.HTTPError as exc:
-            raise PeerUnavailable(self.member_id, f"{type(exc).__name__}: {exc}"[:200]) from exc
-        if response.status_code == 404:
-            raise NotFound(_error(response))
-        if response.status_code >= 500:
-            raise PeerUnavailable(self.member_id, f"HTTP {response.status_code}: {_error(response)}")
-        if response.status_code >= 400:
-            error = SemregError(_error(response))
-            error.status = response.status_code
-            raise error
-        if response.status_code == 204 or not response.content:
-            return None
-        if response.headers.get("content-type", "").startswith("application/json"):
-            return orjson.loads(response.content)
-        return response
+        """A JSON request and its JSON answer (None for an empty one)."""
+        _, content = await self.raw(method, path, body, params, timeout_s)
+        return orjson.loads(content) if content else None
 
     # -- writes ------------------------------------------------------------------------------------
     async def put_records(self, items: list[tuple[Registration, int]]) -> list[tuple[Any, bool]]:
@@ -98,12 +101,17 @@ class RemoteShard:
     async def get(self, instance_id: str) -> Any:
         return wire.RemoteMember.from_json(await self.call("GET", f"/instances/{instance_id}"), True)
 
+    async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None]]:
+        answer = await self.call("POST", "/registered-by", {"ids": ids})
+        return {iid: (int(rev), owner) for iid, (rev, owner) in answer["found"].items()}
+
     async def instances(self, service: str | None, tags: bool = True) -> list[Any]:
         answer = await self.call("GET", "/instances", params={"service": service, "tags": "true" if tags else "false"})
         return [wire.RemoteMember.from_json(m, tags) for m in answer["members"]]
 
     async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part:
-        return wire.part_from_json(await self.call("POST", "/discover", {"query": wire.query_json(q)}), q.tags)
+        _, content = await self.raw("POST", "/discover", {"query": wire.query_json(q)})
+        return wire.part_from_bytes(content, q.tags)
 
     async def holders(self, tags: list[Tag], with_tags: bool = True) -> dict[Tag, list[Any]]:
         answer = await self.call("POST", "/holders", {"tags": [list(t) for t in tags], "with_tags": with_tags})
@@ -135,20 +143,18 @@ class RemoteShard:
         return [(rec, int(rev)) for rec, rev in answer["items"]]
 
     async def ontology(self, name: str) -> tuple[bytes, str]:
-        response = await self.call("GET", f"/ontologies/{name}", timeout_s=WRITE_TIMEOUT_S)
-        if not isinstance(response, httpx.Response):
-            raise PeerUnavailable(self.member_id, "no ontology bytes")
-        return response.content, response.headers.get("content-type", "text/turtle")
+        head, content = await self.raw("GET", f"/ontologies/{name}", timeout_s=WRITE_TIMEOUT_S)
+        return content, head.headers.get("content-type", "text/turtle")
 
     def subscribe(self, listener: Any) -> None:
         """A remote shard's changes come through the cluster's followers (`semreg.cluster`)."""
 
 
-def _error(response: httpx.Response) -> str:
+def _error(status: int, content: bytes) -> str:
     try:
-        return str(orjson.loads(response.content).get("error", ""))[:300] or f"HTTP {response.status_code}"
+        return str(orjson.loads(content).get("error", ""))[:300] or f"HTTP {status}"
     except (orjson.JSONDecodeError, AttributeError):
-        return response.text[:300] or f"HTTP {response.status_code}"
+        return content[:300].decode("utf-8", "replace") or f"HTTP {status}"
 
 
 def unavailable(missing: Iterable[str]) -> Unavailable:

@@ -52,6 +52,8 @@ class Shard(Protocol):
 
     async def get(self, instance_id: str) -> Instance: ...
 
+    async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None]]: ...
+
     async def instances(self, service: str | None) -> list[Instance]: ...
 
     async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part: ...
@@ -336,6 +338,11 @@ class LocalShard:
 
     async def instances(self, service: str | None) -> list[Instance]:
         return self.registry.of_service(service)
+
+    async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None]]:
+        """Of these instances, the ones held here: their revision and the token that registered them."""
+        held = self.registry.instances
+        return {iid: (inst.revision, inst.reg.owner) for iid in ids if (inst := held.get(iid)) is not None}
 
     async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part:
         return self.part(q)

@@ -7,7 +7,7 @@ rendering treat as they treat a local `Instance`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -43,35 +43,49 @@ class RemoteReg:
     ttl_s: float = 0.0
 
 
-@dataclass(eq=False)
 class RemoteMember:
-    """An instance held by another node, as it answered."""
+    """An instance held by another node, as it answered: its versions and status, and its view as the
+    bytes that node rendered (parsed only when something reads a registration field, as routing does)."""
 
-    view: dict[str, Any]
-    revision: int
-    state_version: int
-    status: str
-    load: float
-    routes_since_report: int
-    tagged: bool
-    id: str = field(init=False)
-    reg: RemoteReg = field(init=False)
-    _bytes: bytes | None = None
+    __slots__ = ("id", "revision", "state_version", "status", "load", "routes_since_report", "owner", "tagged",
+                 "_bytes", "_view", "_reg")
 
-    def __post_init__(self) -> None:
-        v = self.view
-        self.id = v["id"]
-        self.reg = RemoteReg(v["id"], v["service"], v["address"], int(v["port"]), v.get("scheme", "http"),
-                             int(v.get("weight", 1)), v.get("capacity"), dict(v.get("meta") or {}), v.get("owner"),
-                             float(v.get("ttl") or 0))
+    def __init__(self, iid: str, revision: int, state_version: int, status: str, load: float, routes: int,
+                 owner: str | None, tagged: bool, view_bytes: bytes | None = None,
+                 view: dict[str, Any] | None = None) -> None:
+        self.id = iid
+        self.revision = revision
+        self.state_version = state_version
+        self.status = status
+        self.load = load
+        self.routes_since_report = routes
+        self.owner = owner
+        self.tagged = tagged
+        self._bytes = view_bytes
+        self._view = view
+        self._reg: RemoteReg | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any], tagged: bool) -> RemoteMember:
-        member = cls(data["view"], int(data["revision"]), int(data.get("state_version", 0)), data["status"],
-                     float(data.get("load", 0.0)), int(data.get("routes", 0)), tagged)
-        if data.get("owner") is not None:
-            member.reg = RemoteReg(**{**member.reg.__dict__, "owner": data["owner"]})
-        return member
+        view = data["view"]
+        return cls(view["id"], int(data["revision"]), int(data.get("state_version", 0)), data["status"],
+                   float(data.get("load", 0.0)), int(data.get("routes", 0)), data.get("owner"), tagged, view=view)
+
+    @property
+    def view(self) -> dict[str, Any]:
+        if self._view is None:
+            assert self._bytes is not None
+            self._view = orjson.loads(self._bytes)
+        return self._view
+
+    @property
+    def reg(self) -> RemoteReg:
+        if self._reg is None:
+            v = self.view
+            self._reg = RemoteReg(v["id"], v["service"], v["address"], int(v["port"]), v.get("scheme", "http"),
+                                  int(v.get("weight", 1)), v.get("capacity"), dict(v.get("meta") or {}), self.owner,
+                                  float(v.get("ttl") or 0))
+        return self._reg
 
     @property
     def state(self) -> tuple[str, int, str]:
@@ -85,7 +99,7 @@ class RemoteMember:
         if not tags and self.tagged:
             return orjson.dumps({k: v for k, v in self.view.items() if k != "tags"})
         if self._bytes is None:
-            self._bytes = orjson.dumps(self.view)
+            self._bytes = orjson.dumps(self._view)
         return self._bytes
 
     def expires_at_text(self) -> str | None:
@@ -102,25 +116,48 @@ def query_from_json(data: dict[str, Any]) -> discovery.DiscoverQuery:
                                    bool(data.get("any_status")), None, bool(data.get("tags")))
 
 
-def part_json(part: discovery.Part, tags: bool) -> dict[str, Any]:
-    members: dict[str, Any] = {}
+PART_MEDIA_TYPE = "application/x-semreg-part"
+
+
+def part_bytes(part: discovery.Part, tags: bool) -> bytes:
+    """A shard's part as one line of JSON (its matches, and each member's versions, once) followed by one
+    line per member: the view bytes it renders, as they are (a view is one line of JSON)."""
+    index: dict[str, int] = {}
+    members: list[list[Any]] = []
+    views: list[bytes] = []
     matches = []
+    in_matches = set()
     for (tag, degree, distance), group in part.matches:
-        ids = []
+        refs = []
         for inst in group:
-            if inst.id not in members:
-                members[inst.id] = member_json(inst, tags)  # type: ignore[arg-type]
-            ids.append(inst.id)
-        matches.append([*tag, degree, distance, ids])
-    return {"matches": matches, "members": members, "matched_tags": [list(t) for t in part.matched_tags]}
+            n = index.get(inst.id)
+            if n is None:
+                n = index[inst.id] = len(members)
+                local: Any = inst  # a local Instance: the shard answering is this node's
+                members.append([local.id, local.revision, local.state_version, local.status, local.load,
+                                local.routes_since_report, local.reg.owner])
+                views.append(local.view_json(tags))
+            refs.append(n)
+        in_matches.add(tag)
+        matches.append([*tag, degree, distance, refs])
+    head = {"matches": matches, "members": members,
+            "matched_only": [list(t) for t in part.matched_tags if t not in in_matches]}
+    return b"\n".join([orjson.dumps(head), *views])
 
 
-def part_from_json(data: dict[str, Any], tags: bool) -> discovery.Part:
-    members = {iid: RemoteMember.from_json(m, tags) for iid, m in data["members"].items()}
+def part_from_bytes(data: bytes, tags: bool) -> discovery.Part:
+    lines = data.split(b"\n")
+    head = orjson.loads(lines[0])
+    members = [RemoteMember(iid, rev, sv, status, load, routes, owner, tags, lines[n + 1])
+               for n, (iid, rev, sv, status, load, routes, owner) in enumerate(head["members"])]
     matches: list[tuple[Match, list[Any]]] = []
-    for s, p, o, degree, distance, ids in data["matches"]:
-        matches.append(((Tag(s, p, o), degree, int(distance)), [members[i] for i in ids]))
-    return discovery.Part(matches, frozenset(Tag(*t) for t in data["matched_tags"]))
+    matched = []
+    for s, p, o, degree, distance, refs in head["matches"]:
+        tag = Tag(s, p, o)
+        matched.append(tag)
+        matches.append(((tag, degree, distance), [members[i] for i in refs]))
+    matched += [Tag(*t) for t in head["matched_only"]]
+    return discovery.Part(matches, frozenset(matched))
 
 
 def change_json(c: Change) -> list[Any]:

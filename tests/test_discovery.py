@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semreg import discovery
+from semreg import discovery, wire
 from semreg.clock import FakeClock
 from semreg.discovery import DiscoverQuery
 from semreg.instances import Registration
@@ -126,3 +126,44 @@ def test_any_partition_answers_as_one_shard(hierarchy, instances, shards, copies
     assert answer(split) == answer(whole)
     assert discovery.signature(split) == discovery.signature(whole)
     assert discovery.body(split) == discovery.body(whole)
+
+
+def wired(q: DiscoverQuery, r: Registry) -> discovery.Part:
+    """A shard's part as another node receives it (`semreg.wire`)."""
+    return wire.part_from_bytes(wire.part_bytes(discovery.part(r.catalogue, r.instances, q), q.tags), q.tags)
+
+
+def test_a_copy_with_an_older_status_loses_to_the_newer_one_whatever_it_says(hierarchy):
+    old = registry(hierarchy, CASE, [3] * len(CASE))
+    new = registry(hierarchy, CASE, [3] * len(CASE))
+    new.heartbeat("filmes", status="draining", revision=4)  # the owner's copy: drained since
+    new.heartbeat("livros", load=3.0)  # renewed with a load: newer state, same revision
+    q = DiscoverQuery(QUERY, DEFAULT_MATCH)
+    asked = discovery.shard_query(q)
+    merged = discovery.merge(q, [wired(asked, old), wired(asked, new)])
+    assert [i.id for i in merged.members] == ["livros", "romances"]
+    assert [i.load for i in merged.members if i.id == "livros"] == [3.0]
+    # asked without any_status, the stale copy would have been the only one to mention "filmes"
+    naive = discovery.merge(q, [wired(q, old), wired(q, new)])
+    assert "filmes" in [i.id for i in naive.members]
+
+
+@settings(max_examples=100, deadline=None)
+@given(instances=st.lists(st.lists(tags, min_size=1, max_size=4), min_size=1, max_size=12),
+       shards=st.integers(2, 4), seed=st.integers(0, 2**32), query=tags,
+       match=st.sets(st.sampled_from(DEGREES), min_size=1), with_tags=st.booleans(),
+       meta=st.text(max_size=20))
+def test_parts_over_the_wire_answer_as_local_ones(hierarchy, instances, shards, seed, query, match, with_tags, meta):
+    regs = [Registration(id=f"i{n}", service="svc", address="10.0.0.1", port=80, meta={"note": meta},
+                         tags=tuple(Tag(*x) for x in t)) for n, t in enumerate(instances)]
+    rng = random.Random(seed)
+    parts: list[list[Registration]] = [[] for _ in range(shards)]
+    for r in regs:
+        parts[rng.randrange(shards)].append(r)
+    q = DiscoverQuery(Tag(*query), frozenset(match), tags=with_tags)
+    local = discovery.merge(q, [discovery.part(x.catalogue, x.instances, q)
+                                for x in (registry(hierarchy, p) for p in parts)])
+    remote = discovery.merge(q, [wired(q, registry(hierarchy, p)) for p in parts])
+    assert discovery.body(remote) == discovery.body(local)
+    assert discovery.signature(remote) == discovery.signature(local)
+    assert remote.matched_tags == local.matched_tags

@@ -1,0 +1,124 @@
+"""The files in docker/: no container engine runs here, so what can be checked without one is: the compose
+files parse, every semreg service's flags and SEMREG_* variables are valid for `semreg serve` (the
+cluster's checks included), and what they name (files copied by the Dockerfile, the etcd service, each
+node's address) is where the files say it is."""
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from semreg.auth import Tokens
+from semreg.cli import serve
+from semreg.config import Settings
+
+DOCKER = ROOT / "docker"
+CONTAINER_PORT = 8080
+
+
+def dockerfile_env() -> dict[str, str]:
+    text = (DOCKER / "Dockerfile").read_text()
+    block = re.search(r"^ENV (.*?)(?:\n(?!\s))", text, re.M | re.S)
+    assert block, "the Dockerfile sets the SEMREG_* defaults with ENV"
+    return dict(re.findall(r"(SEMREG_\w+)=(\S+)", block.group(1)))
+
+
+def copied_paths() -> dict[str, Path]:
+    """Container path → source path, for the Dockerfile's COPY lines into absolute paths."""
+    out = {}
+    for src, dest in re.findall(r"^COPY (\S+) (/\S+)$", (DOCKER / "Dockerfile").read_text(), re.M):
+        out[dest] = ROOT / src
+    return out
+
+
+def local(path: str, mounts: dict[str, Path]) -> Path:
+    for container, here in sorted(mounts.items(), key=lambda kv: -len(kv[0])):
+        if path == container or path.startswith(container + "/"):
+            return here / path[len(container):].lstrip("/") if here.is_dir() else here
+    raise AssertionError(f"{path} is neither copied by the Dockerfile nor mounted")
+
+
+def settings_of(service: dict, mounts: dict[str, Path]) -> Settings:
+    env = {**dockerfile_env(), **{k: str(v) for k, v in (service.get("environment") or {}).items()}}
+    parser = argparse.ArgumentParser()
+    serve.add_parser(parser.add_subparsers(), env)
+    args = parser.parse_args(["serve", *[str(a) for a in service.get("command") or []]])
+    settings = serve.settings_from(args)
+    files = {}
+    for name in ("tokens_file", "cluster_secret_file"):
+        value = getattr(settings, name)
+        if value is not None:
+            files[name] = local(str(value), mounts)
+    ontologies = tuple(local(str(p), mounts) for p in settings.ontologies)
+    return settings.replace(**files, ontologies=ontologies)
+
+
+def compose(name: str) -> dict:
+    doc = yaml.safe_load((DOCKER / name).read_text())
+    assert isinstance(doc, dict) and doc["services"]
+    return doc
+
+
+def mounts_of(service: dict, tmp_path: Path, doc: dict) -> dict[str, Path]:
+    mounts = dict(copied_paths())
+    for volume in service.get("volumes") or []:
+        source, target = volume.split(":")[:2]
+        if source.startswith("./"):
+            example = DOCKER / source[2:]
+            mounts[target] = example if example.exists() else DOCKER / "tokens.example.json"
+    for secret in service.get("secrets") or []:
+        path = tmp_path / secret
+        path.write_text("a-secret-of-at-least-sixteen-characters\n")
+        assert doc["secrets"][secret]["file"].startswith("./")
+        mounts[f"/run/secrets/{secret}"] = path
+    return mounts
+
+
+def test_the_single_node_file_runs_one_valid_node(tmp_path):
+    doc = compose("compose.yaml")
+    (service,) = doc["services"].values()
+    settings = settings_of(service, mounts_of(service, tmp_path, doc))
+    assert not settings.etcd and settings.port == CONTAINER_PORT and str(settings.data_dir) == "/data"
+    assert all(p.is_file() for p in settings.ontologies)
+    Tokens(settings.tokens_file)
+
+
+def test_the_cluster_file_runs_etcd_and_three_valid_nodes_holding_two_copies(tmp_path):
+    doc = compose("cluster.yaml")
+    services = doc["services"]
+    etcd = services["etcd"]
+    flags = dict(a.lstrip("-").split("=", 1) for a in etcd["command"][1:])
+    nodes = {name: s for name, s in services.items() if name.startswith("semreg-")}
+    assert len(nodes) == 3
+    seen_ids, host_ports, data_volumes = set(), set(), set()
+    for name, service in nodes.items():
+        settings = serve.cluster_settings(settings_of(service, mounts_of(service, tmp_path, doc)))
+        assert settings.replicas == 2 and settings.cluster
+        assert all(p.is_file() for p in settings.ontologies)
+        Tokens(settings.tokens_file)
+        etcd_url = urlsplit(settings.etcd)
+        assert etcd_url.hostname == "etcd" and f"http://etcd:{etcd_url.port}" in flags["advertise-client-urls"]
+        assert etcd_url.port == urlsplit(flags["listen-client-urls"]).port
+        advertised = urlsplit(settings.advertise)
+        assert advertised.hostname == name and advertised.port == settings.port == CONTAINER_PORT
+        assert "etcd" in service["depends_on"]
+        seen_ids.add(settings.node_id)
+        host_ports.add(service["ports"][0].split(":")[0])
+        data_volumes.update(v.split(":")[0] for v in service["volumes"] if v.endswith(":/data"))
+    assert len(seen_ids) == len(host_ports) == len(data_volumes) == 3
+    assert data_volumes <= set(doc["volumes"])
+
+
+@pytest.mark.parametrize("name", ["compose.yaml", "cluster.yaml"])
+def test_the_image_builds_from_files_that_exist(name):
+    service = next(s for s in compose(name)["services"].values() if "build" in s)
+    context = (DOCKER / service["build"]["context"]).resolve()
+    assert context == ROOT and (context / service["build"]["dockerfile"]).is_file()
+    for src in re.findall(r"^COPY (\S+(?: \S+)*) \S+$", (DOCKER / "Dockerfile").read_text(), re.M):
+        for part in src.split():
+            assert (ROOT / part).exists(), f"COPY {part}: not in the project"
