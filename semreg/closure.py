@@ -65,6 +65,7 @@ class Terms:
         self._ids: dict[Term, int] = {}
         self.terms: list[Term] = []
         self.iris: list[str | None] = []  # the IRI of a named node, None for blank nodes and literals
+        self.iri_ids: dict[str, int] = {}
         self.kinds = bytearray()  # NAMED, BLANK or LITERAL
         self.literal_types: dict[int, tuple[int, ...]] = {}
         for iri in VOCABULARY:
@@ -77,6 +78,7 @@ class Terms:
             self.terms.append(term)
             if isinstance(term, ox.NamedNode):
                 self.iris.append(term.value)
+                self.iri_ids[term.value] = i
                 self.kinds.append(NAMED)
             else:
                 self.iris.append(None)
@@ -236,11 +238,7 @@ class Closure:
         added = change.added
         ps, po = self.ps, self.po
         gates = _GATES
-        by_predicate, by_class = rules.BY_PREDICATE, rules.BY_CLASS
-        on_type, on_expression, on_assertion, on_same = (rules.ON_TYPE, rules.ON_EXPRESSION_TYPE, rules.ON_ASSERTION,
-                                                         rules.ON_SAME)
-        axiomatized, expressions, same, literals = (self.axiomatized, self.class_expressions, self.same_terms,
-                                                    self.literal_types)
+        consequences = rules.consequences
         pop, push = queue.popleft, queue.append
         out: list[Fact] = []
         before = len(added)
@@ -264,37 +262,9 @@ class Closure:
             else:
                 subs.add(s)
             added.append(f)
-            if p in gates:
+            if p in gates or (p == T and o in PROPERTY_CHARACTERISTICS):
                 self._open_gates(s, p, o)
-            # rules.consequences(self, s, p, o, out), inline: it runs once per fact
-            fns = by_predicate.get(p)
-            if fns is not None:
-                for fn in fns:
-                    fn(self, s, p, o, out)
-            if p == T:
-                fns = by_class.get(o)
-                if fns is not None:
-                    if o in PROPERTY_CHARACTERISTICS:
-                        axiomatized.add(s)
-                    for fn in fns:
-                        fn(self, s, p, o, out)
-                for fn in on_type:
-                    fn(self, s, p, o, out)
-                if o in expressions:
-                    for fn in on_expression:
-                        fn(self, s, p, o, out)
-            elif p in (FIRST, REST):
-                for fns, args in rules.list_cell(self, s):
-                    for fn in fns:
-                        fn(self, *args, out)
-            if p in axiomatized:
-                for fn in on_assertion:
-                    fn(self, s, p, o, out)
-            if same and (s in same or p in same or o in same):
-                for fn in on_same:
-                    fn(self, s, p, o, out)
-            if o in literals:
-                rules.dt_type2(self, s, p, o, out)
+            consequences(self, s, p, o, out)
             for c in out:
                 cs, cp, co = c
                 dd = ps.get(cp)
@@ -309,6 +279,9 @@ class Closure:
             self.class_expressions.add(s)
         if p in EXPRESSION_OBJECT:
             self.class_expressions.add(o)
+        if p == T:
+            self.axiomatized.add(s)  # a characteristic (prp-symp, prp-trp, prp-fp, prp-ifp)
+            return
         if s == o and p == rules.SPO:
             return  # scm-op's p ⊑ p: prp-spo1 concludes nothing new from it
         if p in AXIOM_SUBJECT_PROPERTY:

@@ -22,6 +22,7 @@ from semreg.hierarchy import (
     EQUIVALENCES,
     EQUIVALENT_CLASS,
     EQUIVALENT_PROPERTY,
+    HIERARCHY_PREDICATES,
     PROPERTY_TYPES,
     SUB_CLASS,
     SUB_PROPERTY,
@@ -33,37 +34,51 @@ from semreg.hierarchy import (
 )
 
 INDIVIDUAL, CLASS, PROPERTY = "individual", "class", "property"
-EDGES = frozenset({SUB_CLASS, SUB_PROPERTY, TYPE})
+LINKS = tuple(sorted(HIERARCHY_PREDICATES - {TYPE}))  # the hierarchy predicates that link any two terms
+EDGES = (SUB_CLASS, SUB_PROPERTY, TYPE)
 
 
 class Rows(Protocol):
     """The closure's hierarchy triples between IRIs (reflexive ones left out), by term."""
 
-    def out_rows(self, term: str) -> list[tuple[str, str]]:
-        """(predicate, object) of every triple with `term` as subject."""
+    def objects(self, term: str, predicate: str) -> list[str]:
+        """Every o of (term predicate o)."""
 
-    def in_rows(self, term: str) -> list[tuple[str, str]]:
-        """(subject, predicate) of every triple with `term` as object."""
+    def subjects(self, term: str, predicate: str) -> list[str]:
+        """Every s of (s predicate term)."""
+
+    def has_objects(self, term: str, predicates: Iterable[str]) -> bool: ...
+
+    def has_subjects(self, term: str, predicates: Iterable[str]) -> bool: ...
 
     def is_asserted(self, s: str, p: str, o: str) -> bool: ...
 
     def label(self, term: str) -> str | None: ...
 
 
+_PROPERTY_LINKS = (SUB_PROPERTY, EQUIVALENT_PROPERTY)
+_CLASS_LINKS = (SUB_CLASS, EQUIVALENT_CLASS)
+
+
 def kind_of(term: str, rows: Rows, meta_like: frozenset[str], class_types: set[str]) -> str | None:
-    """The kind `index()` gives `term`, from the triples it is in."""
-    out, inn = rows.out_rows(term), rows.in_rows(term)
-    if any(p in (SUB_PROPERTY, EQUIVALENT_PROPERTY) or (p == TYPE and o in PROPERTY_TYPES) for p, o in out) \
-            or any(p in (SUB_PROPERTY, EQUIVALENT_PROPERTY) for _, p in inn):
+    """The kind `index()` gives `term`, from the triples it is in (cheapest evidence first: hubs such as
+    owl:Thing are in thousands of triples)."""
+    types = rows.objects(term, TYPE)
+    if rows.has_objects(term, _PROPERTY_LINKS) or rows.has_subjects(term, _PROPERTY_LINKS) \
+            or any(o in PROPERTY_TYPES for o in types):
         return PROPERTY
-    if any(p in (SUB_CLASS, EQUIVALENT_CLASS) or (p == TYPE and o in class_types) for p, o in out) \
-            or any(p in (SUB_CLASS, EQUIVALENT_CLASS) for _, p in inn):
+    if rows.has_objects(term, _CLASS_LINKS) or rows.has_subjects(term, _CLASS_LINKS) \
+            or any(o in class_types for o in types):
         return CLASS
-    if any(p == TYPE and not is_meta(o) and o not in meta_like for p, o in out):
+    if any(not is_meta(o) and o not in meta_like for o in types):
         return INDIVIDUAL
-    if not is_meta(term) and term not in meta_like and any(p == TYPE for _, p in inn):
+    if not is_meta(term) and term not in meta_like and rows.has_subjects(term, (TYPE,)):
         return CLASS
     return None
+
+
+def _edges_out(rows: Rows, term: str) -> list[tuple[str, str]]:
+    return [(p, o) for p in EDGES for o in rows.objects(term, p)]
 
 
 def update(h: Hierarchy, rows: Rows, changed: Iterable[tuple[str, str, str]], relabelled: Iterable[str]) -> Hierarchy | None:
@@ -83,7 +98,7 @@ def update(h: Hierarchy, rows: Rows, changed: Iterable[tuple[str, str, str]], re
         k = kind_of(t, rows, meta_like, class_types)
         if k != h.kinds.get(t):
             # its rdf:type triples now count as edges, or stop counting: their objects are touched too
-            touched.update(o for p, o in rows.out_rows(t) if p == TYPE)
+            touched.update(rows.objects(t, TYPE))
     for t in touched:
         k = kind_of(t, rows, meta_like, class_types)
         if k is None:
@@ -91,11 +106,27 @@ def update(h: Hierarchy, rows: Rows, changed: Iterable[tuple[str, str, str]], re
         else:
             kinds[t] = k
 
+    left_out: dict[str, bool] = {}
+
+    def out(t: str) -> bool:
+        hit = left_out.get(t)
+        if hit is None:
+            hit = left_out[t] = excluded(t, meta_like)
+        return hit
+
     def passing(s: str, p: str, o: str) -> bool:
-        return not excluded(s, meta_like) and not excluded(o, meta_like) and (p != TYPE or kinds.get(s) == INDIVIDUAL)
+        return not out(s) and not out(o) and (p != TYPE or kinds.get(s) == INDIVIDUAL)
 
     def in_index(t: str) -> bool:
-        return any(passing(t, p, o) for p, o in rows.out_rows(t)) or any(passing(s, p, t) for s, p in rows.in_rows(t))
+        if out(t):
+            return False
+        if any(not out(o) for p in LINKS for o in rows.objects(t, p)):
+            return True
+        if kinds.get(t) == INDIVIDUAL and any(not out(o) for o in rows.objects(t, TYPE)):
+            return True
+        if any(not out(s) for p in LINKS for s in rows.subjects(t, p)):
+            return True
+        return any(kinds.get(s) == INDIVIDUAL and not out(s) for s in rows.subjects(t, TYPE))
 
     def old_rep(t: str) -> str | None:
         return h.rep.get(t, t) if t in h.rep or t in h.members else None
@@ -104,12 +135,11 @@ def update(h: Hierarchy, rows: Rows, changed: Iterable[tuple[str, str, str]], re
         found, todo = {t}, [t]
         while todo:
             x = todo.pop()
-            near = [o for p, o in rows.out_rows(x) if p in EQUIVALENCES and passing(x, p, o)]
-            near += [s for s, p in rows.in_rows(x) if p in EQUIVALENCES and passing(s, p, x)]
-            for y in near:
-                if y not in found:
-                    found.add(y)
-                    todo.append(y)
+            for p in EQUIVALENCES:
+                for y in (*rows.objects(x, p), *rows.subjects(x, p)):
+                    if y not in found and not out(y):
+                        found.add(y)
+                        todo.append(y)
         return frozenset(found)
 
     # the terms whose equivalence class may change: the touched ones and every class they were or are in
@@ -139,15 +169,15 @@ def update(h: Hierarchy, rows: Rows, changed: Iterable[tuple[str, str, str]], re
     moved = [y for y in revisit if old_rep(y) != new_rep.get(y)]
     recompute = set(new_reps)
     for y in moved:
-        recompute.update(rep_now(s) for s, p in rows.in_rows(y) if p in EDGES and passing(s, p, y))
+        recompute.update(rep_now(s) for p in EDGES for s in rows.subjects(y, p) if passing(s, p, y))
     gone = old_reps - new_reps
 
     def above(r: str, asserted: bool) -> frozenset[str]:
         members = classes.get(r) or h.members.get(r, frozenset((r,)))
-        out = {rep_now(o) for m in members for p, o in rows.out_rows(m)
-               if p in EDGES and passing(m, p, o) and (not asserted or rows.is_asserted(m, p, o))}
-        out.discard(r)
-        return frozenset(out)
+        ups = {rep_now(o) for m in members for p, o in _edges_out(rows, m)
+               if passing(m, p, o) and (not asserted or rows.is_asserted(m, p, o))}
+        ups.discard(r)
+        return frozenset(ups)
 
     up, down = _patched(h.up, h.down, recompute, gone, lambda r: above(r, False), keep_empty=True)
     asserted_up, asserted_down = _patched(h.asserted_up, h.asserted_down, recompute, gone,
@@ -165,8 +195,8 @@ def update(h: Hierarchy, rows: Rows, changed: Iterable[tuple[str, str, str]], re
             rep.pop(y, None)
     asserted_parents = dict(h.asserted_parents)
     for t in revisit:
-        parents = frozenset(o for p, o in rows.out_rows(t)
-                            if p in EDGES and passing(t, p, o) and rows.is_asserted(t, p, o))
+        parents = frozenset() if out(t) else frozenset(
+            o for p, o in _edges_out(rows, t) if passing(t, p, o) and rows.is_asserted(t, p, o))
         if parents:
             asserted_parents[t] = parents
         else:

@@ -126,18 +126,52 @@ def rule(name: str, *, predicate: int | None = None, cls: int | None = None, tab
     return register
 
 
-def consequences(st: Store, s: int, p: int, o: int, out: list[Fact], trace: list[tuple[str, Fact]] | None = None) -> None:
+def consequences(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     """Append to `out` the conclusions of every rule instance with (s, p, o) as a premise.
 
-    With `trace`, also append (rule name, conclusion) for each, to say which rule derived what.
-    (`semreg.closure.Closure._insert` runs the same tables inline.)
+    It runs once per fact inserted or withdrawn, so the tables are spelt out here; `traced` runs the
+    same ones through `triggered`, naming the rule of each conclusion (`tests/test_rules.py` checks
+    that the two agree).
     """
+    fns = BY_PREDICATE.get(p)
+    if fns is not None:
+        for fn in fns:
+            fn(st, s, p, o, out)
+    if p == T:
+        fns = BY_CLASS.get(o)
+        if fns is not None:
+            for fn in fns:
+                fn(st, s, p, o, out)
+        for fn in ON_TYPE:
+            fn(st, s, p, o, out)
+        if o in st.class_expressions:
+            for fn in ON_EXPRESSION_TYPE:
+                fn(st, s, p, o, out)
+    elif p in (FIRST, REST):
+        for fns, args in list_cell(st, s):
+            for fn in fns:
+                fn(st, *args, out)
+    if p in st.axiomatized:
+        for fn in ON_ASSERTION:
+            fn(st, s, p, o, out)
+    same = st.same_terms
+    if same and (s in same or p in same or o in same):
+        for fn in ON_SAME:
+            fn(st, s, p, o, out)
+    if o in st.literal_types:
+        dt_type2(st, s, p, o, out)
+
+
+def traced(st: Store, s: int, p: int, o: int) -> list[tuple[str, Fact]]:
+    """(rule name, conclusion) of every rule instance with (s, p, o) as a premise."""
+    out: list[Fact] = []
+    named: list[tuple[str, Fact]] = []
     for fns, args in triggered(st, s, p, o):
         for fn in fns:
             n = len(out)
             fn(st, *args, out)
-            if trace is not None:
-                trace.extend((NAMES[fn], c) for c in out[n:])
+            named.extend((NAMES[fn], c) for c in out[n:])
+    return named
 
 
 def triggered(st: Store, s: int, p: int, o: int) -> list[tuple[list[Rule], tuple[int, int, int]]]:
