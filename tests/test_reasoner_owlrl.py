@@ -71,19 +71,19 @@ def test_the_issue_example_agrees_with_owlrl():
     assert differences(turtle) == []
 
 
-GENERATED = 520
+GENERATED = 560  # examples drawn; some repeat, and at least 500 must be distinct
 
 
 def test_generated_ontologies_agree_with_owlrl():
     """At least 500 distinct generated ontologies, each compared in full (about a minute, owlrl's time)."""
-    seen: set[str] = set()
+    seen: dict[str, list] = {}
 
     @settings(max_examples=GENERATED, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
     @given(ontologies())
     def agree(text: str) -> None:
-        seen.add(text)
-        found = differences(text.encode())
-        assert not found, "\n".join(map(str, found)) + "\n" + text
+        if text not in seen:  # owlrl is the slow part: once per distinct ontology
+            seen[text] = differences(text.encode())
+        assert not seen[text], "\n".join(map(str, seen[text])) + "\n" + text
 
     agree()
     assert len(seen) >= 500
