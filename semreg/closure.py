@@ -129,6 +129,7 @@ class Closure:
             self.po[i] = {}
         self.size = 0
         self.asserted: dict[Fact, int] = {}  # fact → number of graphs asserting it
+        self.asserted_ps: dict[int, dict[int, set[int]]] = {}  # the asserted facts, as `ps` indexes all
         self.graphs: dict[str, set[Fact]] = {}
         self.axiomatized: set[int] = set()  # properties some rule reads assertions of (a superset)
         self.class_expressions: set[int] = set()  # classes some rule reads the members of (a superset)
@@ -215,12 +216,19 @@ class Closure:
                 self.asserted[f] = n
             else:
                 del self.asserted[f]
+                s, p, o = f
+                objs = self.asserted_ps[p][s]
+                objs.discard(o)
+                if not objs:
+                    del self.asserted_ps[p][s]
                 lost.append(f)
         fresh = []
         for f in came:
             n = self.asserted.get(f, 0)
             self.asserted[f] = n + 1
             if not n:
+                s, p, o = f
+                self.asserted_ps.setdefault(p, {}).setdefault(s, set()).add(o)
                 fresh.append(f)
         change = Change()
         if lost:

@@ -18,6 +18,8 @@ ones (`tests/test_reasoner_owlrl.py`).
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -85,17 +87,20 @@ class Reasoner:
     def put(self, name: str, triples: Iterable[ox.Triple | ox.Quad]) -> Outcome:
         """Add the graph `name`, or replace it."""
         started = time.perf_counter()
-        return self._change(name, set(self._closure.intern(triples)), started)
+        with _collector_paused():
+            return self._change(name, set(self._closure.intern(triples)), started)
 
     def delete(self, name: str) -> Outcome:
-        return self._change(name, set(), time.perf_counter())
+        with _collector_paused():
+            return self._change(name, set(), time.perf_counter())
 
     def rebuild(self, graphs: Mapping[str, Iterable[ox.Triple | ox.Quad]]) -> Outcome:
         """The closure of `graphs` from scratch (start-up)."""
         started = time.perf_counter()
-        closure = Closure(self._terms)
-        self._facts = {name: set(closure.intern(triples)) for name, triples in graphs.items()}
-        return self._from_scratch(closure, started)
+        with _collector_paused():
+            closure = Closure(self._terms)
+            self._facts = {name: set(closure.intern(triples)) for name, triples in graphs.items()}
+            return self._from_scratch(closure, started)
 
     # -- changes -----------------------------------------------------------------------------------------
     def _change(self, name: str, facts: set[Fact], started: float) -> Outcome:
@@ -108,12 +113,13 @@ class Reasoner:
         closure = self._closure
         if len(old - facts) > self.rebuild_share * asserted:
             return self._from_scratch(Closure(self._terms), started)
-        flipping = old ^ facts  # facts whose being asserted may change without the closure changing
-        was_asserted = {f: self._user_asserted(f) for f in flipping}
+        came, gone = facts - old, old - facts
         change = closure.assert_graph(name, facts)
-        flipped = [f for f, before in was_asserted.items() if self._user_asserted(f) != before]
         added, removed = set(change.added), set(change.removed)
-        touched = (added ^ removed) | set(flipped)
+        # What changed: triples that came or went, and triples whose being asserted changed while they
+        # stayed (asserted where they were only entailed, or the reverse). A triple that is new and
+        # asserted, or gone and was asserted here, never was and is not in urn:semreg:inferred.
+        touched = (added ^ removed) | ((came - added) | (came & removed)) | ((gone - removed) | (gone & added))
         timings = {"closure": _ms(started)}
 
         t = time.perf_counter()
@@ -130,7 +136,7 @@ class Reasoner:
         timings["index"] = _ms(t)
 
         t = time.perf_counter()
-        gained, lost = self._inferred_changes(touched)
+        gained, lost = self._inferred_changes(added, removed, came, gone)
         timings["inferred"] = _ms(t)
         return Outcome(index, _Triples(closure, gained), _Triples(closure, lost), len(self._inferred), False, timings)
 
@@ -143,23 +149,30 @@ class Reasoner:
         self._hierarchy = _hierarchy.index(hierarchy_rows(closure), labels(closure))
         timings["index"] = _ms(t)
         t = time.perf_counter()
-        self._inferred = {f for f in closure.facts() if self._is_inferred(f)}
+        user, kinds = closure.user_asserted(), self._terms.kinds
+        self._inferred = {f for f in closure.facts() if f not in user and kinds[f[0]] != LITERAL and kinds[f[1]] == NAMED
+                          and not (f[0] == f[2] and f[1] in (SCO, SPO))}
         timings["inferred"] = _ms(t)
         return Outcome(self._hierarchy, [], [], len(self._inferred), True, timings)
 
-    def _inferred_changes(self, facts: Iterable[Fact]) -> tuple[list[Fact], list[Fact]]:
-        """Of `facts`, those now in `urn:semreg:inferred` and not before, and the reverse; applied to the set."""
-        closure = self._closure
-        ps, asserted, system, kinds = closure.ps, closure.asserted, closure.graphs[SYSTEM], self._terms.kinds
-        inferred = self._inferred
-        gained: list[Fact] = []
-        lost: list[Fact] = []
-        for f in facts:
+    def _inferred_changes(self, added: set[Fact], removed: set[Fact], came: set[Fact], gone: set[Fact]
+                          ) -> tuple[list[Fact], list[Fact]]:
+        """The triples that enter `urn:semreg:inferred` with a change and those that leave it (applied to
+        the set): new entailed ones, gone ones, and those whose being asserted changed."""
+        closure, inferred = self._closure, self._inferred
+        kinds = self._terms.kinds
+        new, gone_now = added - removed, removed - added
+
+        def rdf(f: Fact) -> bool:
             s, p, o = f
-            d = ps.get(p)
+            return kinds[s] != LITERAL and kinds[p] == NAMED and not (s == o and p in (SCO, SPO))
+
+        gained = [f for f in new - came if rdf(f)]  # new and not asserted here (nor anywhere: it was not there)
+        lost = [f for f in gone_now if f in inferred]
+        asserted, system = closure.asserted, closure.graphs[SYSTEM]
+        for f in ((came | gone | (added & removed)) - new) - gone_now:  # still there; asserted or not now?
             n = asserted.get(f, 0)
-            now = (d is not None and o in d.get(s, ()) and not (n > 1 or (n == 1 and f not in system))
-                   and kinds[s] != LITERAL and kinds[p] == NAMED and not (s == o and (p in (SCO, SPO))))
+            now = not (n > 1 or (n == 1 and f not in system)) and rdf(f)
             if now != (f in inferred):
                 (gained if now else lost).append(f)
         inferred.difference_update(lost)
@@ -167,16 +180,29 @@ class Reasoner:
         return gained, lost
 
     # -- what is what ------------------------------------------------------------------------------------
-    def _user_asserted(self, f: Fact) -> bool:
-        n = self._closure.asserted.get(f, 0)
-        return n > 1 or (n == 1 and f not in self._closure.graphs[SYSTEM])
-
     def _is_inferred(self, f: Fact) -> bool:
+        """In `urn:semreg:inferred`: in the closure, asserted by no ontology, and RDF (`Closure.is_rdf`)."""
         c = self._closure
-        return c.has(*f) and not self._user_asserted(f) and c.is_rdf(f)
+        n = c.asserted.get(f, 0)
+        return c.has(*f) and not (n > 1 or (n == 1 and f not in c.graphs[SYSTEM])) and c.is_rdf(f)
 
     def _triples(self, facts: Iterable[Fact]) -> list[ox.Triple]:
         return list(_Triples(self._closure, facts))
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The closure's indexes are hundreds of thousands of sets and dicts that hold no cycles; while a
+    change builds them, the cyclic collector walks them again and again for nothing (a quarter of
+    DBpedia's insertion). It is paused for the change; the node collects and freezes the heap once the
+    change is installed (`semreg.node.settle_heap`)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _ms(since: float) -> float:
@@ -280,20 +306,21 @@ class _ClosureRows:
 def hierarchy_rows(closure: Closure) -> dict[str, list[tuple[str, str, bool]]]:
     """The closure's hierarchy triples between IRIs by predicate, each with whether it is asserted."""
     iris = closure.terms.iris
-    asserted = closure.asserted
     rows: dict[str, list[tuple[str, str, bool]]] = {}
     for p in _HIERARCHY_IDS:
         pi = iris[p]
         assert pi is not None
         group = rows[pi] = []
+        asserted = closure.asserted_ps.get(p, {})
         for s, objs in closure.ps[p].items():
             si = iris[s]
             if si is None:
                 continue
+            mine = asserted.get(s, ())
             for o in objs:
                 oi = iris[o]
                 if oi is not None and o != s:
-                    group.append((si, oi, (s, p, o) in asserted))
+                    group.append((si, oi, o in mine))
     return rows
 
 
