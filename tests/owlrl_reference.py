@@ -132,9 +132,10 @@ def load(sources: list[tuple[bytes, str]]) -> tuple[list[ox.Triple], rdflib.Grap
     return triples, graph
 
 
-def compare(triples: list[ox.Triple], asserted: rdflib.Graph, closed: rdflib.Graph) -> tuple[list[Difference], dict]:
-    """The compared pairs on which semreg and owlrl disagree, each with its rule, and the pairs a known
-    difference explains (by the name of the difference)."""
+def compare(triples: list[ox.Triple], asserted: rdflib.Graph, closed: rdflib.Graph
+            ) -> tuple[list[Difference], dict[str, list[Pair]], Reasoner]:
+    """The compared pairs on which semreg and owlrl disagree, each with its rule, the pairs a known
+    difference explains (by the name of the difference), and semreg's reasoner."""
     reasoner = Reasoner()
     reasoner.put("doc", triples)
     ours = semreg_pairs(triples, reasoner.inferred())
@@ -158,7 +159,7 @@ def compare(triples: list[ox.Triple], asserted: rdflib.Graph, closed: rdflib.Gra
                                                    and not (s == o and p == rdflib.OWL.sameAs)))
         out += [Difference(p, "owlrl only", tuple(explain(theirs, p))) for p in sorted(unexplained["owlrl only"])]
     out += [Difference(p, "semreg only", tuple(explain(reasoner.closure, p))) for p in sorted(unexplained["semreg only"])]
-    return out, excused
+    return out, excused, reasoner
 
 
 def differences(data: bytes, fmt: str = "turtle") -> list[Difference]:
