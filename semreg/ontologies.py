@@ -1,10 +1,11 @@
 """The uploaded ontologies of a node: upload, replace, delete, restore, and the closure over them all.
 
-An upload is parsed, reasoned over together with the others (closure, hierarchy index), recorded
-durably as one transaction (its metadata and the document itself), and installed; its graph and the
-closure graph reach the SPARQL replica behind it (`semreg.replica_feed`). A failed parse changes nothing; so does a
-failure before the record is written. Parsed triples stay in memory, so re-reasoning never reads the
-store and `GET /v1/ontologies/{name}` never waits for the graph to be written.
+An upload is parsed, reasoned over together with the others (`semreg.reasoner` updates the closure and
+the hierarchy index for what changed), recorded durably as one transaction (its metadata and the
+document itself), and installed; its graph and the change to the closure graph reach the SPARQL
+replica behind it (`semreg.replica_feed`). A failed parse changes nothing; so does a failure before
+the record is written (the reasoner is taken back to the ontologies as they were). Parsed triples
+stay in memory, so `GET /v1/ontologies/{name}` never waits for the graph to be written.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import pyoxigraph as ox
 
 from semreg import ontology
 from semreg.errors import BadRequest, NotFound
-from semreg.reasoner import Closure, Hierarchy, build_hierarchy, compute_closure, hierarchy_triples
+from semreg.reasoner import Hierarchy, Outcome, Reasoner
 from semreg.replica_feed import ReplicaFeed
 from semreg.store import OntologyMeta, Store, now_rfc3339
 
@@ -50,17 +51,6 @@ def phase(timings: dict[str, float], name: str):
         timings[name] = (time.perf_counter() - started) * 1000
 
 
-def reason(triples: list) -> tuple[Closure, Hierarchy, dict[str, float]]:
-    """Closure, then the hierarchy index and what it adds to the closure; with their times in ms."""
-    timings: dict[str, float] = {}
-    with phase(timings, "closure"):
-        closure = compute_closure(triples)
-    with phase(timings, "index"):
-        hierarchy = build_hierarchy(triples, closure.inferred)
-        closure.inferred.extend(hierarchy_triples(hierarchy, [*triples, *closure.inferred]))
-    return closure, hierarchy, timings
-
-
 class Ontologies:
     def __init__(self, store: Store, replica: ReplicaFeed, write: Write,
                  install: Callable[[Hierarchy, dict[str, str], float], None]) -> None:
@@ -71,6 +61,7 @@ class Ontologies:
         self.metas: dict[str, OntologyMeta] = {}
         self.triples: dict[str, list[ox.Triple]] = {}
         self.sources: dict[str, bytes] = {}  # name → the document as uploaded (other nodes fetch it)
+        self._reasoner = Reasoner()
         self._lock = asyncio.Lock()
 
     def __contains__(self, name: str) -> bool:
@@ -81,7 +72,7 @@ class Ontologies:
 
     # -- start-up ----------------------------------------------------------------------------------
     async def restore(self) -> None:
-        """Parse every recorded ontology, reason, install; rewrite graphs that are missing or stale."""
+        """Parse every recorded ontology, reason, install; the replica gets every graph whole."""
         records = await self._write(self.store.load_ontologies)
         for meta, source in records:
             try:
@@ -95,9 +86,9 @@ class Ontologies:
             self.sources[meta.name] = source.encode()
         for name, meta in self.metas.items():
             self.replica.put_ontology(name, self.triples[name], meta.sha256)
-        closure, hierarchy, _ = await asyncio.to_thread(reason, self._all())
-        self.replica.put_inferred(closure.inferred, self.closure_state())
-        self._install_hierarchy(hierarchy, self.prefixes(), closure.seconds * 1000)
+        outcome = await asyncio.to_thread(self._reasoner.rebuild, self.triples)
+        self.replica.put_inferred(self._reasoner.inferred(), self.closure_state())
+        self._install_hierarchy(outcome.hierarchy, self.prefixes(), outcome.reasoning_ms)
 
     # -- changes -----------------------------------------------------------------------------------
     async def put(self, name: str, body: bytes, content_type: str | None) -> OntologyChange:
@@ -110,43 +101,68 @@ class Ontologies:
             source = body.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise BadRequest(f"the ontology is not UTF-8 text (byte {exc.start}).") from exc
+        # Shielded: once the reasoner has the change, it is recorded or undone, even if the request goes away.
+        meta, created, outcome = await asyncio.shield(self._put(name, parsed, media, body, source, timings))
+        reasoning_ms = outcome.reasoning_ms
+        log.info("ontology stored", extra={"ontology": name, "triples": meta.triples, "inferred": meta.inferred,
+                                           "new": created, "reasoning_ms": round(reasoning_ms, 1),
+                                           "timings_ms": {k: round(v, 1) for k, v in timings.items()}})
+        return OntologyChange(meta, created, reasoning_ms, outcome.hierarchy.size, timings)
+
+    async def _put(self, name: str, parsed: ontology.Parsed, media: str, body: bytes, source: str,
+                   timings: dict[str, float]) -> tuple[OntologyMeta, bool, Outcome]:
         async with self._lock:
             created = name not in self.metas
-            others = [t for n, ts in self.triples.items() if n != name for t in ts]
-            closure, hierarchy, reason_timings = await asyncio.to_thread(reason, [*others, *parsed.triples])
-            timings.update(reason_timings)
-            meta = OntologyMeta(name=name, triples=len(parsed.triples), inferred=len(closure.inferred),
+            outcome = await asyncio.to_thread(self._reasoner.put, name, parsed.triples)
+            timings.update(outcome.timings_ms)
+            meta = OntologyMeta(name=name, triples=len(parsed.triples), inferred=outcome.inferred_count,
                                 uploaded_at=now_rfc3339(), media_type=media, prefixes=parsed.prefixes,
                                 sha256=hashlib.sha256(body).hexdigest())
             with phase(timings, "store"):
-                await self._write(self.store.save_ontology, meta, source)
+                await self._undo_on_failure(name, self._write(self.store.save_ontology, meta, source))
             with phase(timings, "install"):
                 self.metas[name] = meta
                 self.triples[name] = parsed.triples
                 self.sources[name] = body
                 self.replica.put_ontology(name, parsed.triples, meta.sha256)
-                self.replica.put_inferred(closure.inferred, self.closure_state())
-                self._install_hierarchy(hierarchy, self.prefixes(), closure.seconds * 1000)
-        reasoning_ms = timings["closure"] + timings["index"]
-        log.info("ontology stored", extra={"ontology": name, "triples": meta.triples, "inferred": meta.inferred,
-                                           "new": created, "reasoning_ms": round(reasoning_ms, 1),
-                                           "timings_ms": {k: round(v, 1) for k, v in timings.items()}})
-        return OntologyChange(meta, created, reasoning_ms, hierarchy.size, timings)
+                self._install(outcome)
+        return meta, created, outcome
 
     async def delete(self, name: str) -> None:
+        await asyncio.shield(self._delete(name))
+        log.info("ontology deleted", extra={"ontology": name})
+
+    async def _delete(self, name: str) -> None:
         async with self._lock:
             if name not in self.metas:
                 raise NotFound(f"no ontology named '{name}'.")
-            others = [t for n, ts in self.triples.items() if n != name for t in ts]
-            closure, hierarchy, _ = await asyncio.to_thread(reason, others)
-            await self._write(self.store.delete_ontology, name)
+            outcome = await asyncio.to_thread(self._reasoner.delete, name)
+            await self._undo_on_failure(name, self._write(self.store.delete_ontology, name))
             del self.metas[name]
             del self.triples[name]
             self.sources.pop(name, None)
             self.replica.remove_ontology(name)
-            self.replica.put_inferred(closure.inferred, self.closure_state())
-            self._install_hierarchy(hierarchy, self.prefixes(), closure.seconds * 1000)
-        log.info("ontology deleted", extra={"ontology": name})
+            self._install(outcome)
+
+    async def _undo_on_failure(self, name: str, write: Awaitable[Any]) -> None:
+        """Await the durable write of a change; if it fails, take the reasoner back to the recorded ontologies."""
+        try:
+            await write
+        except Exception:
+            if name in self.triples:
+                await asyncio.to_thread(self._reasoner.put, name, self.triples[name])
+            else:
+                await asyncio.to_thread(self._reasoner.delete, name)
+            raise
+
+    def _install(self, outcome: Outcome) -> None:
+        """Send the closure graph to the replica behind the change, whole or as a patch, and install the new
+        index."""
+        if outcome.full:
+            self.replica.put_inferred(self._reasoner.inferred(), self.closure_state())
+        else:
+            self.replica.patch_inferred(outcome.inferred_added, outcome.inferred_removed)
+        self._install_hierarchy(outcome.hierarchy, self.prefixes(), outcome.reasoning_ms)
 
     async def load_file(self, path: Path) -> OntologyChange | None:
         """Preload a file (`--ontology`); an unchanged one is not reasoned over again."""
@@ -179,6 +195,3 @@ class Ontologies:
         """What the closure was computed from, so start-up can tell whether the stored one is current."""
         text = "|".join(f"{m.name}@{m.sha256}" for m in sorted(self.metas.values(), key=lambda m: m.name))
         return hashlib.sha256(text.encode()).hexdigest()
-
-    def _all(self) -> list[ox.Triple]:
-        return [t for ts in self.triples.values() for t in ts]

@@ -1,6 +1,8 @@
-"""Ontology uploads: media types, parsing with the parser's line on error, declared prefixes."""
+"""Ontology uploads: media types, parsing with the parser's line on error, declared prefixes, and blank
+nodes of their own."""
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -59,13 +61,30 @@ def parse(body: bytes, media_type: str) -> Parsed:
     if not body.strip():
         raise BadRequest("the ontology is empty; send at least one triple.")
     fmt = PARSE_FORMATS[media_type]
+    # Blank nodes are this document's own: labelled by its digest, so that two documents that both say
+    # `_:b0` do not share a node once reasoned over together, and a document parsed again (at start-up,
+    # or by another node from the same bytes) gets the same labels.
+    scope = "d" + hashlib.sha256(body).hexdigest()[:16] + "x"
+    blanks: dict[ox.BlankNode, ox.BlankNode] = {}
+
+    def own(node):
+        if isinstance(node, ox.BlankNode):
+            mine = blanks.get(node)
+            if mine is None:
+                mine = blanks[node] = ox.BlankNode(f"{scope}{len(blanks)}")
+            return mine
+        return node
+
     try:
         parser = ox.parse(body, format=fmt)
         triples = []
         for q in parser:
             if not isinstance(q.graph_name, ox.DefaultGraph):
                 continue
-            triples.append(ox.Triple(q.subject, q.predicate, q.object))
+            s, o = q.subject, q.object
+            if isinstance(s, ox.BlankNode) or isinstance(o, ox.BlankNode):
+                s, o = own(s), own(o)
+            triples.append(ox.Triple(s, q.predicate, o))
         prefixes = dict(parser.prefixes or {})
     except SyntaxError as exc:
         raise BadRequest(f"the {media_type} document does not parse: {exc.msg}.", line=exc.lineno,

@@ -6,6 +6,7 @@ data that can cross a process (or a network) boundary:
 
     snapshot: bytes                                   N-Quads of every visible graph
     ("graph", iri, ntriples | None)                   replace (None: drop) one named graph
+    ("patch", iri, removed ntriples, added ntriples)  remove these triples from one graph, then add those
     ("instances", [instance IRI, ...], nquads)        remove these instances' RDF, then add the quads
 
 Blank node labels are kept as written, in snapshots and changes alike, so a blank node that two graphs
@@ -14,7 +15,7 @@ share (an ontology's class expression and the closure's triples about it) stays 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import pyoxigraph as ox
@@ -45,6 +46,14 @@ def graph_change(graph: ox.NamedNode, triples: Sequence[ox.Triple] | None) -> Ch
     return ("graph", graph.value, data)
 
 
+def patch_change(graph: ox.NamedNode, removed: Collection[ox.Triple], added: Collection[ox.Triple]) -> Change:
+    return ("patch", graph.value, _ntriples(removed), _ntriples(added))
+
+
+def _ntriples(triples: Collection[ox.Triple]) -> bytes:
+    return bytes(ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES) or b"") if triples else b""
+
+
 def instances_change(removed: Sequence[str], quads: Sequence[ox.Quad]) -> Change:
     data = bytes(ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b"") if quads else b""
     return ("instances", list(removed), data)
@@ -62,6 +71,12 @@ def apply(store: ox.Store, changes: Iterable[Change]) -> None:
             if data:
                 store.extend(ox.Quad(t.subject, t.predicate, t.object, graph)
                              for t in ox.parse(data, format=ox.RdfFormat.N_TRIPLES, lenient=True))
+        elif kind == "patch":
+            _, iri, removed, added = change
+            graph = ox.NamedNode(iri)
+            for t in _triples(removed):
+                store.remove(ox.Quad(t.subject, t.predicate, t.object, graph))
+            store.extend(ox.Quad(t.subject, t.predicate, t.object, graph) for t in _triples(added))
         elif kind == "instances":
             _, removed, data = change
             for iri in removed:
@@ -76,3 +91,7 @@ def apply(store: ox.Store, changes: Iterable[Change]) -> None:
 
 def _quads(data: bytes) -> Iterable[ox.Quad]:
     return ox.parse(data, format=ox.RdfFormat.N_QUADS, lenient=True)
+
+
+def _triples(data: bytes) -> Iterable[ox.Quad]:
+    return ox.parse(data, format=ox.RdfFormat.N_TRIPLES, lenient=True) if data else ()

@@ -4,7 +4,9 @@ The durable truth is the records (`semreg.store`); the RDF that SPARQL sees is d
 each ontology's triples, the closure of all of them, and every instance in the registry vocabulary
 (`semreg.vocabulary`, five quads a tag). This module turns changes of those into replica changes
 (`semreg.replica`) on one background thread, batching whatever piled up since its last pass (a
-1,000-tag instance is 5,000 quads), and hands them to `on_replica` (the query pool), in order.
+1,000-tag instance is 5,000 quads), and hands them to `on_replica` (the query pool), in order. The
+closure graph comes whole (start-up, a change computed from scratch) or as patches (a change to one
+ontology changes little of it), which a pass folds into one.
 
 It keeps what it last published (views, triples), so that `request_snapshot()` can publish a whole
 snapshot between two passes: snapshot and changes form one ordered stream, and a new query process
@@ -42,6 +44,7 @@ class ReplicaFeed:
         self._cond = threading.Condition()
         self._instances: dict[str, View | None] = {}  # id → view to publish, or None to remove
         self._inferred: list[ox.Triple] | None = None
+        self._patches: list[tuple[Iterable[ox.Triple], Iterable[ox.Triple]]] = []  # (added, removed), in order
         self._ontologies: dict[str, list[ox.Triple] | None] = {}  # name → triples, or None to drop
         self._snapshot_wanted = False
         self._requested = 0
@@ -51,6 +54,7 @@ class ReplicaFeed:
         # what was last published, for snapshots (only the feed's thread touches these)
         self._views: dict[str, View] = {}
         self._graphs: dict[str, list[ox.Triple]] = {}
+        self._closure: set[ox.Triple] = set()  # the closure graph (urn:semreg:inferred)
         self.last_error: Exception | None = None
         self.published_changes = 0
         self.passes = 0
@@ -66,7 +70,15 @@ class ReplicaFeed:
         return self._request(lambda: self._instances.__setitem__(instance_id, None))
 
     def put_inferred(self, triples: list[ox.Triple], state: str = "") -> int:
-        return self._request(lambda: setattr(self, "_inferred", triples))
+        def change() -> None:
+            self._inferred = triples
+            self._patches = []
+        return self._request(change)
+
+    def patch_inferred(self, added: Iterable[ox.Triple], removed: Iterable[ox.Triple]) -> int:
+        """Change the closure graph by what one ontology change added to it and removed from it; the
+        triples are read on the feed's thread."""
+        return self._request(lambda: self._patches.append((added, removed)))
 
     def put_ontology(self, name: str, triples: list[ox.Triple], sha256: str = "") -> int:
         return self._request(lambda: self._ontologies.__setitem__(name, triples))
@@ -117,10 +129,11 @@ class ReplicaFeed:
                 target = self._requested
                 instances, self._instances = self._instances, {}
                 inferred, self._inferred = self._inferred, None
+                patches, self._patches = self._patches, []
                 ontologies, self._ontologies = self._ontologies, {}
                 snapshot, self._snapshot_wanted = self._snapshot_wanted, False
             try:
-                self._pass(instances, ontologies, inferred, snapshot)
+                self._pass(instances, ontologies, inferred, patches, snapshot)
             except Exception as exc:  # the thread must live on: a failed pass is logged, the next one runs
                 self.last_error = exc
                 log.exception("publishing replica changes failed; SPARQL may miss them until the next restart")
@@ -130,7 +143,8 @@ class ReplicaFeed:
                 self._cond.notify_all()
 
     def _pass(self, instances: dict[str, View | None], ontologies: dict[str, list[ox.Triple] | None],
-              inferred: list[ox.Triple] | None, snapshot: bool) -> None:
+              inferred: list[ox.Triple] | None, patches: list[tuple[Iterable[ox.Triple], Iterable[ox.Triple]]],
+              snapshot: bool) -> None:
         started = time.perf_counter()
         publish = self.on_replica
         changes: list[replica.Change] = []
@@ -151,22 +165,52 @@ class ReplicaFeed:
             if publish is not None:
                 added = [q for view in instances.values() if view is not None for q in instance_quads(view)]
                 changes.append(replica.instances_change([instance_node(i).value for i in instances], added))
-        if inferred is not None:
-            self._graphs[INFERRED.value] = inferred
-            if publish is not None:
-                changes.append(replica.graph_change(INFERRED, inferred))
+        if inferred is not None or patches:
+            gained, lost = self._patch_closure(inferred, patches)
+            if publish is not None and inferred is not None:
+                changes.append(replica.graph_change(INFERRED, list(self._closure)))
+            elif publish is not None and (gained or lost):
+                changes.append(replica.patch_change(INFERRED, lost, gained))
         if publish is not None and changes:
             publish(("changes", changes))
             self.published_changes += len(changes)
         if publish is not None and snapshot:
             publish(("snapshot", self._snapshot()))
         log.debug("replica changes published", extra={"instances": len(instances), "ontologies": len(ontologies),
-                                                       "inferred": inferred is not None, "snapshot": snapshot,
+                                                       "inferred": inferred is not None, "patches": len(patches),
+                                                       "snapshot": snapshot,
                                                        "ms": round((time.perf_counter() - started) * 1000, 1)})
+
+    def _patch_closure(self, inferred: list[ox.Triple] | None,
+                       patches: list[tuple[Iterable[ox.Triple], Iterable[ox.Triple]]]
+                       ) -> tuple[set[ox.Triple], set[ox.Triple]]:
+        """Bring the closure graph kept here up to date: replace it when it came whole, then apply the
+        patches in order. Returns what the patches added and removed, folded into one patch."""
+        if inferred is not None:
+            self._closure = set(inferred)
+        graph = self._closure
+        added: set[ox.Triple] = set()
+        removed: set[ox.Triple] = set()
+        for came, went in patches:
+            for t in went:
+                if t in graph:
+                    graph.discard(t)
+                    if t in added:
+                        added.discard(t)
+                    else:
+                        removed.add(t)
+            for t in came:
+                if t not in graph:
+                    graph.add(t)
+                    if t in removed:
+                        removed.discard(t)
+                    else:
+                        added.add(t)
+        return added, removed
 
     def _snapshot(self) -> bytes:
         graphs = ((ox.Quad(t.subject, t.predicate, t.object, ox.NamedNode(g)) for t in triples)
-                  for g, triples in sorted(self._graphs.items()))
+                  for g, triples in sorted({**self._graphs, INFERRED.value: self._closure}.items()))
         instances = (instance_quads(view) for view in self._views.values())
         quads = itertools.chain(self.foreign(), itertools.chain.from_iterable(graphs),
                                 itertools.chain.from_iterable(instances))

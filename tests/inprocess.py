@@ -21,6 +21,7 @@ from semreg.clock import FakeClock
 from semreg.config import Settings
 from semreg.health import HealthChecker
 from semreg.probes import Probe
+from semreg.store import Store
 
 BASE_URL = "http://semreg.test"
 THREAD_PREFIX = "in-process-app"  # threads that live as long as an app a module shares
@@ -61,12 +62,13 @@ class Client:
 
 
 class InProcess:
-    def __init__(self, settings: Settings | None = None, *, probe: Probe | None = None, **overrides: Any) -> None:
+    def __init__(self, settings: Settings | None = None, *, probe: Probe | None = None, store: Store | None = None,
+                 **overrides: Any) -> None:
         base = settings or Settings(data_dir=None)
         self.settings = base.replace(**{"sparql_prestart": False, **overrides})
         self.clock = FakeClock()
         health = HealthChecker(lambda *a: None, self.clock, probe=probe) if probe is not None else None
-        self.app = create_app(self.settings, clock=self.clock, health=health)
+        self.app = create_app(self.settings, store=store, clock=self.clock, health=health)
         self.node = self.app.state.node
         self._loop = asyncio.new_event_loop()
         # the loop's worker threads (reasoning, store waits) live as long as the app, under one name

@@ -464,9 +464,10 @@ def test_quick_run_prints_one_json_object():
     register, closure = report["scenarios"]["register-1000-tags"], report["scenarios"]["closure"]
     assert "error" not in register and "error" not in closure
     assert register["tags"] == 1000 and register["statuses"] == {"201": 5, "200": 2}
-    for summary in (register["create"], register["replace"], closure["second_upload"]):
+    for summary in (register["create"], register["replace"], closure["second_upload"], closure["small_upload"],
+                    closure["foaf_reupload"]):
         assert isinstance(summary["median_ms"], float) and summary["median_ms"] > 0
-    assert closure["second_upload"]["n"] == 2
+    assert closure["second_upload"]["n"] == 2 and closure["small_upload"]["n"] == 3
     assert set(closure["ontologies"]) == {"bench-schemaorg", "bench-dbpedia"}
     for figures in (register, closure):
         assert figures["targets"] and all(isinstance(t["met"], bool) for t in figures["targets"])

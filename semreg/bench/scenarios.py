@@ -42,6 +42,8 @@ from semreg.bench.report import Target
 
 SCHEMAORG = "schemaorg-30.0-current-https.ttl"
 DBPEDIA = "dbpedia-ontology-2026.08.20.ttl"
+SOSA = "sosa-2017-04-17.n3"
+FOAF = "foaf-0.99.n3"
 SPARQL_JSON = "application/sparql-results+json"
 
 
@@ -344,16 +346,20 @@ def register_1000_tags(ctx: BenchContext) -> dict:
     return figures
 
 
-# -- 4. the closure of two real ontologies -----------------------------------------------------------------
-@scenario("closure", "PUT of DBpedia's ontology beside schema.org's: closure of both and indexes",
-          targets=(Target("second upload median", "second_upload.median_ms", "<=", 2000.0, "ms"),))
+# -- 4. the closure of two real ontologies, and small ones beside them -----------------------------------
+@scenario("closure", "PUT of DBpedia's ontology beside schema.org's: closure of both and indexes; then small ontologies "
+          "(SOSA, FOAF) beside the two",
+          targets=(Target("second upload median", "second_upload.median_ms", "<=", 2000.0, "ms"),
+                   Target("small upload median", "small_upload.median_ms", "<=", 500.0, "ms")))
 def closure(ctx: BenchContext) -> dict:
-    first, second = ctx.settings.shared_data / SCHEMAORG, ctx.settings.shared_data / DBPEDIA
-    for path in (first, second):
+    paths = [ctx.settings.shared_data / f for f in (SCHEMAORG, DBPEDIA, SOSA, FOAF)]
+    for path in paths:
         if not path.is_file():
-            raise BenchError(f"{path} is missing; pass --shared-data DIR (the directory holding {SCHEMAORG} "
-                             f"and {DBPEDIA})")
-    names = ("bench-schemaorg", "bench-dbpedia")
+            raise BenchError(f"{path} is missing; pass --shared-data DIR (the directory holding {SCHEMAORG}, "
+                             f"{DBPEDIA}, {SOSA} and {FOAF})")
+    first, second, small, foaf = paths
+    names = ("bench-schemaorg", "bench-dbpedia", "bench-sosa", "bench-foaf")
+    rounds = ctx.settings.closure_rounds
     with ctx.own_semreg() as url, ctx.client(url, timeout_s=300) as http:
         def put(name: str, path: Path) -> tuple[float, dict]:
             body = path.read_bytes()
@@ -363,32 +369,52 @@ def closure(ctx: BenchContext) -> dict:
             ctx.uploaded_ontologies.add(name)
             return time.perf_counter() - started, server_timings(response)
 
+        def delete(name: str) -> float:
+            started = time.perf_counter()
+            expect(http.delete(f"/v1/ontologies/{name}"), 204)
+            ctx.uploaded_ontologies.discard(name)
+            return time.perf_counter() - started
+
         uploads, deletes, server = [], [], []
+        small_uploads, small_deletes, small_server, reuploads = [], [], [], []
         try:
             with ctx.ui.step(f"uploading {first.name}"):
                 first_s, first_server = put(names[0], first)
-            for n in range(ctx.settings.closure_rounds):
+            for n in range(rounds):
                 if n:
-                    started = time.perf_counter()
-                    expect(http.delete(f"/v1/ontologies/{names[1]}"), 204)
-                    deletes.append(time.perf_counter() - started)
-                with ctx.ui.step(f"uploading {second.name} ({n + 1}/{ctx.settings.closure_rounds})"):
+                    deletes.append(delete(names[1]))
+                with ctx.ui.step(f"uploading {second.name} ({n + 1}/{rounds})"):
                     elapsed, timings = put(names[1], second)
                 uploads.append(elapsed)
                 server.append(timings)
             listed = {item["name"]: item for item in expect(http.get("/v1/ontologies")).json()
                       if item.get("name") in names}
+            # a small ontology beside the two large ones: what its upload and deletion cost
+            for n in range(max(3, rounds)):
+                if n:
+                    small_deletes.append(delete(names[2]))
+                with ctx.ui.step(f"uploading {small.name} beside them ({n + 1}/{max(3, rounds)})"):
+                    elapsed, timings = put(names[2], small)
+                small_uploads.append(elapsed)
+                small_server.append(timings)
+            with ctx.ui.step(f"uploading {foaf.name} beside them, then again ({max(3, rounds)} times)"):
+                foaf_s, foaf_server = put(names[3], foaf)
+                for _ in range(max(3, rounds)):
+                    reuploads.append(put(names[3], foaf)[0])
         finally:
             for name in names:  # an external server keeps only what it had; a fresh one is stopped anyway
                 if ctx.external and name in ctx.uploaded_ontologies:
                     http.delete(f"/v1/ontologies/{name}")
                 ctx.uploaded_ontologies.discard(name)
     figures = {"first_upload": {"ms": round(first_s * 1000, 1), **first_server},
-               "second_upload": ms_summary(uploads), "ontologies": listed}
+               "second_upload": ms_summary(uploads), "ontologies": listed,
+               "small_upload": ms_summary(small_uploads), "small_delete": ms_summary(small_deletes),
+               "foaf_upload": {"ms": round(foaf_s * 1000, 1), **foaf_server}, "foaf_reupload": ms_summary(reuploads)}
     if deletes:
         figures["delete_second"] = ms_summary(deletes)
-    for key in sorted({key for timings in server for key in timings}):  # e.g. server_reasoning_ms
-        figures["second_upload"][key] = statistics.median(t[key] for t in server if key in t)
+    for figure, timings_list in (("second_upload", server), ("small_upload", small_server)):
+        for key in sorted({key for timings in timings_list for key in timings}):  # e.g. server_reasoning_ms
+            figures[figure][key] = statistics.median(t[key] for t in timings_list if key in t)
     return figures
 
 

@@ -84,7 +84,8 @@ _SIZES = (
     ("--warmup-s", "warmup_s", int, "seconds of the wrk warm-up before each run (default 1; quick 0)"),
     ("--rounds", "rounds", int, "measured runs per peer, interleaved; medians are reported (default 1)"),
     ("--register-repeats", "register_repeats", int, "1000-tag registrations timed (default 20; quick 5)"),
-    ("--closure-rounds", "closure_rounds", int, "uploads of the second ontology timed (default 3; quick 2)"),
+    ("--closure-rounds", "closure_rounds", int, "uploads of the second ontology timed, and of the small ones (at least "
+     "3) (default 3; quick 2)"),
     ("--watches", "watches", int, "blocking reads held at once (default 10000; quick 300)"),
     ("--watch-groups", "watch_groups", int, "distinct queries the blocking reads spread over (default 100; quick 10)"),
     ("--checked-instances", "checked_instances", int, "instances with an active HTTP check, each probed once a "
