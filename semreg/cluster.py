@@ -31,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from semreg import wire
+from semreg import digests, wire
 from semreg.clock import Clock, sleep
 from semreg.coordinator import Coordinator
 from semreg.errors import SemregError
@@ -365,6 +365,13 @@ class Cluster:
             peer = self.peers.get(member)
             if peer is None:
                 continue
+            try:
+                ids, same = await self._differing(peer, ring, held, ids)
+            except (PeerUnavailable, SemregError) as exc:
+                log.warning("hand-off to a member failed", extra={"member": member, "error": str(exc)[:200]})
+                self.failed(member)
+                continue
+            confirmed.setdefault(member, set()).update(same)
             for start in range(0, len(ids), SYNC_BATCH):
                 batch = ids[start:start + SYNC_BATCH]
                 try:
@@ -385,6 +392,25 @@ class Cluster:
         if let_go and (leaving or not self.degraded):
             self.dropped += await self.shard.drop(let_go)
         self.syncs += 1
+
+    async def _differing(self, peer: RemoteShard, ring: Ring, held: dict[str, int], ids: list[str]
+                         ) -> tuple[list[str], list[str]]:
+        """Of `ids` (held here, owned by `peer` too), those in arcs whose digests differ between this node
+        and `peer`, and those in arcs that agree (nothing to compare). When the peer's ring is another,
+        every id is to compare."""
+        if ring is not self.ring:
+            return ids, []
+        arcs = digests.by_arc(ring, ids)
+        in_arcs = {iid: held[iid] for iid in held if ring.arc_of(iid) in arcs}
+        mine = digests.digests(ring, in_arcs, arcs)
+        theirs = await peer.digests(ring.checksum, sorted(arcs))
+        if theirs is None:
+            return ids, []
+        differing: list[str] = []
+        same: list[str] = []
+        for arc, arc_ids in arcs.items():
+            (same if theirs.get(arc) == mine.get(arc) else differing).extend(arc_ids)
+        return differing, same
 
     # -- what every node holds whole ----------------------------------------------------------------------
     def _key(self, kind: str, name: str = "") -> str:

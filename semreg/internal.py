@@ -15,6 +15,7 @@ from starlette.responses import Response
 from starlette.routing import Router
 
 from semreg import wire
+from semreg.digests import digests
 from semreg.endpoints import Endpoints
 from semreg.errors import BadRequest, NotFound, SemregError, Unauthorized
 from semreg.http import JSONResponse, error_response, read_body
@@ -217,6 +218,19 @@ async def inventory(request: Request) -> Response:
     if ids is not None:
         held = {iid: held[iid] for iid in ids if iid in held}
     return JSONResponse({"inventory": held})
+
+
+@route("POST", "/digests")
+async def arc_digests(request: Request) -> Response:
+    """Digests of what this node holds in the given arcs of the ring whose checksum the caller names; 409
+    when this node's ring is another (the caller then compares record by record)."""
+    shard = guarded(request)
+    body = await body_of(request)
+    cluster = request.app.state.cluster
+    if cluster is None or int(body["checksum"]) != cluster.ring.checksum:
+        return JSONResponse({"error": "this node's ring is another one."}, status_code=409)
+    found = digests(cluster.ring, shard.inventory(), [int(a) for a in body["arcs"]])
+    return JSONResponse({"digests": {str(arc): list(d) for arc, d in found.items()}})
 
 
 @route("GET", "/ontologies/{name}")

@@ -138,6 +138,17 @@ class RemoteShard:
                                  timeout_s=WRITE_TIMEOUT_S)
         return {k: int(v) for k, v in answer["inventory"].items()}
 
+    async def digests(self, checksum: int, arcs: list[int]) -> dict[int, tuple[int, int, int]] | None:
+        """Its digests of these arcs of the ring with `checksum`; None when its ring is another."""
+        try:
+            answer = await self.call("POST", "/digests", {"checksum": checksum, "arcs": arcs},
+                                     timeout_s=WRITE_TIMEOUT_S)
+        except SemregError as exc:
+            if exc.status == 409:
+                return None
+            raise
+        return {int(arc): (int(d[0]), int(d[1]), int(d[2])) for arc, d in answer["digests"].items()}
+
     async def export(self, ids: Iterable[str]) -> list[tuple[dict[str, Any], int]]:
         answer = await self.call("POST", "/export", {"ids": list(ids)}, timeout_s=WRITE_TIMEOUT_S)
         return [(rec, int(rev)) for rec, rev in answer["items"]]

@@ -76,6 +76,16 @@ class Ring:
         points = sorted(set(self._tokens))
         return [(points[i - 1], points[i]) for i in range(len(points))]
 
+    @cached_property
+    def _arc_ends(self) -> list[int]:
+        return sorted(set(self._tokens))
+
+    def arc_of(self, key: str) -> int:
+        """The index in `ranges()` of the arc `key` falls in."""
+        ends = self._arc_ends
+        i = bisect.bisect_left(ends, self.hash(key))
+        return i if i < len(ends) else 0
+
     def arc_owners(self, arc: tuple[int, int], k: int) -> list[str]:
         return self.owners_at(arc[1], k)
 

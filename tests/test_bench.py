@@ -249,9 +249,10 @@ def test_settings_quick_preset_keeps_the_load_scenarios_small():
 
 def test_scenarios_are_registered_in_order_with_targets():
     assert list(SCENARIOS) == ["discovery", "many-tags", "cold-discovery", "sparql", "register-1000-tags", "closure",
-                               "watches", "health-checks", "heartbeat-load"]
+                               "watches", "health-checks", "heartbeat-load", "ring"]
     assert SCENARIOS["discovery"].needs == ("wrk", "etcd")
     assert SCENARIOS["watches"].needs == () and SCENARIOS["heartbeat-load"].needs == ("wrk",)
+    assert SCENARIOS["ring"].needs == ("wrk", "etcd")
     assert all(s.targets for s in SCENARIOS.values())
 
 
@@ -510,3 +511,20 @@ def test_quick_run_of_the_load_scenarios():
     for peer in (*checks["peers"].values(), *beats["peers"].values()):
         assert peer["requests_per_s"] > 0 and peer["errors"] == 0
     assert time.monotonic() - started < 60
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_quick_run_of_the_ring_scenario():
+    """Three nodes and etcd beside one node at --quick sizes: the same answers, two copies of each record."""
+    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", "ring", "--json"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=230, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ring = json.loads(done.stdout)["scenarios"]["ring"]
+    assert "error" not in ring, ring["error"]
+    assert sum(ring["records_per_node"].values()) == 2 * 1000
+    assert set(ring["peers"]) == {"single-repeated", "ring-repeated", "single-distinct", "ring-distinct"}
+    assert ring["distinct_one_at_a_time"]["ring"]["n"] == ring["distinct_one_at_a_time"]["single"]["n"] == 25
+    assert ring["register_1000_tags"]["n"] == 5 and ring["ratio_repeated_ring_single"] > 0
+    assert len(ring["targets"]) == 3 and all(isinstance(t["met"], bool) for t in ring["targets"])
+    assert set(ring["rss_mib"]) == {"single", "n1", "n2", "n3"}
