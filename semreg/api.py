@@ -308,7 +308,7 @@ async def batch_instances(request: Request) -> Response:
         regs.append(registration(request, item, iid if isinstance(iid, str) else None, where))
     await check_may_replace(request, [r.id for r in regs])
     if regs:
-        await coordinator_of(request).register(regs)
+        await coordinator_of(request).register(regs, views=False)
     return JSONResponse({"registered": len(regs)})
 
 

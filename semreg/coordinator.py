@@ -27,7 +27,7 @@ from semreg.catalogue import Match
 from semreg.clock import Clock
 from semreg.discovery import newest
 from semreg.errors import NotFound, SemregError, Unavailable
-from semreg.instances import UP, Instance, Registration
+from semreg.instances import UP, Registration
 from semreg.knowledge import Knowledge
 from semreg.matching import rank_key
 from semreg.peer import PeerUnavailable
@@ -66,8 +66,9 @@ class Coordinator:
         self.hub.changed((), membership=True, everything=True)
 
     # -- writes ------------------------------------------------------------------------------------
-    async def register(self, regs: list[Registration]) -> list[tuple[Instance, bool]]:
-        """Every owner of each instance stores it; acknowledged once enough of them hold it durably."""
+    async def register(self, regs: list[Registration], views: bool = True) -> list[tuple[Any, bool]]:
+        """Every owner of each instance stores it; acknowledged once enough of them hold it durably. Each
+        with whether it is new, and (with `views`) the instance as stored, else None."""
         if not regs:
             return []
         ids = [r.id for r in regs]
@@ -91,12 +92,14 @@ class Coordinator:
                 for member, shard in owners:
                     shards[member] = shard
                 groups.setdefault(tuple(m for m, _ in owners), []).append(reg)
-            sends = [(member, group) for members, group in groups.items() for member in members
-                     if any(member not in acks[r.id] for r in group)]
+            # the first owner answers with the stored instance (when the caller wants it back), the others
+            # with whether they stored it: a view of 1,000 tags need not cross twice
+            sends = [(member, group, views and n == 0) for members, group in groups.items()
+                     for n, member in enumerate(members) if any(member not in acks[r.id] for r in group)]
             answers = await asyncio.gather(*(self._put(member, shards[member], [
-                (r, revisions[r.id]) for r in group if member not in acks[r.id]]) for member, group in sends),
-                return_exceptions=True)
-            for (member, _), answer in zip(sends, answers):
+                (r, revisions[r.id]) for r in group if member not in acks[r.id]], want)
+                for member, group, want in sends), return_exceptions=True)
+            for (member, _, _), answer in zip(sends, answers):
                 if isinstance(answer, BaseException):
                     if not isinstance(answer, (PeerUnavailable, SemregError)):
                         raise answer
@@ -114,15 +117,16 @@ class Coordinator:
         if pending:
             raise Unavailable(f"'{pending[0].id}' is held by {len(acks[pending[0].id])} of the "
                               f"{self._needed(pending[0].id)} owners a write needs; try again.", retry_after_s=1)
-        missing = [reg.id for reg in regs if reg.id not in results]
-        for iid in missing:  # superseded meanwhile by a newer write: answer with what is there now
-            results[iid] = (await self.get(iid), False)
+        if views:
+            missing = [reg.id for reg in regs if reg.id not in results]
+            for iid in missing:  # superseded meanwhile, or its first owner failed: what is there now
+                results[iid] = (await self.get(iid), iid not in existed)
         # created only if no owner had it (a stand-in for a failed owner has nothing to replace)
-        return [(results[reg.id][0], results[reg.id][1] and reg.id not in existed) for reg in regs]
+        return [(results.get(reg.id, (None, True))[0], reg.id not in existed) for reg in regs]
 
-    async def _put(self, member: str, shard: Any, items: list[tuple[Registration, int]]) -> list[Any]:
+    async def _put(self, member: str, shard: Any, items: list[tuple[Registration, int]], views: bool) -> list[Any]:
         try:
-            stored = await shard.put_records(items)
+            stored = await shard.put_records(items, views)
         except PeerUnavailable:
             self.placement.failed(member)
             raise

@@ -89,11 +89,13 @@ def route(method: str, path: str) -> Any:
 @route("POST", "/records")
 async def records(request: Request) -> Response:
     shard = guarded(request)
-    items = [(Registration.from_record(rec), int(rev)) for rec, rev in (await body_of(request))["items"]]
+    body = await body_of(request)
+    items = [(Registration.from_record(rec), int(rev)) for rec, rev in body["items"]]
+    views = bool(body.get("views", True))
     stored = await shard.put_records(items)
-    return JSONResponse({"results": [None if inst is None else {"created": created,
-                                                                 "member": wire.member_json(inst, True)}
-                                     for inst, created in stored]})
+    return JSONResponse({"results": [
+        None if inst is None else {"created": created, **({"member": wire.member_json(inst, True)} if views else {})}
+        for inst, created in stored]})
 
 
 @route("POST", "/restore")
@@ -205,9 +207,9 @@ async def changes(request: Request) -> Response:
     if epoch is not None and epoch != "" and int(epoch) != log.epoch:
         return JSONResponse({"epoch": log.epoch, "cursor": log.cursor, "changes": [], "reset": True})
     await log.wait(cursor, min(float(params.get("wait", "0")), 60.0))
-    reset, found = log.since(cursor)
+    reset, found = log.since_encoded(cursor, lambda c: orjson.dumps(wire.change_json(c)))
     return JSONResponse({"epoch": log.epoch, "cursor": log.cursor, "reset": reset,
-                         "changes": [wire.change_json(c) for c in found]})
+                         "changes": [orjson.Fragment(b) for b in found]})
 
 
 @route("POST", "/inventory")

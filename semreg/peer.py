@@ -72,11 +72,12 @@ class RemoteShard:
         return orjson.loads(content) if content else None
 
     # -- writes ------------------------------------------------------------------------------------
-    async def put_records(self, items: list[tuple[Registration, int]]) -> list[tuple[Any, bool]]:
-        body = {"items": [[reg.record(), rev] for reg, rev in items]}
+    async def put_records(self, items: list[tuple[Registration, int]], views: bool = True
+                          ) -> list[tuple[Any, bool]]:
+        body = {"items": [[reg.record(), rev] for reg, rev in items], "views": views}
         answer = await self.call("POST", "/records", body, timeout_s=WRITE_TIMEOUT_S)
-        return [(wire.RemoteMember.from_json(r["member"], True), bool(r["created"])) if r else (None, False)
-                for r in answer["results"]]
+        return [(wire.RemoteMember.from_json(r["member"], True) if "member" in r else None, bool(r["created"]))
+                if r else (None, False) for r in answer["results"]]
 
     async def restore_records(self, items: list[tuple[dict[str, Any], int]]) -> int:
         answer = await self.call("POST", "/restore", {"items": items}, timeout_s=WRITE_TIMEOUT_S)

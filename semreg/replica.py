@@ -54,8 +54,13 @@ def _ntriples(triples: Collection[ox.Triple]) -> bytes:
     return bytes(ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES) or b"") if triples else b""
 
 
-def instances_change(removed: Sequence[str], quads: Sequence[ox.Quad]) -> Change:
-    data = bytes(ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b"") if quads else b""
+def instances_change(removed: Sequence[str], quads: Sequence[ox.Quad] | str) -> Change:
+    """Instances removed (their IRIs; a replaced one is removed, then added) and added (quads, or their
+    N-Quads text)."""
+    if isinstance(quads, str):
+        data = quads.encode()
+    else:
+        data = bytes(ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b"") if quads else b""
     return ("instances", list(removed), data)
 
 

@@ -26,7 +26,7 @@ import pyoxigraph as ox
 
 from semreg import replica
 from semreg.store import INFERRED, instance_node, ontology_graph
-from semreg.vocabulary import instance_quads
+from semreg.vocabulary import instance_nquads
 
 log = logging.getLogger("semreg.replica_feed")
 
@@ -163,7 +163,7 @@ class ReplicaFeed:
                 else:
                     self._views[iid] = view
             if publish is not None:
-                added = [q for view in instances.values() if view is not None for q in instance_quads(view)]
+                added = "".join(instance_nquads(view) for view in instances.values() if view is not None)
                 changes.append(replica.instances_change([instance_node(i).value for i in instances], added))
         if inferred is not None or patches:
             gained, lost = self._patch_closure(inferred, patches)
@@ -211,7 +211,6 @@ class ReplicaFeed:
     def _snapshot(self) -> bytes:
         graphs = ((ox.Quad(t.subject, t.predicate, t.object, ox.NamedNode(g)) for t in triples)
                   for g, triples in sorted({**self._graphs, INFERRED.value: self._closure}.items()))
-        instances = (instance_quads(view) for view in self._views.values())
-        quads = itertools.chain(self.foreign(), itertools.chain.from_iterable(graphs),
-                                itertools.chain.from_iterable(instances))
-        return bytes(ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b"")
+        quads = itertools.chain(self.foreign(), itertools.chain.from_iterable(graphs))
+        head = bytes(ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b"")
+        return head + "".join(instance_nquads(view) for view in self._views.values()).encode()

@@ -175,7 +175,8 @@ class LocalShard:
         stored = await self.put_records([(reg, self.revisions.next()) for reg in regs])
         return [(inst, created) for inst, created in stored if inst is not None]
 
-    async def put_records(self, items: list[tuple[Registration, int]]) -> list[tuple[Instance | None, bool]]:
+    async def put_records(self, items: list[tuple[Registration, int]], views: bool = True
+                          ) -> list[tuple[Instance | None, bool]]:
         """Copies of registrations with their revisions (from this node or another): the ones newer than
         what the shard holds are made durable (one transaction), then live; older ones are ignored
         (None). Each with whether it was new here."""

@@ -5,9 +5,13 @@ pyoxigraph cannot cancel a query, and a thread cannot be stopped, so queries run
 (`semreg.sparql_worker`): a template holding a copy of the visible graphs, and workers forked from it.
 
 - **Replica.** `publish(item)` takes, from any thread and in order, `("snapshot", bytes)` (loaded by a
-  new template; everything published before it is contained in it) and `("changes", [...])` (applied by
-  every process). `drain()` hands them to the processes on the event loop; a query is sent after every
-  change published before it, so a write acknowledged before a query is visible to it.
+  new template; everything published before it is contained in it) and `("changes", [...])`. `drain()`
+  hands them to the processes on the event loop: the template applies them once writes pause
+  (`QUIET_S`), before it forks, or every `DEFER_LIMIT_BYTES`; a worker gets them just before its next
+  query (a registry with no SPARQL traffic pays for one copy, not one per process, and not during a
+  burst of writes), and an idle worker that has fallen `DEFER_LIMIT_BYTES` behind is replaced by a
+  fresh fork. A query is sent after every change published before it, so a write acknowledged before a query
+  is visible to it.
 - **Pool.** Each query takes one worker for itself. With none idle, the template forks another (a few
   milliseconds), up to `max_workers`; past that, queries wait their turn. Extra workers retire after
   `idle_s`; `min_workers` stay.
@@ -55,6 +59,8 @@ log = logging.getLogger("semreg.sparql_pool")
 MiB = 1024 * 1024
 TEMPLATE_RESTART_BACKOFF_S = (0.0, 0.5, 2.0, 10.0)
 LONG_QUERY_S = 0.25
+DEFER_LIMIT_BYTES = 16 * MiB  # changes held for an idle worker; past it the worker is replaced by a fork
+QUIET_S = 0.5  # the template applies the changes held for it once no change came for this long
 LOWEST_PRIORITY = 19
 
 
@@ -92,6 +98,8 @@ class _Process:
     pid: int | None = None
     transport: asyncio.Transport | None = None
     backlog: list[bytes] = field(default_factory=list)
+    deferred: list[bytes] = field(default_factory=list)  # changes a worker applies before its next query
+    deferred_bytes: int = 0
     current: _Pending | None = None
     prefixes_version: int = -1
     idle_since: float = 0.0
@@ -165,6 +173,7 @@ class QueryPool:
         self._next_qid = 1
         self._closed = False
         self._started = False
+        self._quiet: asyncio.TimerHandle | None = None
 
     @classmethod
     def over_store(cls, store: ox.Store, hidden: Iterable[ox.NamedNode] = (), **options: Any) -> QueryPool:
@@ -207,6 +216,8 @@ class QueryPool:
         if self._closed:
             return
         self._closed = True
+        if self._quiet is not None:
+            self._quiet.cancel()
         stopping = Unavailable("the server is stopping; send the query again to another node or after restart.")
         for pending in list(self._queue):
             _fail(pending, stopping)
@@ -258,16 +269,51 @@ class QueryPool:
                 frame = encode(("changes", data))
                 template = self._template
                 if template is not None and template.state == "live":
-                    template.send(frame)
+                    self._defer_to_template(template, frame)
+                stale = []
                 for worker in self._workers.values():
                     if worker.state != "dead":
-                        worker.send(frame)
+                        worker.deferred.append(frame)
+                        worker.deferred_bytes += len(frame)
+                        if worker.deferred_bytes > DEFER_LIMIT_BYTES and worker.state == "idle":
+                            stale.append(worker)
+                for worker in stale:  # a fresh fork of the template is cheaper than catching up
+                    self._retire(worker, kill=True)
+                if stale:
+                    self._grow()
             elif kind == "snapshot":
                 template = self._template
                 if template is not None and template.state == "waiting":
                     template.send(encode(("load", data)))
                     template.state = "live"
                     self._grow()
+
+    def _defer_to_template(self, template: _Process, frame: bytes) -> None:
+        """The template applies changes once the registry has been quiet for `QUIET_S`, before it forks
+        a worker, or when `DEFER_LIMIT_BYTES` have waited: a burst of writes does not share the CPU with
+        keeping a copy nobody queries yet."""
+        template.deferred.append(frame)
+        template.deferred_bytes += len(frame)
+        if template.deferred_bytes > DEFER_LIMIT_BYTES:
+            self._flush(template)
+            return
+        if self._quiet is not None:
+            self._quiet.cancel()
+        assert self._loop is not None
+        self._quiet = self._loop.call_later(QUIET_S, self._flush_template)
+
+    def _flush_template(self) -> None:
+        self._quiet = None
+        template = self._template
+        if template is not None and template.state == "live":
+            self._flush(template)
+
+    @staticmethod
+    def _flush(process: _Process) -> None:
+        for frame in process.deferred:
+            process.send(frame)
+        process.deferred.clear()
+        process.deferred_bytes = 0
 
     # -- queries --------------------------------------------------------------------------------------
     async def evaluate(self, job: Job, prefixes_version: int, deadline: float) -> Output:
@@ -307,6 +353,7 @@ class QueryPool:
         worker.state = "busy"
         worker.current = pending
         pending.worker = worker
+        self._flush(worker)
         qid = self._next_qid
         self._next_qid += 1
         worker.send(encode(("query", qid, job)))
@@ -358,6 +405,8 @@ class QueryPool:
         live = [w for w in self._workers.values() if w.state != "dead"]
         busy = sum(1 for w in live if w.state == "busy")
         want = min(self.max_workers, max(self.min_workers, busy + len(self._queue)))
+        if want > len(live):
+            self._flush(template)  # a fork starts from the template as it is
         for _ in range(want - len(live)):
             worker = _Process(self._take_id(), "worker")
             self._workers[worker.id] = worker

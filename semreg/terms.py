@@ -70,6 +70,9 @@ def _clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+EXPANDED_KEPT = 100_000  # terms remembered with what they expand to (bounded memory)
+
+
 class PrefixMap:
     """CURIE prefixes: the built-ins, those declared in uploaded ontologies, and those set by clients.
 
@@ -86,6 +89,7 @@ class PrefixMap:
     def _rebuild(self) -> None:
         self._merged = {**self._ontology, **self._explicit, **BUILTIN_PREFIXES}
         self.version = getattr(self, "version", 0) + 1  # what a term expanded to may have changed
+        self._expanded: dict[str, str] = {}
 
     def set_ontology_prefixes(self, prefixes: Mapping[str, str]) -> None:
         self._ontology = dict(prefixes)
@@ -111,7 +115,20 @@ class PrefixMap:
         return self._merged.get(prefix)
 
     def expand(self, term: str) -> str:
-        """The full IRI a term stands for; `InvalidTerm` names the term when it stands for none."""
+        """The full IRI a term stands for; `InvalidTerm` names the term when it stands for none. Terms
+        recur (a service's tags share their classes): each valid one is checked once per prefix version."""
+        if not isinstance(term, str):
+            raise InvalidTerm(f"a term must be a string, not {type(term).__name__}.")
+        known = self._expanded.get(term)
+        if known is not None:
+            return known
+        iri = self._expand(term)
+        if len(self._expanded) >= EXPANDED_KEPT:
+            self._expanded.clear()
+        self._expanded[term] = iri
+        return iri
+
+    def _expand(self, term: str) -> str:
         if not isinstance(term, str):
             raise InvalidTerm(f"a term must be a string, not {type(term).__name__}.")
         term = term.strip()

@@ -1,6 +1,8 @@
 """The replica feed's closure graph: whole, then patched; what the query processes apply equals the snapshot."""
 from __future__ import annotations
 
+import threading
+
 import pyoxigraph as ox
 
 from semreg import replica
@@ -21,15 +23,24 @@ def closure_graph(store: ox.Store) -> set[ox.Triple]:
 
 def test_patches_reach_the_replica_folded_and_a_snapshot_holds_the_patched_graph():
     published: list[tuple] = []
+    first_published, go_on = threading.Event(), threading.Event()
+
+    def publish(item: tuple) -> None:  # the feed's thread stops after its first pass until both patches wait
+        published.append(item)
+        if len(published) == 1:
+            first_published.set()
+            go_on.wait(10)
+
     feed = ReplicaFeed()
-    feed.on_replica = published.append
+    feed.on_replica = publish
     feed.start()
     try:
         feed.put_inferred([t("a", "b"), t("_:d1x0", "c")])
-        feed.wait()
+        assert first_published.wait(10)
         # lazily read iterables, as the reasoner hands them over; the second patch takes back part of the first
         feed.patch_inferred(iter([t("x", "y"), t("y", "z")]), iter([t("a", "b")]))
         feed.patch_inferred(iter([t("a", "b")]), iter([t("y", "z"), t("_:d1x0", "c")]))
+        go_on.set()
         feed.wait()
         feed.request_snapshot()
         feed.wait()

@@ -102,6 +102,43 @@ def test_published_changes_are_seen_by_the_next_query_in_every_process():
     run(main())
 
 
+def test_a_worker_forked_right_after_a_change_sees_it_though_the_template_held_it_back():
+    async def main():
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=2)
+        try:
+            assert count(await ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }")) == 10
+            added = [ox.Quad(ox.NamedNode("urn:semreg:instance:a"), n("p"), ox.Literal("x"), REGISTRY)]
+            pool.publish(("changes", [replica.instances_change([], added)]))
+            forked = pool.forked
+            # two at once: the second needs a new fork, made from the template with the change applied first
+            answers = await asyncio.gather(*[ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }") for _ in range(2)])
+            assert pool.forked == forked + 1 and [count(a) for a in answers] == [11, 11]
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_an_idle_worker_far_behind_is_replaced_by_a_fork_that_sees_every_change(monkeypatch):
+    monkeypatch.setattr("semreg.sparql_pool.DEFER_LIMIT_BYTES", 2000)
+
+    async def main():
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=1)
+        try:
+            assert count(await ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }")) == 10
+            [worker] = pool.pids()[1:]
+            forked = pool.forked
+            for k in range(40):  # each change held for the idle worker until it has fallen too far behind
+                added = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:i{k}"), n("p"), ox.Literal("x" * 50), REGISTRY)]
+                pool.publish(("changes", [replica.instances_change([], added)]))
+            await until(lambda: pool.forked > forked, what="a fresh fork")
+            await until(lambda: not alive(worker), what="the stale worker gone")
+            answer = await ask(pool, f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}")
+            assert count(answer) == 40
+        finally:
+            await pool.close()
+    run(main())
+
+
 def test_a_query_past_its_deadline_gets_503_and_its_process_is_killed_and_replaced():
     async def main():
         pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=1)
