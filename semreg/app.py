@@ -1,6 +1,7 @@
 """The ASGI application: the node, the declared routes, the middleware, error mapping and life cycle."""
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -66,9 +67,9 @@ def sparql_endpoint(node: Node, settings: Settings) -> SparqlEndpoint:
                      memory_limit_mib=settings.sparql_memory_limit_mib)
 
     async def before_query() -> None:
+        if node.cluster is not None:  # what other members acknowledged before this query, into the replica
+            await node.cluster.read_barrier()
         if node.replica.pending:
-            import asyncio
-
             await asyncio.to_thread(node.replica.wait, None, settings.sparql_time_limit_s)
 
     return SparqlEndpoint(pool, time_limit_s=settings.sparql_time_limit_s, result_limit=settings.sparql_result_limit,

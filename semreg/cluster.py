@@ -32,13 +32,15 @@ from typing import Any
 import orjson
 
 from semreg import digests, wire
+from semreg.barrier import ReadBarrier
 from semreg.clock import Clock, sleep
 from semreg.coordinator import Coordinator
 from semreg.errors import SemregError
 from semreg.kv import DELETE, KV, KVUnavailable
-from semreg.membership import FAULTY, Membership, View
+from semreg.membership import FAULTY, LEFT, Membership, View
 from semreg.peer import PeerUnavailable, RemoteShard
 from semreg.registry import DELETED, STATUS, Change
+from semreg.replica_copies import ReplicaCopies
 from semreg.ring import Ring
 from semreg.shard import LocalShard
 
@@ -48,6 +50,8 @@ SYNC_INTERVAL_S = 30.0
 SYNC_BATCH = 2000
 FOLLOW_WAIT_S = 20.0
 APPLY_WAIT_S = 30.0
+CATCH_UP_S = 2.0  # the longest a SPARQL query waits for another member's changes before it is answered
+MOVED = "moved"
 STATUS_REASONS = frozenset({"status", "check", "expired"})
 
 
@@ -85,6 +89,13 @@ class Cluster:
         self.syncs = 0
         self._stopping = False
         self._missing_cache: dict[tuple[int, frozenset[str]], list[str]] = {}
+        # the SPARQL replica's copies of every member's instances (set by the node), and how far each
+        # member's change log has been read into it
+        self.copies: ReplicaCopies | None = None
+        self._followed: dict[str, tuple[int, int]] = {}
+        self._copied_from: set[str] = set()
+        self._progress = asyncio.Event()
+        self._barrier = ReadBarrier(self._catch_up_round)
 
     # -- life cycle ------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -163,6 +174,11 @@ class Cluster:
         for member in list(self._followers):
             if member not in self.ring.members:
                 self._followers.pop(member).cancel()
+        if self.copies is not None:  # a member that left (or was forgotten) holds no copies any more
+            present = {m.id for m in view.members.values() if m.status != LEFT} | set(self.ring.members)
+            for member in [m for m in self._copied_from if m not in present]:
+                self._copied_from.discard(member)
+                self.copies.forget(member)
         if ring_changed:
             log.info("ring changed", extra={"members": list(self.ring.members), "checksum": self.ring.checksum,
                                             "revision": view.revision})
@@ -254,11 +270,90 @@ class Cluster:
             if answer["reset"] or epoch is None:
                 epoch, cursor = int(answer["epoch"]), int(answer["cursor"])
                 self.coordinator.everything_changed()
+                if self.copies is not None:
+                    try:  # what it holds now; the changes after `cursor` follow
+                        held = await peer.instances(None, tags=True)
+                    except (PeerUnavailable, SemregError):
+                        self.failed(member)
+                        epoch = None
+                        continue
+                    self.copies.resync(member, [(m.view, m.revision, m.state_version) for m in held])
+                    self._copied_from.add(member)
+                self._progressed(member, epoch, cursor)
                 continue
-            changes = [wire.change_from_json(c) for c in answer["changes"]]
+            entries = [wire.logged_change_from_json(c) for c in answer["changes"]]
             cursor = int(answer["cursor"])
-            if changes:
-                self.coordinator.changed(changes)
+            if entries:
+                self.coordinator.changed([c for c, _ in entries])
+                if self.copies is not None:
+                    self._copy(member, entries)
+                    self._copied_from.add(member)
+            self._progressed(member, epoch, cursor)
+        self._followed.pop(member, None)
+
+    def _copy(self, member: str, entries: list[tuple[Change, wire.Copy | None]]) -> None:
+        """Another member's changes, into the table of copies the SPARQL replica shows."""
+        copies = self.copies
+        assert copies is not None
+        for c, copy in entries:
+            if c.reason == MOVED:
+                copies.let_go(member, c.id)
+            elif c.removed:
+                copies.removed(member, c.id, c.revision)
+            elif copy is not None:
+                copies.put(member, *copy)
+
+    def local_copies(self, changes: list[Change]) -> None:
+        """This node's own changes, into the same table."""
+        copies = self.copies
+        if copies is None:
+            return
+        for c in changes:
+            if c.reason == MOVED:
+                copies.let_go(self.node_id, c.id)
+            elif c.removed:
+                copies.removed(self.node_id, c.id, c.revision)
+            elif c.membership and (inst := self.shard.held(c.id)) is not None:
+                copies.put(self.node_id, inst.view(), inst.revision, inst.state_version)
+
+    def _progressed(self, member: str, epoch: int, cursor: int) -> None:
+        self._followed[member] = (epoch, cursor)
+        progress, self._progress = self._progress, asyncio.Event()
+        progress.set()
+
+    # -- reading one's writes ----------------------------------------------------------------------------
+    async def read_barrier(self) -> None:
+        """Return once this node has read every other member's change log as far as it went when this
+        was called (or `CATCH_UP_S` passed): a write acknowledged anywhere before then is in this node's
+        copies. Calls at once share a round of requests (`semreg.barrier`)."""
+        await self._barrier.wait()
+
+    async def _catch_up_round(self) -> None:
+        members = [m for m in self.ring.members if m != self.node_id and m not in self.membership.suspects]
+
+        async def one(member: str) -> None:
+            peer = self.peers.get(member)
+            if peer is None:
+                return
+            try:
+                epoch, cursor = await peer.cursor()
+            except (PeerUnavailable, SemregError):
+                self.failed(member)
+                return
+            while member in self._followers and not self._stopping:
+                followed = self._followed.get(member)
+                if followed is not None and followed[0] == epoch and followed[1] >= cursor:
+                    return
+                await self._progress.wait()
+
+        if not members:
+            return
+        try:
+            await asyncio.wait_for(asyncio.gather(*(one(m) for m in members)), CATCH_UP_S)
+        except TimeoutError:
+            behind = [m for m in members if self._followed.get(m) is None]
+            log.warning("answering before every member's changes were read", extra={
+                "members": members, "never_read": behind, "waited_s": CATCH_UP_S})
 
     # -- statuses to the other owners ----------------------------------------------------------------------
     def _local_changes(self, changes: list[Change]) -> None:

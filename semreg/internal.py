@@ -199,7 +199,7 @@ async def terms(request: Request) -> Response:
 
 @route("GET", "/changes")
 async def changes(request: Request) -> Response:
-    guarded(request)
+    shard = guarded(request)
     log = request.app.state.changelog
     params = request.query_params
     epoch = params.get("epoch")
@@ -207,9 +207,18 @@ async def changes(request: Request) -> Response:
     if epoch is not None and epoch != "" and int(epoch) != log.epoch:
         return JSONResponse({"epoch": log.epoch, "cursor": log.cursor, "changes": [], "reset": True})
     await log.wait(cursor, min(float(params.get("wait", "0")), 60.0))
-    reset, found = log.since_encoded(cursor, lambda c: orjson.dumps(wire.change_json(c)))
+    reset, found = log.since_encoded(cursor, lambda c: wire.logged_change_bytes(c, shard.held(c.id)))
     return JSONResponse({"epoch": log.epoch, "cursor": log.cursor, "reset": reset,
                          "changes": [orjson.Fragment(b) for b in found]})
+
+
+@route("GET", "/cursor")
+async def cursor(request: Request) -> Response:
+    """Where this node's change log is: a node about to answer a SPARQL query waits until it has read
+    this far (what was acknowledged here before the query is then in its replica)."""
+    guarded(request)
+    log = request.app.state.changelog
+    return JSONResponse({"epoch": log.epoch, "cursor": log.cursor})
 
 
 @route("POST", "/inventory")

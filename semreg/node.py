@@ -26,6 +26,7 @@ from semreg.knowledge import Knowledge
 from semreg.kv import EtcdKV, parse_endpoints
 from semreg.placement import Single
 from semreg.registry import Change
+from semreg.replica_copies import ReplicaCopies
 from semreg.replica_feed import ReplicaFeed
 from semreg.shard import LocalShard
 from semreg.store import Store
@@ -66,6 +67,8 @@ class Node:
                                    knowledge=self.knowledge, clock=self.clock,
                                    lease_ttl_s=settings.member_lease_ttl_s)
             self.coordinator.placement = self.cluster
+            # every member's instances, in this node's SPARQL replica: the newest copy of each
+            self.cluster.copies = ReplicaCopies(self.replica.put_instance, self.replica.remove_instance)
         self.opened = False
         self._joining: asyncio.Task | None = None
         self.ready = False
@@ -150,6 +153,9 @@ class Node:
             loop.call_soon_threadsafe(fn)
 
     def _feed_replica(self, changes: list[Change]) -> None:
+        if self.cluster is not None:
+            self.cluster.local_copies(changes)
+            return
         instances = self.shard.registry.instances
         for c in changes:
             if c.reason == "moved":

@@ -134,6 +134,11 @@ class RemoteShard:
         return await self.call("GET", "/changes", params={"epoch": epoch, "after": cursor, "wait": wait_s},
                                timeout_s=wait_s + self.timeout_s)
 
+    async def cursor(self) -> tuple[int, int]:
+        """(epoch, cursor) of its change log."""
+        answer = await self.call("GET", "/cursor")
+        return int(answer["epoch"]), int(answer["cursor"])
+
     async def inventory(self, ids: Iterable[str] | None = None) -> dict[str, int]:
         answer = await self.call("POST", "/inventory", {"ids": list(ids) if ids is not None else None},
                                  timeout_s=WRITE_TIMEOUT_S)

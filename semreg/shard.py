@@ -334,6 +334,10 @@ class LocalShard:
         return len(gone)
 
     # -- reads -------------------------------------------------------------------------------------
+    def held(self, instance_id: str) -> Instance | None:
+        """The instance as this shard holds it now, if it does."""
+        return self.registry.instances.get(instance_id)
+
     async def get(self, instance_id: str) -> Instance:
         return self.registry.get(instance_id)
 

@@ -165,6 +165,25 @@ def change_json(c: Change) -> list[Any]:
 
 
 def change_from_json(data: list[Any]) -> Change:
-    iid, reason, revision, status, membership, tags, services = data
+    iid, reason, revision, status, membership, tags, services = data[:7]
     return Change(iid, reason, int(revision), status, bool(membership), frozenset(Tag(*t) for t in tags),
                   frozenset(services))
+
+
+Copy = tuple[dict[str, Any], int, int]  # an instance's view (with tags), revision, state version
+
+
+def logged_change_bytes(c: Change, inst: Instance | None) -> bytes:
+    """A change as another node's follower reads it: the change, and, when the instance's record or
+    status changed and the node still holds it, the node's copy as it is now (its own revision and
+    state version: a copy newer than the change is still a copy), which that node's SPARQL replica
+    shows (`semreg.replica_copies`)."""
+    out = change_json(c)
+    if inst is not None and c.membership and not c.removed:
+        out.append([inst.revision, inst.state_version, orjson.Fragment(inst.view_json(True))])
+    return orjson.dumps(out)
+
+
+def logged_change_from_json(data: list[Any]) -> tuple[Change, Copy | None]:
+    copy = data[7] if len(data) > 7 else None
+    return change_from_json(data), (None if copy is None else (copy[2], int(copy[0]), int(copy[1])))
