@@ -334,7 +334,7 @@ class Coordinator:
     async def holders(self, tags: list[Tag], with_tags: bool = True) -> tuple[dict[Tag, list[Any]], tuple[str, ...]]:
         """Each tag's `up` instances, exactly (no reasoning): the multi-tag lookup."""
         out: dict[Tag, list[Any]] = {tag: [] for tag in tags}
-        found, missing = await self.gather(lambda shard: shard.holders(tags))
+        found, missing = await self.gather(lambda shard: shard.holders(tags, with_tags))
         for one in found:
             for tag, insts in one.items():
                 out[tag] += insts

@@ -173,8 +173,8 @@ async def holders(request: Request) -> Response:
     body = await body_of(request)
     tags = [Tag(*t) for t in body["tags"]]
     with_tags = bool(body.get("with_tags", True))
-    found = await shard.holders(tags)
-    return JSONResponse({"holders": [[list(t), [wire.member_json(i, with_tags) for i in found[t]]] for t in tags]})
+    found = await shard.holders(tags, with_tags)
+    return Response(wire.holders_bytes(tags, found, with_tags), media_type="application/json")
 
 
 @route("POST", "/matching-tags")

@@ -116,7 +116,7 @@ class RemoteShard:
 
     async def holders(self, tags: list[Tag], with_tags: bool = True) -> dict[Tag, list[Any]]:
         answer = await self.call("POST", "/holders", {"tags": [list(t) for t in tags], "with_tags": with_tags})
-        return {Tag(*t): [wire.RemoteMember.from_json(m, with_tags) for m in members] for t, members in answer["holders"]}
+        return wire.holders_from_json(answer, with_tags)
 
     async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]:
         answer = await self.call("POST", "/matching-tags", {"tag": list(query), "match": sorted(match)})

@@ -58,7 +58,7 @@ class Shard(Protocol):
 
     async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part: ...
 
-    async def holders(self, tags: list[Tag]) -> dict[Tag, list[Instance]]: ...
+    async def holders(self, tags: list[Tag], with_tags: bool = True) -> dict[Tag, list[Instance]]: ...
 
     async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]: ...
 
@@ -355,7 +355,8 @@ class LocalShard:
     def part(self, q: discovery.DiscoverQuery) -> discovery.Part:
         return discovery.part(self.registry.catalogue, self.registry.instances, q)
 
-    async def holders(self, tags: list[Tag]) -> dict[Tag, list[Instance]]:
+    async def holders(self, tags: list[Tag], with_tags: bool = True) -> dict[Tag, list[Instance]]:
+        """Each tag's holders (`with_tags` matters only to a shard that sends views elsewhere)."""
         holders = self.registry.catalogue.holders
         instances = self.registry.instances
         return {tag: [instances[i] for i in sorted(holders.get(tag, ())) if i in instances] for tag in tags}

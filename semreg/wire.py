@@ -116,6 +116,29 @@ def query_from_json(data: dict[str, Any]) -> discovery.DiscoverQuery:
                                    bool(data.get("any_status")), None, bool(data.get("tags")))
 
 
+def holders_bytes(tags: list[Tag], found: dict[Tag, list[Instance]], with_tags: bool) -> bytes:
+    """A shard's holders of each tag, each instance once however many of the tags it holds (one holding
+    100 of them, with its 1,000 tags, would otherwise travel 100 times)."""
+    index: dict[str, int] = {}
+    members: list[dict[str, Any]] = []
+    holders = []
+    for tag in tags:
+        refs = []
+        for inst in found.get(tag, ()):
+            n = index.get(inst.id)
+            if n is None:
+                n = index[inst.id] = len(members)
+                members.append(member_json(inst, with_tags))
+            refs.append(n)
+        holders.append([list(tag), refs])
+    return orjson.dumps({"members": members, "holders": holders})
+
+
+def holders_from_json(data: dict[str, Any], with_tags: bool) -> dict[Tag, list[RemoteMember]]:
+    members = [RemoteMember.from_json(m, with_tags) for m in data["members"]]
+    return {Tag(*t): [members[n] for n in refs] for t, refs in data["holders"]}
+
+
 PART_MEDIA_TYPE = "application/x-semreg-part"
 
 

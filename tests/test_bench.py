@@ -227,6 +227,8 @@ def test_settings_quick_preset_and_explicit_flags_win():
     quick = _settings("--quick", "--instances", "2000")
     assert quick.instances == 2000 and quick.classes == 300 and quick.duration_s == 2 and quick.quick
     assert _settings("--only", "closure, discovery").only == ("closure", "discovery")
+    assert _settings("cluster").only == ("cluster",)  # `semreg bench cluster`
+    assert _settings("--only", "ring", "cluster", "ring").only == ("ring", "cluster")
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -249,11 +251,38 @@ def test_settings_quick_preset_keeps_the_load_scenarios_small():
 
 def test_scenarios_are_registered_in_order_with_targets():
     assert list(SCENARIOS) == ["discovery", "many-tags", "cold-discovery", "sparql", "register-1000-tags", "closure",
-                               "watches", "health-checks", "heartbeat-load", "ring"]
+                               "watches", "health-checks", "heartbeat-load", "ring", "cluster"]
     assert SCENARIOS["discovery"].needs == ("wrk", "etcd")
     assert SCENARIOS["watches"].needs == () and SCENARIOS["heartbeat-load"].needs == ("wrk",)
     assert SCENARIOS["ring"].needs == ("wrk", "etcd")
     assert all(s.targets for s in SCENARIOS.values())
+
+
+def test_the_thesis_client_matches_as_the_default_degrees_do():
+    import owlrl
+    import rdflib
+
+    from semreg.bench.thesis import ANY, CASE_STUDY_ONTOLOGY, EX, SUBCLASS, below, matches
+
+    graph = rdflib.Graph().parse(CASE_STUDY_ONTOLOGY)
+    owlrl.DeductiveClosure(owlrl.OWLRL_Semantics).expand(graph)
+    works = below(graph, EX + "Obra", (SUBCLASS,))
+    assert works is not None and {EX + "Obra", EX + "Livro", EX + "Filme", EX + "Pintura"} <= works
+    assert EX + "Terror" not in works
+    assert below(graph, ANY, ()) is None
+    assert matches(EX + "Livro", works) and not matches(ANY, works) and matches(ANY, None)
+
+
+def test_the_thesis_table_puts_ours_beside_theirs_and_says_where_k_was_capped():
+    from semreg.bench.thesis import THESIS, render
+
+    rows = [{"table": table, "nodes": nodes, "cells": {str(k): {"ms": 1.5, "thesis_ms": ms, "k": min(k, nodes)}
+                                                       for k, ms in theirs.items()}}
+            for (table, nodes), theirs in THESIS.items()]
+    header, *lines = render({"rows": rows})
+    assert header == ["table", "nodes", "k=1", "k=5", "k=10"] and len(lines) == 6
+    assert lines[0] == ["Table 2", "2", "1.5 vs 355.6", "1.5 vs 527.5 (k=2)", "1.5 vs 636.0 (k=2)"]
+    assert lines[1][4] == "1.5 vs 2970.1 (k=5)" and lines[1][3] == "1.5 vs 1854.0"
 
 
 def test_target_check():

@@ -128,8 +128,9 @@ def answers(client: Any) -> dict[str, Any]:
     out["instances-svc3"] = client.get("/v1/instances", params={"service": "svc3"}).json()
     out["instance"] = client.get("/v1/instances/i0007").json()
     out["gone"] = client.get("/v1/instances/i0050").status_code
-    out["discover-tags"] = client.post("/v1/discover/tags", json={"tags": [
-        "ex:Livro ex:temUmGenero ex:Terror", {"s": "ex:Filme"}, "ex:Romance ex:temUmGenero ex:Drama"]}).json()
+    lookup = {"tags": ["ex:Livro ex:temUmGenero ex:Terror", {"s": "ex:Filme"}, "ex:Romance ex:temUmGenero ex:Drama"]}
+    out["discover-tags"] = client.post("/v1/discover/tags", json=lookup).json()
+    out["discover-tags-bare"] = client.post("/v1/discover/tags?tags=false", json=lookup).json()
     out["expand"] = client.get("/v1/expand", params=QUERIES[1]).json()
     return normal(out)
 

@@ -5,6 +5,7 @@ import operator
 import os
 import platform
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 
@@ -101,10 +102,19 @@ PEER_COLUMNS = (("requests_per_s", "req/s"), ("p50_ms", "p50 ms"), ("p90_ms", "p
                 ("max_ms", "max ms"), ("errors", "errors"))
 
 
-def print_scenario(console: Console, name: str, summary: str, figures: dict) -> None:
+def print_scenario(console: Console, name: str, summary: str, figures: dict,
+                   render: Callable[[dict], list[list[str]]] | None = None) -> None:
     console.rule(f"[bold]{name}[/] — {summary}")
     if "error" in figures:
         console.print(f"[red]error:[/] {figures['error']}", highlight=False)
+    elif render is not None:
+        header, *lines = render(figures)
+        table = Table(title=name, title_justify="left")
+        for n, column in enumerate(header):
+            table.add_column(column, justify="left" if n < 2 else "right")
+        for line in lines:
+            table.add_row(*line)
+        console.print(table)
     peers = figures.get("peers") or {}
     if peers:
         table = Table(title="wrk", title_justify="left")

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         out = Console()
         report.print_machine(out, machine)
         for scenario in chosen:
-            report.print_scenario(out, scenario.name, scenario.summary, results[scenario.name])
+            report.print_scenario(out, scenario.name, scenario.summary, results[scenario.name], scenario.render)
     return 1 if any("error" in figures for figures in results.values()) else 0
 
 

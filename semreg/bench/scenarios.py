@@ -55,14 +55,16 @@ class Scenario:
     summary: str
     needs: tuple[str, ...] = ()  # tools besides semreg: "wrk", "etcd", "oxigraph"
     targets: tuple[Target, ...] = ()
+    render: Callable[[dict], list[list[str]]] | None = None  # a table of its own (header row first)
 
 
 SCENARIOS: dict[str, Scenario] = {}
 
 
-def scenario(name: str, summary: str, *, needs: tuple[str, ...] = (), targets: tuple[Target, ...] = ()):
+def scenario(name: str, summary: str, *, needs: tuple[str, ...] = (), targets: tuple[Target, ...] = (),
+             render: Callable[[dict], list[list[str]]] | None = None):
     def register(fn: Callable[[BenchContext], dict]) -> Callable[[BenchContext], dict]:
-        SCENARIOS[name] = Scenario(name, fn, summary, needs, targets)
+        SCENARIOS[name] = Scenario(name, fn, summary, needs, targets, render)
         return fn
     return register
 
@@ -826,3 +828,7 @@ def ring_registrations(ctx: BenchContext, base_url: str) -> dict:
             times.append(time.perf_counter() - started)
             advance()
     return ms_summary(times)
+
+
+# -- the thesis's tables on rings of 2 and 5 nodes (semreg bench cluster) ------------------------------------
+from semreg.bench import thesis  # noqa: E402,F401  (registers `cluster` last; it uses the helpers above)

@@ -98,10 +98,12 @@ _SIZES = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object of all figures on stdout")
     parser.add_argument("--quick", action="store_true", help="small sizes and short runs: a smoke test")
+    parser.add_argument("scenarios", nargs="*", metavar="SCENARIO",
+                        help="run only these scenarios (as --only): `semreg bench cluster` runs the thesis's tables")
     parser.add_argument("--only", metavar="NAME[,NAME]", default="",
                         help="run only these scenarios (comma list of discovery, many-tags, cold-discovery, "
-                             "sparql, register-1000-tags, closure, watches, health-checks, heartbeat-load; an "
-                             "unknown name lists every scenario)")
+                             "sparql, register-1000-tags, closure, watches, health-checks, heartbeat-load, ring, "
+                             "cluster; an unknown name lists every scenario)")
     for flag, dest, kind, text in _SIZES:
         parser.add_argument(flag, dest=dest, type=kind, default=None, metavar="N", help=text)
     parser.add_argument("--semreg-url", metavar="URL", default=None,
@@ -124,7 +126,8 @@ def from_args(args: argparse.Namespace, scenario_names: tuple[str, ...]) -> Benc
         if given < minimum:
             raise ValueError(f"{flag} must be at least {minimum}, got {given}")
         values[dest] = given
-    only = tuple(dict.fromkeys(name.strip() for name in args.only.split(",") if name.strip()))
+    named = [*args.only.split(","), *getattr(args, "scenarios", ())]
+    only = tuple(dict.fromkeys(name.strip() for name in named if name.strip()))
     unknown = [name for name in only if name not in scenario_names]
     if unknown:
         raise ValueError(f"unknown scenario {', '.join(unknown)}; choose from {', '.join(scenario_names)}")
