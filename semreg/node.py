@@ -9,13 +9,13 @@ the event loop keeps serving discovery while an ontology is being reasoned over.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from semreg import heap
 from semreg.changelog import ChangeLog
 from semreg.clock import Clock, LoopClock
 from semreg.cluster import Cluster
@@ -34,17 +34,6 @@ from semreg.store import Store
 log = logging.getLogger("semreg.node")
 
 
-def settle_heap() -> None:
-    """Move what the registry holds out of the collector's way.
-
-    The registry keeps hundreds of thousands of long-lived objects (hierarchy, views, indexes); a full
-    collection walks all of them and stalls every request for tens of milliseconds. After start-up
-    and after large changes, collect once and freeze the survivors so later collections skip them.
-    """
-    gc.collect()
-    gc.freeze()
-
-
 class Node:
     def __init__(self, settings: Settings, clock: Clock | None = None, store: Store | None = None,
                  health: HealthChecker | None = None) -> None:
@@ -53,6 +42,7 @@ class Node:
         self.store = store if store is not None else Store(settings.data_dir)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="semreg-store")
         self.replica = ReplicaFeed(foreign=self.store.foreign_quads)
+        self.heap = heap.HeapSettler()
         self.knowledge = Knowledge(self.store, self.write, self.replica)
         self.shard = LocalShard(self.clock, self.store, self.write, self.submit, health, settings.node_id)
         self.coordinator = Coordinator(self.knowledge, self.clock, Single(self.shard))
@@ -68,7 +58,7 @@ class Node:
                                    lease_ttl_s=settings.member_lease_ttl_s)
             self.coordinator.placement = self.cluster
             # every member's instances, in this node's SPARQL replica: the newest copy of each
-            self.cluster.copies = ReplicaCopies(self.replica.put_instance, self.replica.remove_instance)
+            self.cluster.copies = ReplicaCopies(self._publish_view, self.replica.remove_instance)
         self.opened = False
         self._joining: asyncio.Task | None = None
         self.ready = False
@@ -77,7 +67,7 @@ class Node:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.knowledge.on_hierarchy(lambda h, seconds: self.shard.registry.catalogue.set_hierarchy(h))
         self.knowledge.on_hierarchy(self.coordinator.hierarchy_changed)
-        self.knowledge.on_hierarchy(lambda h, seconds: settle_heap())
+        self.knowledge.on_hierarchy(lambda h, seconds: self._settle_heap())
         self.shard.subscribe(self._feed_replica)
 
     async def open(self) -> None:
@@ -93,7 +83,7 @@ class Node:
         self.opened = True
         if self.cluster is None:
             self.ready = True
-        settle_heap()
+        self._settle_heap()
         log.info("node open", extra={"instances": instances, "ontologies": len(self.knowledge.ontologies),
                                       "concepts": self.knowledge.hierarchy.size,
                                       "data_dir": str(self.settings.data_dir or ":memory:"),
@@ -152,6 +142,16 @@ class Node:
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(fn)
 
+    def _settle_heap(self) -> None:
+        heap.settle()
+        self.heap.settled()
+
+    def _publish_view(self, view: dict[str, Any]) -> None:
+        """An instance into the SPARQL replica. Each one published was just made (registered, replaced, a
+        status changed, a copy from another member), with objects that live on: the collector is told."""
+        self.heap.note(len(view.get("tags", ())) + 1)
+        self.replica.put_instance(view)
+
     def _feed_replica(self, changes: list[Change]) -> None:
         if self.cluster is not None:
             self.cluster.local_copies(changes)
@@ -163,7 +163,7 @@ class Node:
             if c.removed:
                 self.replica.remove_instance(c.id)
             elif c.membership:
-                self.replica.put_instance(instances[c.id].view())
+                self._publish_view(instances[c.id].view())
 
 
 def read_secret(settings: Settings) -> str:

@@ -195,7 +195,7 @@ def _collector_paused() -> Iterator[None]:
     """The closure's indexes are hundreds of thousands of sets and dicts that hold no cycles; while a
     change builds them, the cyclic collector walks them again and again for nothing (a quarter of
     DBpedia's insertion). It is paused for the change; the node collects and freezes the heap once the
-    change is installed (`semreg.node.settle_heap`)."""
+    change is installed (`semreg.heap.settle`)."""
     was = gc.isenabled()
     gc.disable()
     try:
