@@ -136,6 +136,33 @@ class Hierarchy:
     def kind(self, term: str) -> str:
         return self.kinds.get(term, "unknown")
 
+    def chain(self, lower: str, upper: str) -> list[str] | None:
+        """The fewest asserted steps from `lower` up to `upper` (the path `distance` counts), as the terms
+        on the way: `lower` first, `upper` last, equivalence classes by their representative between.
+        `[lower, upper]` when the relation is entailed with no asserted path; None when `lower` is not
+        strictly below `upper`."""
+        start, goal = self.canon(lower), self.canon(upper)
+        reachable = self.up.get(start, frozenset())
+        if goal not in reachable:
+            return None
+        came_from: dict[str, str] = {}
+        queue = deque((start,))
+        while queue and goal not in came_from:
+            node = queue.popleft()
+            for nxt in sorted(self.asserted_up.get(node, ())):
+                if nxt in reachable and nxt not in came_from and nxt != start:
+                    came_from[nxt] = node
+                    queue.append(nxt)
+        if goal not in came_from:
+            return [lower, upper]
+        path = [upper]
+        node = came_from[goal]
+        while node != start:
+            path.append(node)
+            node = came_from[node]
+        path.append(lower)
+        return path[::-1]
+
     @property
     def size(self) -> int:
         return len(self.up)
