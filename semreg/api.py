@@ -180,10 +180,12 @@ def discover_query(params: Mapping[str, str], prefixes: PrefixMap) -> DiscoverQu
 _PATH_RE = re.compile(r"^(/[^\s#]*)?$")
 
 
+ROUTE_PARAMS = (*PATTERN, Param("service"),
+                Param("policy", schema={"enum": ["least-load", "spillover", "round-robin", "limit"]}))
+
+
 @API.route("GET", "/v1/route", scope=READ, summary="redirect to a chosen instance",
-           params=(*PATTERN, Param("service"),
-                   Param("policy", schema={"enum": ["least-load", "spillover", "round-robin", "limit"]}),
-                   Param("path", schema={"type": "string", "pattern": r"^(/[^\s#]*)?$"})),
+           params=(*ROUTE_PARAMS, Param("path", schema={"type": "string", "pattern": r"^(/[^\s#]*)?$"})),
            replies=[Reply(307, description="redirect", headers={"Location": {"schema": {"type": "string"}},
                                                               "X-Semreg-Instance": {"schema": {"type": "string"}}})],
            errors=(503,))
@@ -201,6 +203,19 @@ async def route(request: Request) -> Response:
     host = f"[{r.address}]" if ":" in r.address else r.address
     return Response(status_code=307, headers={"Location": f"{r.scheme}://{host}:{r.port}{path}",
                                               "X-Semreg-Instance": inst.id, "Cache-Control": "no-store"})
+
+
+@API.route("GET", "/v1/route/preview", scope=READ, summary="the instance a route would go to now, without routing",
+           params=ROUTE_PARAMS, replies=[Reply(200, s.RoutePreview)])
+async def route_preview(request: Request) -> Response:
+    params = request.query_params
+    policy, limit = parse_policy(params.get("policy"))
+    limit = limit or request.app.state.settings.balance_limit
+    q = DiscoverQuery(query_tag(request), parse_match(params.get("match")), params.get("service") or None)
+    inst, cands = await request.app.state.router.preview(q, policy, limit)
+    return JSONResponse({"policy": policy, "limit": limit, "instance": orjson.Fragment(inst.view_json(False)) if inst else None,
+                         "candidates": [{"id": c.id, "weight": c.weight, "effective_load": c.effective_load,
+                                         "capacity": c.capacity} for c in cands]})
 
 
 @API.route("PUT", "/v1/instances/{id}/heartbeat", scope=WRITE, summary="renew the lease; optionally report load and status",
@@ -224,9 +239,12 @@ async def heartbeat(request: Request) -> Response:
 @API.route("GET", "/v1/token/self", scope=None, summary="the presented token: its name and scopes",
            replies=[Reply(200, s.TokenView)], errors=(401,))
 async def token_self(request: Request) -> Response:
-    """Open, so that a token of any scope can learn what it may do; the token is checked here (401 when
-    tokens are in force and it is missing or unknown)."""
+    """Open, so that a token of any scope can learn what it may do; the token is checked here (401 when it
+    is not valid). Without one, the caller is anonymous, with every scope when no tokens are in force and
+    with none when they are."""
     tokens = request.app.state.tokens
+    if tokens.enabled and not request.headers.get("authorization"):
+        return JSONResponse({"name": OPEN.name, "scopes": [], "tokens": True})
     try:
         principal = tokens.authenticate(request.headers.get("authorization"))
     except Unauthorized as exc:

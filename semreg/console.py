@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from starlette.requests import Request
 from starlette.responses import RedirectResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from semreg import media, queries
+from semreg.http import JSONResponse
 
 UI_DIR = Path(__file__).resolve().parent / "ui"
 PREFIX = "/ui"
@@ -38,11 +42,24 @@ class _Headers:
         await self.app(scope, receive, send_with_headers)
 
 
-async def to_console(request) -> RedirectResponse:
+async def to_console(request: Request) -> RedirectResponse:
     return RedirectResponse(PREFIX + "/", status_code=307)
 
 
+async def example_queries(request: Request) -> JSONResponse:
+    """The example queries of `queries/`, for the SPARQL view: `[{"name", "query"}]`."""
+    return JSONResponse([{"name": name, "query": text} for name, text in queries.examples().items()],
+                        headers={"cache-control": "no-cache"})
+
+
+async def file_types(request: Request) -> JSONResponse:
+    """The media type an ontology file is uploaded as, by suffix: the table the client and the CLI use."""
+    return JSONResponse(media.FILE_SUFFIXES, headers={"cache-control": "no-cache"})
+
+
 def routes() -> list[Route | Mount]:
-    """`/` → `/ui/`, and the console's files (`index.html` for `/ui/`)."""
+    """`/` → `/ui/`, the example queries, and the console's files (`index.html` for `/ui/`)."""
     return [Route("/", to_console, methods=["GET", "HEAD"]),
+            Route(PREFIX + "/queries.json", example_queries, methods=["GET", "HEAD"]),
+            Route(PREFIX + "/file-types.json", file_types, methods=["GET", "HEAD"]),
             Mount(PREFIX, app=_Headers(StaticFiles(directory=UI_DIR, html=True)), name="console")]

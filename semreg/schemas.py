@@ -257,6 +257,21 @@ class OntologyStored(OntologyView):
                                                          "when the upload answered")
 
 
+class RouteCandidate(BaseModel):
+    id: str
+    weight: int
+    effective_load: float
+    capacity: int | None
+
+
+class RoutePreview(BaseModel):
+    policy: str
+    limit: bool = Field(description="whether instances at their capacity are left out")
+    instance: InstanceView | None = Field(description="the instance a route would go to now; null when none is "
+                                                      "eligible (a route would answer 503)")
+    candidates: list[RouteCandidate] = Field(description="the up instances it chose among, ranked as discovery ranks")
+
+
 class ConceptEntry(BaseModel):
     iri: str
     kind: str

@@ -55,7 +55,7 @@ def test_console_files_are_open_but_the_api_is_not(secured):
 def test_token_self_says_who_the_token_is(api, secured):
     assert api.get("/v1/token/self").json() == {"name": "anonymous", "scopes": ["read", "write", "admin"],
                                                 "tokens": False}
-    assert secured.client().get("/v1/token/self").status_code == 401
+    assert secured.client().get("/v1/token/self").json() == {"name": "anonymous", "scopes": [], "tokens": True}
     assert secured.client("nope").get("/v1/token/self").status_code == 401
     assert secured.client("t-a").get("/v1/token/self").json() == {"name": "team-a", "scopes": ["read", "write"],
                                                                   "tokens": True}
@@ -109,3 +109,33 @@ def test_the_ontology_list_is_watchable(api, app_server):
     assert int(answer.headers["X-Semreg-Index"]) > int(index)
     assert [o["name"] for o in answer.json()] == ["obras", "second"]
     assert api.delete("/v1/ontologies/second").status_code == 204
+
+
+def test_route_preview_names_the_pick_without_handing_out_the_route(api):
+    for iid, weight in (("heavy", 3), ("light", 1)):
+        body = {"service": "works", "address": "127.0.0.1", "port": 1, "ttl": 0, "weight": weight,
+                "tags": ["ex:Livro ex:temUmGenero ex:Terror"]}
+        assert api.put(f"/v1/instances/{iid}", json=body).status_code in (200, 201)
+    q = {"s": "ex:Obra", "p": "ex:temUmGenero", "o": "ex:Terror"}
+    first = api.get("/v1/route/preview", params=q).json()
+    assert first["policy"] == "least-load" and first["instance"]["id"] == "heavy"
+    assert {c["id"]: c["effective_load"] for c in first["candidates"]} == {"heavy": 0, "light": 0}
+    assert api.get("/v1/route/preview", params=q).json() == first  # a preview counts no route
+    routed = api.get("/v1/route", params=q, follow_redirects=False)
+    assert routed.headers["X-Semreg-Instance"] == "heavy"
+    after = api.get("/v1/route/preview", params=q).json()
+    assert {c["id"]: c["effective_load"] for c in after["candidates"]} == {"heavy": 1, "light": 0}
+    assert api.get("/v1/route/preview", params={"s": "nope:X"}).status_code == 400
+    assert api.get("/v1/route/preview", params={"s": "ex:Drama"}).json()["instance"] is None
+    for iid in ("heavy", "light"):
+        assert api.delete(f"/v1/instances/{iid}").status_code == 204
+
+
+def test_the_example_queries_are_one_request_away(api):
+    examples = {q["name"]: q["query"] for q in api.get("/ui/queries.json").json()}
+    assert "discover-by-meaning.rq" in examples and "delete-instance.ru" not in examples
+    assert "SELECT" in examples["tags-of-instances.rq"]
+
+
+def test_ontology_files_are_sent_as_the_media_table_says(api):
+    assert api.get("/ui/file-types.json").json()[".ttl"] == "text/turtle"
