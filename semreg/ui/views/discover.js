@@ -95,7 +95,7 @@ function draw(out, found, expand, pick) {
 function explanation(why) {
   if (!why) return null;
   return h("div", {}, h("h3", { text: "Why it matched" }), h("ul", { class: "plain", "data-testid": "why" },
-    Object.entries(why).map(([k, c]) => h("li", { class: "chain" }, h("strong", { text: `${COMPONENT[k]}:` }), describe(c)))));
+    Object.entries(why).map(([k, c]) => h("li", { class: "chain" }, h("strong", { text: `${COMPONENT[k]}:` }), " ", describe(c)))));
 }
 
 function describe(c) {
@@ -103,7 +103,7 @@ function describe(c) {
   if (c.steps.length === 0) return h("span", { text: "the same term" });
   const out = [termLink(c.steps[0].s)];
   for (const step of c.steps) {
-    out.push(h("span", { class: "rel", text: `${RELATION[step.p] || curie(step.p)}${step.asserted ? "" : " (entailed)"}` }), termLink(step.o));
+    out.push(" ", h("span", { class: "rel", text: `${RELATION[step.p] || curie(step.p)}${step.asserted ? "" : " (entailed)"}` }), " ", termLink(step.o));
   }
-  return h("span", { class: "chain" }, out, h("span", { class: "muted", text: `(${c.degree}, ${c.steps.length} step${c.steps.length === 1 ? "" : "s"})` }));
+  return h("span", { class: "chain" }, out, " ", h("span", { class: "muted", text: `(${c.degree}, ${c.steps.length} step${c.steps.length === 1 ? "" : "s"})` }));
 }

@@ -20,15 +20,17 @@ export async function render(main, { live, params, mayChange, navigate }) {
   main.append(heading, box, body);
   let seen = null;
 
+  function gone() {
+    seen = null;
+    clear(body, h("p", {}, "This instance is not registered (any more). ", h("a", { href: "#/instances", text: "All instances" })));
+  }
+
   async function load() {
     let inst;
     try {
       inst = await getJSON(path);
     } catch (error) {
-      if (error.status === 404) {
-        clear(body, h("p", {}, "This instance is not registered (any more). ", h("a", { href: "#/instances", text: "All instances" })));
-        return;
-      }
+      if (error.status === 404) { gone(); return; }
       throw error;
     }
     seen = `${inst.status} ${inst.registered_at}`;
@@ -85,8 +87,8 @@ export async function render(main, { live, params, mayChange, navigate }) {
   const redraw = (event) => {
     if (event.detail !== "instances") return;
     const now = (live.instances || []).find((i) => i.id === id);
-    const key = now ? `${now.status} ${now.registered_at}` : null;
-    if (key !== seen) load().catch((error) => showError(box, error));
+    if (!now) { if (seen !== null) gone(); return; }
+    if (`${now.status} ${now.registered_at}` !== seen) load().catch((error) => showError(box, error));
   };
   live.addEventListener("change", redraw);
   return () => live.removeEventListener("change", redraw);

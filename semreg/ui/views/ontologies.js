@@ -49,10 +49,18 @@ export async function render(main, { live, may }) {
     const node = (c, path, depth) => {
       const kids = (children.get(c.iri) || []).filter((k) => !path.has(k.iri));
       const link = h("a", { href: `#/concepts/${encodeURIComponent(c.iri)}`, title: c.iri, text: label(c) });
-      if (kids.length === 0) return h("li", {}, link, c.kind === "individual" ? h("span", { class: "kind", text: " individual" }) : null);
+      if (kids.length === 0) return h("li", { class: "leaf" }, link, c.kind === "individual" ? h("span", { class: "kind", text: " individual" }) : null);
       const next = new Set(path).add(c.iri);
-      return h("li", {}, h("details", { open: depth < 1 }, h("summary", {}, link, h("span", { class: "kind", text: ` ${kids.length}` })),
-        h("ul", {}, kids.sort(byLabel).map((k) => node(k, next, depth + 1)))));
+      const open = depth < 1;
+      const list = h("ul", { hidden: !open }, kids.sort(byLabel).map((k) => node(k, next, depth + 1)));
+      const toggle = h("button", { type: "button", class: "toggle", "aria-expanded": String(open),
+        "aria-label": `${curie(c.iri)}: ${kids.length} below`, text: open ? "▾" : "▸", onclick: () => {
+          const opened = list.hidden;
+          list.hidden = !opened;
+          toggle.setAttribute("aria-expanded", String(opened));
+          toggle.textContent = opened ? "▾" : "▸";
+        } });
+      return h("li", {}, toggle, " ", link, h("span", { class: "kind", text: ` ${kids.length}` }), list);
     };
     const roots = (kind) => concepts.filter((c) => c.kind === kind && !c.parents.some((p) => byIri.has(p))).sort(byLabel);
     clear(treeBox, concepts.length === 0 ? h("p", { class: "muted", text: "The hierarchy is empty: upload an ontology." }) : [
