@@ -138,7 +138,8 @@ class Hierarchy:
 
     def chain(self, lower: str, upper: str) -> list[str] | None:
         """The fewest asserted steps from `lower` up to `upper` (the path `distance` counts), as the terms
-        on the way: `lower` first, `upper` last, equivalence classes by their representative between.
+        on the way: `lower` first, `upper` last, and between them of each equivalence class the member the
+        term before names as its parent (else the class's representative).
         `[lower, upper]` when the relation is entailed with no asserted path; None when `lower` is not
         strictly below `upper`."""
         start, goal = self.canon(lower), self.canon(upper)
@@ -155,13 +156,16 @@ class Hierarchy:
                     queue.append(nxt)
         if goal not in came_from:
             return [lower, upper]
-        path = [upper]
+        reps = []
         node = came_from[goal]
         while node != start:
-            path.append(node)
+            reps.append(node)
             node = came_from[node]
-        path.append(lower)
-        return path[::-1]
+        terms = [lower]
+        for r in reversed(reps):  # of an equivalence class, the member the previous term names as parent
+            named = sorted(m for m in self.members.get(r, (r,)) if m in self.asserted_parents.get(terms[-1], ()))
+            terms.append(named[0] if named else r)
+        return [*terms, upper]
 
     @property
     def size(self) -> int:

@@ -144,6 +144,13 @@ def test_drain_an_instance_and_watch_its_status_change_without_a_reload(registry
     expect(p.get_by_test_id("tags")).to_contain_text("ex:Obra rdf:type ex:Pintura")
     check_accessibility(p, "instance")
     p.evaluate("() => { window.stillTheSamePage = true; }")
+    block = p.get_by_role("button", name="Block")
+    block.focus()
+    p.keyboard.press("Enter")  # by the keyboard: the dialog opens, Escape cancels it
+    expect(p.get_by_role("dialog", name="Block pinturas?")).to_be_visible()
+    p.keyboard.press("Escape")
+    expect(p.get_by_role("dialog")).to_have_count(0)
+    assert api.get("/v1/instances/pinturas").json()["status"] == "up"
     p.get_by_role("button", name="Drain").click()
     dialog = p.get_by_role("dialog", name="Drain pinturas?")
     expect(dialog).to_be_visible()
@@ -194,6 +201,14 @@ def test_register_an_instance_through_the_form(registry, page):
     expect(p.get_by_test_id("tags")).to_contain_text("ex:Romance ex:temUmGenero ex:Terror")
     view = api.get("/v1/instances/romances").json()
     assert (view["port"], view["ttl"], view["owner"]) == (9200, 0, "ops")
+    p.get_by_role("link", name="Edit").click()
+    expect(p.get_by_role("heading", name="Edit romances")).to_be_visible()
+    expect(p.get_by_role("textbox", name="Tags")).to_have_value("ex:Romance ex:temUmGenero ex:Terror")
+    p.get_by_label("Weight").fill("5")
+    p.get_by_role("button", name="Save").click()
+    expect(p.get_by_role("heading", name="Instance romances")).to_be_visible()
+    expect(p.locator("dd", has_text=re.compile(r"^5$"))).to_have_count(1)
+    assert api.get("/v1/instances/romances").json()["weight"] == 5
     assert api.delete("/v1/instances/romances").status_code == 204
     expect(p.get_by_text("This instance is not registered (any more).")).to_be_visible()
 
