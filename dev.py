@@ -2,7 +2,7 @@
 """Set up and run semreg from a fresh checkout, with nothing but Python installed.
 
     python3 dev.py serve   # virtualenv + dependencies, then a server on ./semreg-data with the example ontology
-    python3 dev.py test    # virtualenv + dependencies + system packages, then the whole test suite
+    python3 dev.py test    # virtualenv + dependencies + system packages (etcd, wrk, chromium), then the whole suite
 
 Both are idempotent: a second run reuses the virtualenv and installs only what changed.
 """
@@ -20,8 +20,9 @@ VENV = ROOT / ".venv"
 BIN = VENV / "bin"
 PY = BIN / "python"
 SHARED = ROOT.parent / "shared"
-# Debian packages the tests and benchmarks drive as real peers.
-SYSTEM_PACKAGES = {"etcd": "etcd-server", "wrk": "wrk"}
+# Debian packages the tests and benchmarks drive as real peers, and the browser the console's tests
+# drive (Playwright's own browser downloads cannot be had here; Debian's chromium can).
+SYSTEM_PACKAGES = {"etcd": "etcd-server", "wrk": "wrk", "chromium": "chromium"}
 # Contract examples shipped beside the project, run against the installed `semreg` once each part works.
 CONFORMANCE_MARKERS = ["core", "live", "access", "answers"]
 

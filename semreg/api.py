@@ -24,7 +24,8 @@ from semreg.balancer import parse_policy
 from semreg.coordinator import Coordinator
 from semreg.discovery import DiscoverQuery
 from semreg.endpoints import Endpoints, Param, Reply
-from semreg.errors import BadRequest, NotFound, Unavailable
+from semreg.errors import BadRequest, NotFound, Unauthorized, Unavailable
+from semreg.explanation import explain
 from semreg.http import JSONResponse, bool_param, bool_value, int_value, read_body, read_json, watch_params
 from semreg.instances import Registration
 from semreg.knowledge import Knowledge
@@ -179,10 +180,12 @@ def discover_query(params: Mapping[str, str], prefixes: PrefixMap) -> DiscoverQu
 _PATH_RE = re.compile(r"^(/[^\s#]*)?$")
 
 
+ROUTE_PARAMS = (*PATTERN, Param("service"),
+                Param("policy", schema={"enum": ["least-load", "spillover", "round-robin", "limit"]}))
+
+
 @API.route("GET", "/v1/route", scope=READ, summary="redirect to a chosen instance",
-           params=(*PATTERN, Param("service"),
-                   Param("policy", schema={"enum": ["least-load", "spillover", "round-robin", "limit"]}),
-                   Param("path", schema={"type": "string", "pattern": r"^(/[^\s#]*)?$"})),
+           params=(*ROUTE_PARAMS, Param("path", schema={"type": "string", "pattern": r"^(/[^\s#]*)?$"})),
            replies=[Reply(307, description="redirect", headers={"Location": {"schema": {"type": "string"}},
                                                               "X-Semreg-Instance": {"schema": {"type": "string"}}})],
            errors=(503,))
@@ -200,6 +203,19 @@ async def route(request: Request) -> Response:
     host = f"[{r.address}]" if ":" in r.address else r.address
     return Response(status_code=307, headers={"Location": f"{r.scheme}://{host}:{r.port}{path}",
                                               "X-Semreg-Instance": inst.id, "Cache-Control": "no-store"})
+
+
+@API.route("GET", "/v1/route/preview", scope=READ, summary="the instance a route would go to now, without routing",
+           params=ROUTE_PARAMS, replies=[Reply(200, s.RoutePreview)])
+async def route_preview(request: Request) -> Response:
+    params = request.query_params
+    policy, limit = parse_policy(params.get("policy"))
+    limit = limit or request.app.state.settings.balance_limit
+    q = DiscoverQuery(query_tag(request), parse_match(params.get("match")), params.get("service") or None)
+    inst, cands = await request.app.state.router.preview(q, policy, limit)
+    return JSONResponse({"policy": policy, "limit": limit, "instance": orjson.Fragment(inst.view_json(False)) if inst else None,
+                         "candidates": [{"id": c.id, "weight": c.weight, "effective_load": c.effective_load,
+                                         "capacity": c.capacity} for c in cands]})
 
 
 @API.route("PUT", "/v1/instances/{id}/heartbeat", scope=WRITE, summary="renew the lease; optionally report load and status",
@@ -220,6 +236,23 @@ async def heartbeat(request: Request) -> Response:
 
 
 # -- operations ------------------------------------------------------------------------------------
+@API.route("GET", "/v1/token/self", scope=None, summary="the presented token: its name and scopes",
+           replies=[Reply(200, s.TokenView)], errors=(401,))
+async def token_self(request: Request) -> Response:
+    """Open, so that a token of any scope can learn what it may do; the token is checked here (401 when it
+    is not valid). Without one, the caller is anonymous, with every scope when no tokens are in force and
+    with none when they are."""
+    tokens = request.app.state.tokens
+    if tokens.enabled and not request.headers.get("authorization"):
+        return JSONResponse({"name": OPEN.name, "scopes": [], "tokens": True})
+    try:
+        principal = tokens.authenticate(request.headers.get("authorization"))
+    except Unauthorized as exc:
+        return JSONResponse(exc.body(), status_code=401, headers={"WWW-Authenticate": 'Bearer realm="semreg"'})
+    scopes = [scope for scope in (READ, WRITE, ADMIN) if principal.admin or scope in principal.scopes]
+    return JSONResponse({"name": principal.name, "scopes": scopes, "tokens": tokens.enabled})
+
+
 @API.route("GET", "/healthz", scope=None, summary="alive", replies=[Reply(200, OBJECT)])
 async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "alive"})
@@ -372,9 +405,18 @@ async def expand(request: Request) -> Response:
     query = query_tag(request)
     match = parse_match(request.query_params.get("match"))
     matched = await coordinator_of(request).matching_tags(query, match)
+    knowledge = knowledge_of(request)
+    hierarchy = knowledge.hierarchy
     return JSONResponse({"query": query.as_json(), "match": sorted(match, key=DEGREES.index),
-                         "components": knowledge_of(request).expand(query, match),
-                         "tags": [{"tag": t.as_json(), "degree": d, "distance": n} for t, d, n in matched]})
+                         "components": knowledge.expand(query, match),
+                         "tags": [{"tag": t.as_json(), "degree": d, "distance": n, "why": explain(hierarchy, t, query)}
+                                  for t, d, n in matched]})
+
+
+@API.route("GET", "/v1/concepts", scope=READ, summary="every concept of the hierarchy with its asserted parents",
+           replies=[Reply(200, s.ConceptsView)])
+async def concepts(request: Request) -> Response:
+    return JSONResponse({"concepts": knowledge_of(request).concepts()})
 
 
 @API.route("GET", "/v1/concepts/{term:path}", scope=READ, summary="a concept of the hierarchy",
@@ -393,11 +435,22 @@ RDF_CONTENT = {t: {"schema": {"type": "string"}} for t in RDF_TYPES}
 NAME = Param("name", "path", True, {"type": "string", "pattern": r"^[A-Za-z0-9._-]{1,128}$"})
 
 
-@API.route("GET", "/v1/ontologies", scope=READ, summary="uploaded ontologies",
-           replies=[Reply(200, {"type": "array", "items": {"$ref": "#/components/schemas/OntologyView"}})])
+@API.route("GET", "/v1/ontologies", scope=READ, summary="uploaded ontologies; watchable", params=WATCH,
+           replies=[Reply(200, {"type": "array", "items": {"$ref": "#/components/schemas/OntologyView"}},
+                          headers=INDEX_HEADER)])
 async def list_ontologies(request: Request) -> Response:
-    metas = knowledge_of(request).ontologies.metas
-    return JSONResponse([m.as_json() for m in sorted(metas.values(), key=lambda m: m.name)])
+    knowledge = knowledge_of(request)
+    hub = coordinator_of(request).hub
+
+    async def topic() -> Topic:
+        # Every upload or removal installs a new hierarchy, which recomputes every watched topic.
+        async def compute() -> tuple[Any, list[dict[str, Any]]]:
+            metas = [m.as_json() for m in sorted(knowledge.ontologies.metas.values(), key=lambda m: m.name)]
+            return tuple((m["name"], m["uploaded_at"], m["triples"]) for m in metas), metas
+
+        return await hub.topic(("ontologies",), compute, lambda changes: False, orjson.dumps)
+
+    return await watched(request, await topic(), topic)
 
 
 @API.route("GET", "/v1/ontologies/{name}", scope=READ, summary="an ontology as RDF, by Accept",

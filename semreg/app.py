@@ -13,6 +13,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 
+from semreg import console
 from semreg.access import AccessMiddleware
 from semreg.api import API, DISCOVER, SPARQL_GET, discover_query
 from semreg.auth import Tokens, TokensFileError
@@ -149,11 +150,11 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
             await node.close()
             log.info("node stopped")
 
-    app = Starlette(routes=API.routes(), lifespan=lifespan,
+    app = Starlette(routes=[*API.routes(), *console.routes()], lifespan=lifespan,
                     middleware=[Middleware(InternalGate),
                                 Middleware(MetricsMiddleware, metrics=metrics),
                                 Middleware(AccessMiddleware, tokens=tokens,
-                                           scopes=ScopeTable(API.endpoints, ("/ui",)),
+                                           scopes=ScopeTable(API.endpoints, (console.PREFIX,), open_paths=("/",)),
                                            limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst),
                                            clock=node.clock.monotonic),
                                 Middleware(DiscoverFastPath, known=known, coordinator=node.coordinator,

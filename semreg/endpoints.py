@@ -101,8 +101,9 @@ class ScopeTable:
     their patterns. A path nobody declared needs `read` to be read and `admin` otherwise, so an
     unknown route tells an anonymous caller nothing."""
 
-    def __init__(self, endpoints: Iterable[Endpoint], open_prefixes: tuple[str, ...] = ()) -> None:
-        self._static: dict[tuple[str, str], str | None] = {}
+    def __init__(self, endpoints: Iterable[Endpoint], open_prefixes: tuple[str, ...] = (),
+                 open_paths: tuple[str, ...] = ()) -> None:
+        self._static: dict[tuple[str, str], str | None] = {(m, p): None for p in open_paths for m in ("GET", "HEAD")}
         self._templated: list[tuple[str, re.Pattern[str], str | None]] = []
         self.open_prefixes = open_prefixes
         for e in endpoints:

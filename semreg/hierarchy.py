@@ -136,6 +136,37 @@ class Hierarchy:
     def kind(self, term: str) -> str:
         return self.kinds.get(term, "unknown")
 
+    def chain(self, lower: str, upper: str) -> list[str] | None:
+        """The fewest asserted steps from `lower` up to `upper` (the path `distance` counts), as the terms
+        on the way: `lower` first, `upper` last, and between them of each equivalence class the member the
+        term before names as its parent (else the class's representative).
+        `[lower, upper]` when the relation is entailed with no asserted path; None when `lower` is not
+        strictly below `upper`."""
+        start, goal = self.canon(lower), self.canon(upper)
+        reachable = self.up.get(start, frozenset())
+        if goal not in reachable:
+            return None
+        came_from: dict[str, str] = {}
+        queue = deque((start,))
+        while queue and goal not in came_from:
+            node = queue.popleft()
+            for nxt in sorted(self.asserted_up.get(node, ())):
+                if nxt in reachable and nxt not in came_from and nxt != start:
+                    came_from[nxt] = node
+                    queue.append(nxt)
+        if goal not in came_from:
+            return [lower, upper]
+        reps = []
+        node = came_from[goal]
+        while node != start:
+            reps.append(node)
+            node = came_from[node]
+        terms = [lower]
+        for r in reversed(reps):  # of an equivalence class, the member the previous term names as parent
+            named = sorted(m for m in self.members.get(r, (r,)) if m in self.asserted_parents.get(terms[-1], ()))
+            terms.append(named[0] if named else r)
+        return [*terms, upper]
+
     @property
     def size(self) -> int:
         return len(self.up)

@@ -101,6 +101,8 @@ class Instance:
         out.update({"weight": r.weight, "capacity": r.capacity, "ttl": r.ttl_s, "deregister_after": r.deregister_after_s,
                     "check": r.check, "meta": r.meta, "status": self.status, "load": self.load,
                     "expires_at": rfc3339(self.expires_at_wall), "registered_at": rfc3339(self.registered_at_wall)})
+        if r.owner is not None:  # the token that registered it (tokens in force): who else may change it
+            out["owner"] = r.owner
         return out
 
     def expires_at_text(self) -> str | None:

@@ -87,6 +87,13 @@ class Knowledge:
                                 for t, (d, n) in rows]
         return components
 
+    def concepts(self) -> list[dict[str, Any]]:
+        """Every class, property and individual of the hierarchy, by IRI, with its asserted parents."""
+        h = self.hierarchy
+        terms = set(h.kinds) | set(h.asserted_parents)
+        return [{"iri": t, "kind": h.kind(t), "label": h.labels.get(t), "parents": sorted(h.asserted_parents.get(t, ()))}
+                for t in sorted(terms)]
+
     def concept(self, iri: str, registered: Callable[[str], bool]) -> dict[str, Any]:
         """A concept's kind, label and relatives; `registered(iri)` says whether some tag names it."""
         h = self.hierarchy

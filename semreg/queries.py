@@ -18,5 +18,13 @@ def load(name: str) -> str:
     raise FileNotFoundError(f"the query file {name} is missing from {', '.join(map(str, _CANDIDATES))}")
 
 
+def examples() -> dict[str, str]:
+    """The example queries (`*.rq`; the update the server runs is `.ru`), by file name."""
+    for directory in _CANDIDATES:
+        if directory.is_dir():
+            return {p.name: p.read_text(encoding="utf-8") for p in sorted(directory.glob("*.rq"))}
+    return {}
+
+
 def delete_instance(instance_iri: str) -> str:
     return load("delete-instance.ru").replace("%INSTANCE%", f"<{instance_iri}>")

@@ -154,6 +154,8 @@ class InstanceView(BaseModel):
     load: float
     expires_at: str | None
     registered_at: str | None
+    owner: str | None = Field(default=None, description="the name of the token that registered it, when tokens "
+                                                         "are in force (only it or an admin may change it)")
 
 
 class InstanceRef(BaseModel):
@@ -214,6 +216,9 @@ class MatchedTag(BaseModel):
     tag: TagView
     degree: str
     distance: int
+    why: dict[str, Any] | None = Field(default=None, description="per component (s, p, o): its degree and the "
+                                       "chain of subClassOf, subPropertyOf, type or equivalence steps between the "
+                                       "registered and the queried term")
 
 
 class ExpandView(BaseModel):
@@ -250,6 +255,39 @@ class OntologyStored(OntologyView):
     applied: list[str] | None = Field(None, description="in a cluster: the members that applied the upload")
     laggards: list[str] | None = Field(None, description="in a cluster: live members that had not applied it "
                                                          "when the upload answered")
+
+
+class RouteCandidate(BaseModel):
+    id: str
+    weight: int
+    effective_load: float
+    capacity: int | None
+
+
+class RoutePreview(BaseModel):
+    policy: str
+    limit: bool = Field(description="whether instances at their capacity are left out")
+    instance: InstanceView | None = Field(description="the instance a route would go to now; null when none is "
+                                                      "eligible (a route would answer 503)")
+    candidates: list[RouteCandidate] = Field(description="the up instances it chose among, ranked as discovery ranks")
+
+
+class ConceptEntry(BaseModel):
+    iri: str
+    kind: str
+    label: str | None
+    parents: list[str]
+
+
+class ConceptsView(BaseModel):
+    concepts: list[ConceptEntry] = Field(description="every concept of the hierarchy, by IRI, with its asserted "
+                                                     "parents (a class and property tree)")
+
+
+class TokenView(BaseModel):
+    name: str = Field(description="the token's name ('anonymous' when no tokens are in force)")
+    scopes: list[Literal["read", "write", "admin"]]
+    tokens: bool = Field(description="whether this server checks tokens")
 
 
 class PrefixView(BaseModel):

@@ -76,11 +76,12 @@ def in_process():
 
 
 def app_worker(thread) -> bool:
-    """A worker of an in-process app's loop: started on demand, stopped with the app (which may be the
-    module's), so not a leak of the test that happened to start it."""
+    """A worker of an in-process app's loop or of a browser's: started on demand, stopped with the app or
+    the browser (which may be the module's), so not a leak of the test that happened to start it."""
+    from browser import BROWSER_THREAD_PREFIX
     from inprocess import THREAD_PREFIX
 
-    return thread.name.startswith(THREAD_PREFIX + "-worker")
+    return thread.name.startswith((THREAD_PREFIX + "-worker", BROWSER_THREAD_PREFIX))
 
 
 @pytest.fixture(autouse=True)
