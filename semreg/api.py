@@ -494,7 +494,8 @@ SPARQL_PARAMS = (Param("query", description="a SPARQL 1.1 query (without it: the
 
 
 @API.route("GET", "/sparql", scope=READ, summary="SPARQL 1.1 Protocol query (GET)", params=SPARQL_PARAMS,
-           replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)], errors=(406, 503))
+           open_query=True, replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)],
+           errors=(406, 503))
 async def sparql_get(request: Request) -> Response:
     return await request.app.state.sparql.handle(request)
 
@@ -502,7 +503,7 @@ async def sparql_get(request: Request) -> Response:
 @API.route("POST", "/sparql", scope=READ, summary="SPARQL 1.1 Protocol query (POST form or query body)",
            params=SPARQL_PARAMS[1:], body={"application/x-www-form-urlencoded": {"type": "string"},
                                            "application/sparql-query": {"type": "string"}}, body_required=False,
-           replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)],
+           open_query=True, replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)],
            errors=(406, 413, 415, 503))
 async def sparql_post(request: Request) -> Response:
     return await request.app.state.sparql.handle(request)

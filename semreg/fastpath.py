@@ -4,8 +4,8 @@ It is answered here, from the coordinator's topic, without the router and Starle
 response objects: on a repeated query that was ~40 % of the server's time, and on a question never asked
 before about as much again. A query string seen before is not even parsed: the query parsed from it is
 remembered under the raw bytes (and the prefix map's version, since a CURIE may expand differently after
-an upload). A new one is parsed by the same function the handler uses (`parse`), so its errors are the
-handler's errors.
+an upload). A new one is checked by its route's declaration (`route.check_query`) and parsed by the
+same function the handler uses (`parse`), so its errors are the handler's errors.
 
 The short path sits inside the access gate and the metrics (so tokens, scopes, rate limits and
 request metrics apply unchanged). A blocking read (`index=` or `wait=`) goes the long way. What it
@@ -77,7 +77,9 @@ class DiscoverFastPath:
                 return
             scope["route"] = self.route
             try:
-                query = self.parse(QueryParams(raw), self.prefixes)
+                params = QueryParams(raw)
+                self.route.check_query(params.keys())
+                query = self.parse(params, self.prefixes)
             except SemregError as exc:
                 await error_response(exc)(scope, receive, send)
                 return
