@@ -136,14 +136,15 @@ async def watched(request: Request, topic: Topic, refresh: Any) -> JSONResponse:
     return JSONResponse(topic.body, headers=headers)
 
 
-def query_tag(request: Request) -> Tag:
-    return pattern_of(request.query_params, knowledge_of(request).prefixes)
+def query_tag(request: Request, purpose: str = "discover") -> Tag:
+    return pattern_of(request.query_params, knowledge_of(request).prefixes, purpose)
 
 
-def pattern_of(params: Mapping[str, str], prefixes: PrefixMap) -> Tag:
+def pattern_of(params: Mapping[str, str], prefixes: PrefixMap, purpose: str = "discover") -> Tag:
+    """The pattern `s`, `p`, `o` of a query; `purpose` says what it is for in the sentence when `s` is missing."""
     s_ = params.get("s")
     if s_ is None or not s_.strip():
-        raise BadRequest("s is required: the subject term of the pattern to discover (p and o are optional).",
+        raise BadRequest(f"s is required: the subject term of the pattern to {purpose} (p and o are optional).",
                          field="s")
     p, o = params.get("p") or None, params.get("o") or None
     return Tag(parse_component(s_, prefixes), parse_component(p, prefixes, predicate=True),
@@ -192,7 +193,7 @@ async def route(request: Request) -> Response:
     path = params.get("path", "")
     if not _PATH_RE.match(path) or len(path) > 2048:
         raise BadRequest("path must be empty or start with '/', without spaces or '#'.", field="path")
-    q = DiscoverQuery(query_tag(request), parse_match(params.get("match")), params.get("service") or None)
+    q = DiscoverQuery(query_tag(request, "route by"), parse_match(params.get("match")), params.get("service") or None)
     client = request.client
     inst = await request.app.state.router.route(q, policy, limit or request.app.state.settings.balance_limit,
                                                 caller=f"{client.host}:{client.port}" if client else None)
@@ -369,7 +370,7 @@ async def tags(request: Request) -> Response:
 @API.route("GET", "/v1/expand", scope=READ, summary="what a query expands to", params=PATTERN,
            replies=[Reply(200, s.ExpandView)])
 async def expand(request: Request) -> Response:
-    query = query_tag(request)
+    query = query_tag(request, "expand")
     match = parse_match(request.query_params.get("match"))
     matched = await coordinator_of(request).matching_tags(query, match)
     return JSONResponse({"query": query.as_json(), "match": sorted(match, key=DEGREES.index),

@@ -48,9 +48,11 @@ def api():
     (dict(GOOD, tags=["<relative>"]), "relative"), (dict(GOOD, tags=["<http://x/a b>"]), "tags[0]"),
     (dict(GOOD, tags=[{"p": "v:p"}]), "s"), (dict(GOOD, tags=[{"s": "v:A", "q": "v:B"}]), "q"),
     (dict(GOOD, tags=[{"s": 5}]), "tags[0]"), (dict(GOOD, tags=["v:A a"]), "tags[0]"),
-    (dict(GOOD, meta={"k": 1}), "meta"), (dict(GOOD, meta=[]), "meta"), (dict(GOOD, unknown=1), "unknown"),
+    (dict(GOOD, meta={"k": [1]}), "meta"), (dict(GOOD, meta={"k": None}), "meta"), (dict(GOOD, meta=[]), "meta"),
+    (dict(GOOD, unknown=1), "unknown"),
     (dict(GOOD, check={"http": "ftp://x"}), "check"), (dict(GOOD, check={}), "check"),
     (dict(GOOD, check={"tcp": "h:1", "http": "http://h/"}), "check"), (dict(GOOD, scheme="ht tp"), "scheme"),
+    (dict(GOOD, scheme="ftp"), "http or https"), (dict(GOOD, address="http://h/x"), "host name or an IP address"),
     (dict(GOOD, address=""), "address"), (dict(GOOD, address="a b"), "address"), (dict(GOOD, id="other"), "id"),
     (dict(GOOD, service=""), "service"),
 ])
@@ -181,3 +183,24 @@ def test_a_post_to_sparql_without_a_query_is_400(api):
         r = api.post("/sparql", **kw)
         assert r.status_code == 400 and "carries a query" in r.json()["error"]
     assert api.get("/sparql").status_code == 200, "GET without a query still describes the service"
+
+
+@pytest.mark.parametrize("body, sentence", [
+    (dict(GOOD, address="http://books.internal/x"), "address: must be a host name or an IP address (such as 10.1.0.7, "
+                                                    "books.internal or ::1), without a scheme, path, user or spaces."),
+    (dict(GOOD, address="a b"), "address: must be a host name or an IP address"),
+    (dict(GOOD, scheme="ftp"), "scheme: must be http or https: routes redirect to scheme://address:port, and checks "
+                               "speak HTTP."),
+    (dict(GOOD, meta={"tier": {"a": 1}}), "meta.tier: must be a string, a number or a boolean"),
+])
+def test_bad_fields_are_explained_in_words(api, body, sentence):
+    r = api.put("/v1/instances/words", json=body)
+    assert r.status_code == 400 and r.json()["error"].startswith(sentence), r.text
+    assert "pattern" not in r.json()["error"] and "'^" not in r.json()["error"]
+    assert api.get("/v1/instances/words").status_code == 404
+
+
+def test_route_without_s_says_s_is_required(api):
+    r = api.get("/v1/route", params={"p": "v:p"})
+    assert r.status_code == 400 and r.json()["field"] == "s"
+    assert r.json()["error"].startswith("s is required: the subject term of the pattern to route by")

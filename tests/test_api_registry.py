@@ -248,3 +248,26 @@ def test_repeated_discovery_answers_identically_and_follows_prefix_changes(api):
     api.delete("/v1/prefixes/fp")
     for iid in ("fp-1", "fp-2"):
         api.delete(f"/v1/instances/{iid}")
+
+
+def test_meta_takes_numbers_and_booleans_as_their_text_and_spillover_reads_them(api):
+    service = "spill-numbers"
+    for iid, priority in (("spill-b", 2), ("spill-a", 1)):
+        r = put(api, iid, ["ex:Pintura"], service=service, capacity=1, meta={"priority": priority, "canary": False})
+        assert r.status_code == 201, r.text
+        assert r.json()["meta"] == {"priority": str(priority), "canary": "false"}
+    assert api.get("/v1/instances/spill-a").json()["meta"] == {"priority": "1", "canary": "false"}
+    assert put(api, "spill-a", ["ex:Pintura"], service=service, meta={"weight": 1.5}).json()["meta"] == {"weight": "1.5"}
+    put(api, "spill-a", ["ex:Pintura"], service=service, capacity=1, meta={"priority": 1})
+    r = api.get("/v1/route", params={"s": "ex:Pintura", "service": service, "policy": "spillover"})
+    assert r.status_code == 307 and r.headers["x-semreg-instance"] == "spill-a", "priority 1 is filled first"
+    for iid in ("spill-a", "spill-b"):
+        api.delete(f"/v1/instances/{iid}")
+
+
+def test_https_is_the_other_scheme(api):
+    r = put(api, "secure", ["ex:Pintura"], scheme="HTTPS", port=8443)
+    assert r.status_code == 201 and r.json()["scheme"] == "https"
+    r = api.get("/v1/route", params={"s": "ex:Pintura", "service": "secure"})
+    assert r.headers["location"] == "https://127.0.0.1:8443"
+    api.delete("/v1/instances/secure")
