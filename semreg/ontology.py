@@ -10,7 +10,7 @@ import pyoxigraph as ox
 
 from semreg.errors import BadRequest, NotAcceptable, UnsupportedMediaType
 from semreg.media import FILE_SUFFIXES as FILE_SUFFIXES  # semreg.ontologies reads --ontology files by it
-from semreg.media import READ_AS, WRITTEN
+from semreg.media import READ_AS, WRITTEN, WRITTEN_AS
 from semreg.negotiation import negotiate
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
@@ -25,7 +25,8 @@ def _rdf_format(media_type: str) -> ox.RdfFormat:
 
 # Media type → parser format, and the representations of GET /v1/ontologies/{name}: from `semreg.media`.
 PARSE_FORMATS = {media: _rdf_format(syntax) for media, syntax in READ_AS.items()}
-SERIALIZE_FORMATS = {media: _rdf_format(media) for media in WRITTEN.values()}
+SERIALIZE_FORMATS = {**{media: _rdf_format(media) for media in WRITTEN.values()},
+                     **{media: _rdf_format(syntax) for media, syntax in WRITTEN_AS.items()}}
 REPRESENTATIONS = tuple(SERIALIZE_FORMATS)  # in order of preference when Accept allows several
 _XMLNS = re.compile(rb'xmlns:([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*["\']([^"\']+)["\']')
 

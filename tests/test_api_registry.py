@@ -142,7 +142,7 @@ def test_ontology_routes(api):
     refused = api.get("/v1/ontologies/obras", headers={"Accept": "image/png"})
     assert refused.status_code == 406 and refused.json() == {"error": (
         "none of 'image/png' is offered; ask for one of text/turtle, application/n-triples, application/rdf+xml, "
-        "application/ld+json.")}
+        "application/ld+json, text/n3.")}
     assert api.get("/v1/ontologies/none").status_code == 404
     extra = b"@prefix x: <http://example.org/extra#> . x:A <http://www.w3.org/2000/01/rdf-schema#subClassOf> x:B ."
     assert api.put("/v1/ontologies/extra", content=extra, headers={"Content-Type": "text/n3"}).status_code == 201
