@@ -463,13 +463,18 @@ async def get_prefix(request: Request) -> Response:
     return JSONResponse({"prefix": prefix, "iri": iri})
 
 
-@API.route("PUT", "/v1/prefixes/{prefix}", scope=ADMIN, summary="set a prefix", params=(PREFIX,), body=s.PrefixBody,
-           replies=[Reply(200, s.PrefixView), Reply(201, s.PrefixView)], errors=(413, 415))
+@API.route("PUT", "/v1/prefixes/{prefix}", scope=ADMIN, summary="set a prefix",
+           params=(PREFIX, Param("force", schema={"type": "boolean"},
+                                 description="redefine a prefix an ontology declares (otherwise 409)")),
+           body=s.PrefixBody, replies=[Reply(200, s.PrefixView), Reply(201, s.PrefixView)], errors=(409, 413, 415))
 async def put_prefix(request: Request) -> Response:
+    force = bool_param(request, "force", False)
     body = validate(PrefixBody, await read_json(request, request.app.state.settings.json_body_limit_bytes))
     prefix = request.path_params["prefix"]
+    knowledge = knowledge_of(request)
+    knowledge.check_prefix_change(prefix, body.iri, force)
     cluster = cluster_of(request)
-    created = await knowledge_of(request).put_prefix(prefix, body.iri)
+    created = await knowledge.put_prefix(prefix, body.iri, by=principal_of(request).name, forced=force)
     if cluster is not None:
         await cluster.publish_prefix(prefix, body.iri)
     return JSONResponse({"prefix": prefix, "iri": body.iri}, status_code=201 if created else 200)
@@ -480,7 +485,7 @@ async def put_prefix(request: Request) -> Response:
 async def delete_prefix(request: Request) -> Response:
     prefix = request.path_params["prefix"]
     cluster = cluster_of(request)
-    await knowledge_of(request).delete_prefix(prefix)
+    await knowledge_of(request).delete_prefix(prefix, by=principal_of(request).name)
     if cluster is not None:
         await cluster.publish_prefix(prefix, None)
     return Response(status_code=204)

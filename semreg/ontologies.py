@@ -191,6 +191,10 @@ class Ontologies:
             out.update(meta.prefixes)
         return out
 
+    def declaring(self, prefix: str) -> dict[str, str]:
+        """The uploads that declare `prefix`, with the namespace each gives it."""
+        return {name: meta.prefixes[prefix] for name, meta in self.metas.items() if prefix in meta.prefixes}
+
     def closure_state(self) -> str:
         """What the closure was computed from, so start-up can tell whether the stored one is current."""
         text = "|".join(f"{m.name}@{m.sha256}" for m in sorted(self.metas.values(), key=lambda m: m.name))

@@ -108,6 +108,10 @@ class PrefixMap:
     def explicit(self) -> dict[str, str]:
         return dict(self._explicit)
 
+    @property
+    def ontology(self) -> dict[str, str]:
+        return dict(self._ontology)
+
     def as_dict(self) -> dict[str, str]:
         return dict(sorted(self._merged.items()))
 

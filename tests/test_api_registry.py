@@ -1,6 +1,8 @@
 """Instances, discovery and ontologies over HTTP, with the app in this process."""
 from __future__ import annotations
 
+import logging
+
 import pytest
 from conftest import ONTOLOGIES
 
@@ -183,6 +185,31 @@ def test_prefix_routes(api):
     assert api.delete("/v1/prefixes/zz").status_code == 204
     assert api.delete("/v1/prefixes/zz").status_code == 404
     api.delete("/v1/instances/pz")
+
+
+def test_a_prefix_an_ontology_declares_is_redefined_only_on_purpose(api, caplog):
+    def obra() -> str:
+        return api.get("/v1/discover", params={"s": "ex:Obra"}).json()["query"]["s"]
+
+    r = api.put("/v1/prefixes/ex", json={"iri": "http://other/"})
+    assert r.status_code == 409, r.text
+    assert r.json()["ontologies"] == {"obras": EX} and r.json()["prefix"] == "ex"
+    assert r.json()["error"].startswith(f"the prefix 'ex' is declared by the ontology 'obras' (as {EX});")
+    assert "?force=true" in r.json()["error"]
+    assert obra() == EX + "Obra" and api.get("/v1/prefixes/ex").json()["iri"] == EX, "a refused change changes nothing"
+    assert api.put("/v1/prefixes/ex", json={"iri": EX}).status_code == 201, "the same namespace contradicts nothing"
+    assert api.delete("/v1/prefixes/ex").status_code == 204
+
+    with caplog.at_level(logging.INFO, "semreg.knowledge"):
+        assert api.put("/v1/prefixes/ex", params={"force": "true"}, json={"iri": "http://other/"}).status_code == 201
+        assert obra() == "http://other/Obra"
+        assert api.delete("/v1/prefixes/ex").status_code == 204
+    assert obra() == EX + "Obra", "without the client prefix, the ontology's declaration is back"
+    logged = [(r.getMessage(), r.__dict__) for r in caplog.records if r.name == "semreg.knowledge"]
+    (set_msg, set_), (del_msg, del_) = logged[-2:]
+    assert set_msg == "prefix set" and (set_["prefix"], set_["iri"], set_["previous"], set_["forced"]) == (
+        "ex", "http://other/", EX, True) and set_["declared_by"] == ["obras"] and set_["by"] == "anonymous"
+    assert del_msg == "prefix deleted" and (del_["previous"], del_["now"]) == ("http://other/", EX)
 
 
 def test_index_header_never_zero_and_lists_are_arrays(api):
