@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from semreg import expansion
-from semreg.errors import Conflict, NotFound
+from semreg.errors import Conflict, InvalidTerm, NotFound
+from semreg.lexicon import Lexicon
 from semreg.matching import DEGREES, RANK, needs_directions
 from semreg.ontologies import Ontologies, Write
 from semreg.reasoner import Hierarchy
@@ -26,11 +27,13 @@ HierarchyListener = Callable[[Hierarchy, float], None]  # (the new hierarchy, se
 
 
 class Knowledge:
-    def __init__(self, store: Store, write: Write, replica: ReplicaFeed) -> None:
+    def __init__(self, store: Store, write: Write, replica: ReplicaFeed, strict_terms: bool = False) -> None:
         self.store = store
         self._write = write
         self.prefixes = PrefixMap()
         self.hierarchy = Hierarchy()
+        self.lexicon = Lexicon()
+        self.strict_terms = strict_terms
         self.ontologies = Ontologies(store, replica, write, self._install)
         self._listeners: list[HierarchyListener] = []
         self.closure_ms = 0.0
@@ -51,6 +54,7 @@ class Knowledge:
         _log_prefix_changes(self.prefixes.ontology, prefixes)
         self.prefixes.set_ontology_prefixes(prefixes)
         self.hierarchy = hierarchy
+        self.lexicon = Lexicon(dict(self.ontologies.terms))
         self.closure_ms = ms
         self.closure_rebuilds += 1
         for listener in self._listeners:
@@ -93,6 +97,21 @@ class Knowledge:
                                           "by": by})
 
     # -- reads -------------------------------------------------------------------------------------
+    def term_warnings(self, named: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+        """The warnings (JSON) about terms no uploaded ontology knows among `(field, iri)` pairs; with
+        `strict_terms`, a 400 naming the first of them instead."""
+        found = self.lexicon.check(named)
+        if not found:
+            return []
+        compact = self.prefixes.compact
+        warnings = [w.as_json(compact) for w in found]
+        if self.strict_terms:
+            first = found[0]
+            raise InvalidTerm(f"{first.message(compact)} This registry refuses such terms (--strict-terms).",
+                              field=first.field, term=first.iri, suggestions=list(first.suggestions),
+                              warnings=warnings)
+        return warnings
+
     def expand(self, query: Tag, match: frozenset[str]) -> dict[str, list[dict[str, Any]]]:
         """What each component of `query` expands to, ranked: exact, narrower, broader (the wildcard
         last), then by distance and term."""

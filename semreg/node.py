@@ -53,7 +53,7 @@ class Node:
         self.store = store if store is not None else Store(settings.data_dir)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="semreg-store")
         self.replica = ReplicaFeed(foreign=self.store.foreign_quads)
-        self.knowledge = Knowledge(self.store, self.write, self.replica)
+        self.knowledge = Knowledge(self.store, self.write, self.replica, strict_terms=settings.strict_terms)
         self.shard = LocalShard(self.clock, self.store, self.write, self.submit, health, settings.node_id)
         self.coordinator = Coordinator(self.knowledge, self.clock, Single(self.shard))
         self.shard.subscribe(self.coordinator.changed)

@@ -60,6 +60,7 @@ class Ontologies:
         self._install_hierarchy = install
         self.metas: dict[str, OntologyMeta] = {}
         self.triples: dict[str, list[ox.Triple]] = {}
+        self.terms: dict[str, frozenset[str]] = {}  # name → the IRIs of its triples
         self.sources: dict[str, bytes] = {}  # name → the document as uploaded (other nodes fetch it)
         self._reasoner = Reasoner()
         self._lock = asyncio.Lock()
@@ -83,6 +84,7 @@ class Ontologies:
                 continue
             self.metas[meta.name] = meta
             self.triples[meta.name] = parsed.triples
+            self.terms[meta.name] = parsed.terms
             self.sources[meta.name] = source.encode()
         for name, meta in self.metas.items():
             self.replica.put_ontology(name, self.triples[name], meta.sha256)
@@ -123,6 +125,7 @@ class Ontologies:
             with phase(timings, "install"):
                 self.metas[name] = meta
                 self.triples[name] = parsed.triples
+                self.terms[name] = parsed.terms
                 self.sources[name] = body
                 self.replica.put_ontology(name, parsed.triples, meta.sha256)
                 self._install(outcome)
@@ -140,6 +143,7 @@ class Ontologies:
             await self._undo_on_failure(name, self._write(self.store.delete_ontology, name))
             del self.metas[name]
             del self.triples[name]
+            self.terms.pop(name, None)
             self.sources.pop(name, None)
             self.replica.remove_ontology(name)
             self._install(outcome)

@@ -36,6 +36,13 @@ class Parsed:
     triples: list[ox.Triple]
     prefixes: dict[str, str]
     media_type: str
+    terms: frozenset[str] = frozenset()  # every IRI of the triples (`semreg.lexicon` knows them)
+
+
+def iris(triples: list[ox.Triple]) -> frozenset[str]:
+    named = ox.NamedNode
+    return frozenset(t.value for triple in triples for t in (triple.subject, triple.predicate, triple.object)
+                     if type(t) is named)
 
 
 def validate_name(name: str) -> str:
@@ -98,7 +105,7 @@ def parse(body: bytes, media_type: str) -> Parsed:
     if fmt == ox.RdfFormat.RDF_XML:
         for prefix, iri in _XMLNS.findall(body[:1_000_000]):
             prefixes.setdefault(prefix.decode(), iri.decode(errors="replace"))
-    return Parsed(triples, {p: i for p, i in prefixes.items() if p and _absolute(i)}, media_type)
+    return Parsed(triples, {p: i for p, i in prefixes.items() if p and _absolute(i)}, media_type, iris(triples))
 
 
 def _absolute(iri: str) -> bool:

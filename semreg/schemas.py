@@ -191,6 +191,21 @@ class InstanceView(BaseModel):
     registered_at: str | None
 
 
+class TermWarningView(BaseModel):
+    field: str = Field(description="where the request named the term first (s, p, o, tags[n], ...)")
+    term: str = Field(description="the term's full IRI")
+    message: str
+    suggestions: list[str] = Field(description="known terms close to it, closest first")
+
+
+WARNINGS = Field(None, description="the request's terms that no uploaded ontology knows (each matches only itself); "
+                                   "left out when there are none")
+
+
+class RegisteredInstanceView(InstanceView):
+    warnings: list[TermWarningView] | None = WARNINGS
+
+
 class InstanceRef(BaseModel):
     id: str
 
@@ -214,6 +229,7 @@ class DiscoverView(BaseModel):
     matches: list[MatchView] = Field(description="the matched tags, best first, each naming its instances by id")
     truncated: bool = Field(description="true when more tags matched than the 1,000 listed")
     instances: list[RankedView] = Field(description="each instance once, ranked, with its best match")
+    warnings: list[TermWarningView] | None = WARNINGS
 
 
 class TagCount(TagView):
@@ -226,10 +242,12 @@ class TagsView(BaseModel):
 
 class PeersView(BaseModel):
     peers: dict[str, list[InstanceView]]
+    warnings: list[TermWarningView] | None = WARNINGS
 
 
 class RegisteredView(BaseModel):
     registered: int
+    warnings: list[TermWarningView] | None = WARNINGS
 
 
 class HeartbeatView(BaseModel):
@@ -256,6 +274,7 @@ class ExpandView(BaseModel):
     match: list[str]
     components: dict[str, list[ExpansionRow]]
     tags: list[MatchedTag]
+    warnings: list[TermWarningView] | None = WARNINGS
 
 
 class ConceptView(BaseModel):

@@ -209,14 +209,19 @@ def parse_tag(value: Any, prefixes: PrefixMap) -> Tag:
     raise BadRequest(f"a tag is a string of one or three terms or an object with s, p, o, not {type(value).__name__}.")
 
 
-def parse_tags(values: Iterable[Any], prefixes: PrefixMap) -> list[Tag]:
-    """Tags in order, duplicates dropped (a tag is a set member of its instance)."""
+def parse_tags(values: Iterable[Any], prefixes: PrefixMap, positions: list[int] | None = None) -> list[Tag]:
+    """Tags in order, duplicates dropped (a tag is a set member of its instance); `positions`, when given,
+    receives the index in `values` of each tag returned."""
     seen: dict[Tag, None] = {}
     for n, value in enumerate(values):
         try:
-            seen.setdefault(parse_tag(value, prefixes), None)
+            tag = parse_tag(value, prefixes)
         except BadRequest as exc:
             exc.message = f"tags[{n}]: {exc.message}"
             exc.extra.setdefault("field", f"tags[{n}]")
             raise
+        if tag not in seen:
+            seen[tag] = None
+            if positions is not None:
+                positions.append(n)
     return list(seen)

@@ -129,6 +129,27 @@ def test_register_keep_alive_heartbeats_until_ctrl_c_then_deregisters(srv, http)
     assert http.get(f"/v1/instances/{iid}").status_code == 404
 
 
+def test_unknown_terms_are_warned_about_on_stderr(srv):
+    iid = uid("typo")
+    result = ok(register(srv, iid, "typo", "ex:Livr ex:temUmGenero ex:Terror"))
+    assert json.loads(result.stdout)["id"] == iid
+    assert result.stderr == (f"semreg: warning: tags[0]: ex:Livr ({EX}Livr) is not a term of any uploaded ontology, "
+                             f"so it matches only itself; did you mean ex:Livro?\n")
+    found = ok(semreg("discover", "ex:Obar", "ex:temUmGenero", "ex:Terror", url=srv.url))
+    assert found.stdout == "no instances match.\n" and "did you mean ex:Obra?" in found.stderr
+    assert ok(semreg("discover", "ex:Obra", url=srv.url)).stderr == ""
+    ok(semreg("deregister", iid, url=srv.url))
+
+
+def test_serve_strict_terms_refuses_them(start_server):
+    strict = start_server("--strict-terms", "--ontology", str(ONTOLOGIES / "obras.ttl"), data_dir=None)
+    result = semreg("register", "--service", "typo", "--address", "127.0.0.1", "--port", "9000", "--tag", "ex:Livr",
+                    url=strict.url)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith("semreg: tags[0]: ex:Livr (") and "(--strict-terms)" in result.stderr
+    assert httpx.get(strict.url + "/v1/instances").json() == []
+
+
 # -- discovery ---------------------------------------------------------------------------------------
 def test_discover_table_uses_curies_and_json_is_the_servers(srv):
     service = uid("disc")

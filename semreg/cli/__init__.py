@@ -27,8 +27,11 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from semreg.cli.output import show_term_warnings
+
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    show_term_warnings()
     try:
         return int(args.run(args) or 0)
     except KeyboardInterrupt:

@@ -84,6 +84,26 @@ def warn(text: str) -> None:
     print(f"semreg: {text}", file=sys.stderr, flush=True)
 
 
+def show_term_warnings() -> None:
+    """The client's `UnknownTermWarning`s on stderr as `semreg: warning: <the registry's sentence>`, each
+    one (other warnings as Python shows them)."""
+    import warnings
+
+    from semreg.client import UnknownTermWarning
+
+    shown = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: TextIO | None = None,
+             line: str | None = None) -> None:
+        if issubclass(category, UnknownTermWarning):
+            warn(f"warning: {message}")
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    warnings.simplefilter("always", UnknownTermWarning)
+
+
 def guarded(run: Callable[[Any], int | None]) -> Callable[[Any], int]:
     """Map the client's errors to exit codes, with the server's sentence on stderr."""
 
