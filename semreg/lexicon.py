@@ -10,7 +10,8 @@ discovery answers carry a `TermWarning` for each unknown term, with the known te
 - else local names of the same namespace that are close as strings (`difflib`, ratio ≥ 0.75);
 - else the same local name in another namespace (`http://schema.org/Person` → `https://schema.org/Person`).
 
-The namespace of an IRI is everything up to its last `#`, or else its last `/`, or else its last `:`.
+The namespace of an IRI is everything up to its last `#`, or else its last `/`, or else its last `:`
+(`semreg.terms.split_iri`).
 A `Lexicon` is built per set of ontologies and never changes; what it finds is remembered.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from semreg.terms import ANY, OWL, RDF, RDFS, XSD
+from semreg.terms import split_iri as split
 
 BUILT_IN = (RDF, RDFS, OWL, XSD)
 MAX_WARNINGS = 20  # distinct unknown terms named in one answer (the first, by position)
@@ -30,15 +32,6 @@ CLOSE = 0.75  # difflib's ratio from which a local name is close
 REMEMBERED = 10_000  # suggestions kept per lexicon (bounded memory)
 
 Compact = Callable[[str], str]  # an IRI as a person reads it (a CURIE where a prefix covers it)
-
-
-def split(iri: str) -> tuple[str, str]:
-    """`(namespace, local name)` of an IRI."""
-    for mark in "#/:":
-        cut = iri.rfind(mark)
-        if cut >= 0:
-            return iri[:cut + 1], iri[cut + 1:]
-    return "", iri
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ class Ontologies:
         self.metas: dict[str, OntologyMeta] = {}
         self.triples: dict[str, list[ox.Triple]] = {}
         self.terms: dict[str, frozenset[str]] = {}  # name → the IRIs of its triples
+        self.conventional: dict[str, dict[str, str]] = {}  # name → prefixes of vocabularies it uses undeclared
         self.sources: dict[str, bytes] = {}  # name → the document as uploaded (other nodes fetch it)
         self._reasoner = Reasoner()
         self._lock = asyncio.Lock()
@@ -85,6 +86,7 @@ class Ontologies:
             self.metas[meta.name] = meta
             self.triples[meta.name] = parsed.triples
             self.terms[meta.name] = parsed.terms
+            self.conventional[meta.name] = parsed.conventional
             self.sources[meta.name] = source.encode()
         for name, meta in self.metas.items():
             self.replica.put_ontology(name, self.triples[name], meta.sha256)
@@ -126,6 +128,7 @@ class Ontologies:
                 self.metas[name] = meta
                 self.triples[name] = parsed.triples
                 self.terms[name] = parsed.terms
+                self.conventional[name] = parsed.conventional
                 self.sources[name] = body
                 self.replica.put_ontology(name, parsed.triples, meta.sha256)
                 self._install(outcome)
@@ -144,6 +147,7 @@ class Ontologies:
             del self.metas[name]
             del self.triples[name]
             self.terms.pop(name, None)
+            self.conventional.pop(name, None)
             self.sources.pop(name, None)
             self.replica.remove_ontology(name)
             self._install(outcome)
@@ -189,15 +193,21 @@ class Ontologies:
         return cast(bytes, ox.serialize(self.triples[name], format=fmt, prefixes=self.metas[name].prefixes or None))
 
     def prefixes(self) -> dict[str, str]:
-        """Prefixes declared in uploads; a later upload's declaration wins."""
+        """Prefixes declared in uploads (a later upload's declaration wins), and the conventional prefixes of
+        the common vocabularies uploads use without declaring one (`semreg.terms.CONVENTIONAL_PREFIXES`),
+        which a declaration overrides."""
         out: dict[str, str] = {}
-        for meta in sorted(self.metas.values(), key=lambda m: m.uploaded_at):
+        uploads = sorted(self.metas.values(), key=lambda m: m.uploaded_at)
+        for meta in uploads:
+            out.update(self.conventional.get(meta.name, {}))
+        for meta in uploads:
             out.update(meta.prefixes)
         return out
 
     def declaring(self, prefix: str) -> dict[str, str]:
-        """The uploads that declare `prefix`, with the namespace each gives it."""
-        return {name: meta.prefixes[prefix] for name, meta in self.metas.items() if prefix in meta.prefixes}
+        """The uploads that give `prefix` a namespace (declared, or the conventional one), with that namespace."""
+        out = {name: ns[prefix] for name, ns in self.conventional.items() if prefix in ns}
+        return {**out, **{name: meta.prefixes[prefix] for name, meta in self.metas.items() if prefix in meta.prefixes}}
 
     def closure_state(self) -> str:
         """What the closure was computed from, so start-up can tell whether the stored one is current."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
@@ -12,6 +12,7 @@ from semreg.errors import BadRequest, NotAcceptable, UnsupportedMediaType
 from semreg.media import FILE_SUFFIXES as FILE_SUFFIXES  # semreg.ontologies reads --ontology files by it
 from semreg.media import READ_AS, WRITTEN, WRITTEN_AS
 from semreg.negotiation import negotiate
+from semreg.terms import conventional_prefixes
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
@@ -37,6 +38,7 @@ class Parsed:
     prefixes: dict[str, str]
     media_type: str
     terms: frozenset[str] = frozenset()  # every IRI of the triples (`semreg.lexicon` knows them)
+    conventional: dict[str, str] = field(default_factory=dict)  # prefixes of vocabularies it uses, undeclared
 
 
 def iris(triples: list[ox.Triple]) -> frozenset[str]:
@@ -105,7 +107,9 @@ def parse(body: bytes, media_type: str) -> Parsed:
     if fmt == ox.RdfFormat.RDF_XML:
         for prefix, iri in _XMLNS.findall(body[:1_000_000]):
             prefixes.setdefault(prefix.decode(), iri.decode(errors="replace"))
-    return Parsed(triples, {p: i for p, i in prefixes.items() if p and _absolute(i)}, media_type, iris(triples))
+    declared = {p: i for p, i in prefixes.items() if p and _absolute(i)}
+    terms = iris(triples)
+    return Parsed(triples, declared, media_type, terms, conventional_prefixes(terms, declared))
 
 
 def _absolute(iri: str) -> bool:

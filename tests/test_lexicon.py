@@ -4,20 +4,12 @@ from __future__ import annotations
 import pytest
 from conftest import ONTOLOGIES
 
-from semreg.lexicon import MAX_WARNINGS, Lexicon, TermWarning, split
+from semreg.lexicon import MAX_WARNINGS, Lexicon, TermWarning
 
 EX = "http://example.org/obras#"
 SCHEMA = "https://schema.org/"
 LEXICON = Lexicon({"obras": frozenset({EX + "Obra", EX + "Livro", EX + "Filme", EX + "temUmGenero", EX + "Terror"}),
                    "schema": frozenset({SCHEMA + "Person", SCHEMA + "Book"})})
-
-
-@pytest.mark.parametrize("iri, namespace, local", [
-    (EX + "Livro", EX, "Livro"), (SCHEMA + "Person", SCHEMA, "Person"), ("urn:isbn:123", "urn:isbn:", "123"),
-    ("http://x.org/a/b#", "http://x.org/a/b#", ""),
-])
-def test_split(iri, namespace, local):
-    assert split(iri) == (namespace, local)
 
 
 @pytest.mark.parametrize("iri, known", [
