@@ -467,7 +467,7 @@ async def put_ontology(request: Request) -> Response:
     body = await read_body(request, request.app.state.settings.ontology_body_limit_bytes, "the ontology")
     cluster = cluster_of(request)
     change = await ontologies.put(name, body, request.headers.get("content-type"))
-    answer = {**change.meta.as_json(), "reasoning_ms": round(change.reasoning_ms, 1),
+    answer = {**change.meta.as_json(), "inferred_total": change.inferred_total, "reasoning_ms": round(change.reasoning_ms, 1),
               "timings_ms": {k: round(v, 1) for k, v in change.timings_ms.items()}, "concepts": change.concepts}
     if cluster is not None:
         answer.update(await cluster.publish_ontology(name, change.meta.sha256, change.meta.media_type))

@@ -40,6 +40,7 @@ class OntologyChange:
     reasoning_ms: float
     concepts: int
     timings_ms: dict[str, float] = field(default_factory=dict)
+    inferred_total: int = 0  # triples in urn:semreg:inferred after the change
 
 
 @contextlib.contextmanager
@@ -109,9 +110,10 @@ class Ontologies:
         meta, created, outcome = await asyncio.shield(self._put(name, parsed, media, body, source, timings))
         reasoning_ms = outcome.reasoning_ms
         log.info("ontology stored", extra={"ontology": name, "triples": meta.triples, "inferred": meta.inferred,
+                                           "inferred_total": outcome.inferred_count,
                                            "new": created, "reasoning_ms": round(reasoning_ms, 1),
                                            "timings_ms": {k: round(v, 1) for k, v in timings.items()}})
-        return OntologyChange(meta, created, reasoning_ms, outcome.hierarchy.size, timings)
+        return OntologyChange(meta, created, reasoning_ms, outcome.hierarchy.size, timings, outcome.inferred_count)
 
     async def _put(self, name: str, parsed: ontology.Parsed, media: str, body: bytes, source: str,
                    timings: dict[str, float]) -> tuple[OntologyMeta, bool, Outcome]:
@@ -119,9 +121,12 @@ class Ontologies:
             created = name not in self.metas
             outcome = await asyncio.to_thread(self._reasoner.put, name, parsed.triples)
             timings.update(outcome.timings_ms)
-            meta = OntologyMeta(name=name, triples=len(parsed.triples), inferred=outcome.inferred_count,
-                                uploaded_at=now_rfc3339(), media_type=media, prefixes=parsed.prefixes,
-                                sha256=hashlib.sha256(body).hexdigest())
+            sha256 = hashlib.sha256(body).hexdigest()
+            known = self.metas.get(name)
+            # what the upload added; the same document again adds nothing, and keeps what it added the first time
+            inferred = known.inferred if known is not None and known.sha256 == sha256 else outcome.inferred_gained
+            meta = OntologyMeta(name=name, triples=len(parsed.triples), inferred=inferred, uploaded_at=now_rfc3339(),
+                                media_type=media, prefixes=parsed.prefixes, sha256=sha256)
             with phase(timings, "store"):
                 await self._undo_on_failure(name, self._write(self.store.save_ontology, meta, source))
             with phase(timings, "install"):

@@ -291,12 +291,14 @@ class ConceptView(BaseModel):
 class OntologyView(BaseModel):
     name: str
     triples: int
-    inferred: int
+    inferred: int = Field(description="the entailed triples its upload added to the closure of the ontologies "
+                                      "already there")
     uploaded_at: str
     media_type: str
 
 
 class OntologyStored(OntologyView):
+    inferred_total: int = Field(description="the entailed triples of all ontologies together (urn:semreg:inferred)")
     reasoning_ms: float
     timings_ms: dict[str, float]
     concepts: int

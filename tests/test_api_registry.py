@@ -298,3 +298,22 @@ def test_https_is_the_other_scheme(api):
     r = api.get("/v1/route", params={"s": "ex:Pintura", "service": "secure"})
     assert r.headers["location"] == "https://127.0.0.1:8443"
     api.delete("/v1/instances/secure")
+
+
+def test_an_ontologys_inferred_count_is_what_its_upload_added(api):
+    def entailed() -> int:
+        r = api.get("/sparql", params={"query": "SELECT (COUNT(*) AS ?n) { GRAPH <urn:semreg:inferred> { ?s ?p ?o } }"})
+        return int(r.json()["results"]["bindings"][0]["n"]["value"])
+
+    contos = (b"@prefix ex: <http://example.org/obras#> . @prefix x: <http://example.org/contos#> .\n"
+              b"x:Conto <http://www.w3.org/2000/01/rdf-schema#subClassOf> ex:Livro .")
+    before = entailed()
+    r = api.put("/v1/ontologies/contos", content=contos, headers={"Content-Type": "text/turtle"})
+    assert r.status_code == 201
+    stored = r.json()
+    assert 0 < stored["inferred"] == entailed() - before and stored["inferred_total"] == entailed()
+    listed = {o["name"]: o for o in api.get("/v1/ontologies").json()}
+    assert listed["contos"]["inferred"] == stored["inferred"] < listed["obras"]["inferred"] < stored["inferred_total"]
+    again = api.put("/v1/ontologies/contos", content=contos, headers={"Content-Type": "text/turtle"})
+    assert again.status_code == 200 and again.json()["inferred"] == stored["inferred"], "the same document again"
+    assert api.delete("/v1/ontologies/contos").status_code == 204 and entailed() == before
