@@ -29,6 +29,7 @@ from semreg.explanation import explain
 from semreg.http import JSONResponse, bool_param, bool_value, int_value, read_body, read_json, watch_params
 from semreg.instances import Registration
 from semreg.knowledge import Knowledge
+from semreg.lexicon import MAX_WARNINGS
 from semreg.matching import DEGREES, parse_match
 from semreg.ring import Ring
 from semreg.schemas import ID_PATTERN, BatchBody, HeartbeatBody, InstanceBody, PrefixBody, TagsBody, validate
@@ -98,8 +99,10 @@ def path_id(request: Request) -> str:
     return iid
 
 
-def registration(request: Request, data: Any, instance_id: str | None, where: str = "") -> Registration:
-    """One registration body as a `Registration` (400 naming the field otherwise)."""
+def registration(request: Request, data: Any, instance_id: str | None, where: str = ""
+                 ) -> tuple[Registration, list[dict[str, Any]]]:
+    """One registration body as a `Registration` (400 naming the field otherwise), and the warnings about
+    the terms of its tags that no ontology knows."""
     settings = request.app.state.settings
     body = validate(InstanceBody, data, where)
     iid = instance_id or body.id
@@ -111,21 +114,44 @@ def registration(request: Request, data: Any, instance_id: str | None, where: st
     if len(body.tags) > settings.max_tags_per_instance:
         raise BadRequest(f"{at}tags: {len(body.tags)} tags is more than the {settings.max_tags_per_instance} an "
                          f"instance may have.", field="tags")
+    knowledge = knowledge_of(request)
+    positions: list[int] = []
     try:
-        tags = parse_tags(body.tags, knowledge_of(request).prefixes)
+        tags = parse_tags(body.tags, knowledge.prefixes, positions)
     except BadRequest as exc:
         if where:
             exc.message = f"{where}.{exc.message}"
         raise
+    warnings = knowledge.term_warnings((f"{at}tags[{n}]", iri) for tag, n in zip(tags, positions) for iri in tag)
     return Registration(id=iid, service=body.service, address=body.address, port=body.port, scheme=body.scheme,
                         tags=tuple(tags), weight=body.weight, capacity=body.capacity, ttl_s=float(body.ttl),
                         deregister_after_s=float(body.deregister_after),
                         check=body.check.model_dump(exclude_none=True) if body.check else None,
-                        meta=dict(body.meta), owner=owner_of(request))
+                        meta=dict(body.meta), owner=owner_of(request)), warnings
 
 
-async def watched(request: Request, topic: Topic, refresh: Any) -> JSONResponse:
-    """A watchable read: the topic's body and index; with `?index=N&wait=`, after its result changes."""
+def warned(warnings: list[dict[str, Any]]) -> bytes:
+    """The `"warnings"` member to add at the end of a JSON object answer (`b""` for none)."""
+    return b',"warnings":' + orjson.dumps(warnings) if warnings else b""
+
+
+def with_members(body: bytes, members: bytes) -> bytes:
+    """A JSON object's encoding with `members` (`,"name":value...`) added at its end."""
+    return body[:-1] + members + b"}" if members else body
+
+
+def pattern_terms(tag: Tag) -> list[tuple[str, str]]:
+    return list(zip("spo", tag))
+
+
+def discover_warnings(knowledge: Knowledge, q: DiscoverQuery) -> bytes:
+    """What a discovery answer adds: the warnings about the query's unknown terms (a 400 with --strict-terms)."""
+    return warned(knowledge.term_warnings(pattern_terms(q.tag)))
+
+
+async def watched(request: Request, topic: Topic, refresh: Any, members: bytes = b"") -> JSONResponse:
+    """A watchable read: the topic's body (with `members` added) and index; with `?index=N&wait=`, after its
+    result changes."""
     index, wait = watch_params(request, request.app.state.settings.watch_max_wait_s)
     if index is not None:
         await coordinator_of(request).hub.wait(topic, index, wait)
@@ -134,17 +160,18 @@ async def watched(request: Request, topic: Topic, refresh: Any) -> JSONResponse:
     missing = getattr(topic.payload, "missing", ())
     if missing:
         headers["X-Semreg-Partial"] = ",".join(missing)
-    return JSONResponse(topic.body, headers=headers)
+    return JSONResponse(with_members(topic.body or b"", members) if members else topic.body, headers=headers)
 
 
-def query_tag(request: Request) -> Tag:
-    return pattern_of(request.query_params, knowledge_of(request).prefixes)
+def query_tag(request: Request, purpose: str = "discover") -> Tag:
+    return pattern_of(request.query_params, knowledge_of(request).prefixes, purpose)
 
 
-def pattern_of(params: Mapping[str, str], prefixes: PrefixMap) -> Tag:
+def pattern_of(params: Mapping[str, str], prefixes: PrefixMap, purpose: str = "discover") -> Tag:
+    """The pattern `s`, `p`, `o` of a query; `purpose` says what it is for in the sentence when `s` is missing."""
     s_ = params.get("s")
     if s_ is None or not s_.strip():
-        raise BadRequest("s is required: the subject term of the pattern to discover (p and o are optional).",
+        raise BadRequest(f"s is required: the subject term of the pattern to {purpose} (p and o are optional).",
                          field="s")
     p, o = params.get("p") or None, params.get("o") or None
     return Tag(parse_component(s_, prefixes), parse_component(p, prefixes, predicate=True),
@@ -163,9 +190,10 @@ TAGS_FLAG = {"type": "boolean"}
 async def discover(request: Request) -> Response:
     knowledge = knowledge_of(request)
     q = discover_query(request.query_params, knowledge.prefixes)
-    request.app.state.known_queries.remember(request.scope["query_string"], knowledge.prefixes.version, q)
+    warnings = discover_warnings(knowledge, q)
+    request.app.state.known_queries.remember(request.scope["query_string"], knowledge.prefixes.version, q, warnings)
     coordinator = coordinator_of(request)
-    return await watched(request, await coordinator.discover(q), lambda: coordinator.discover(q))
+    return await watched(request, await coordinator.discover(q), lambda: coordinator.discover(q), warnings)
 
 
 def discover_query(params: Mapping[str, str], prefixes: PrefixMap) -> DiscoverQuery:
@@ -195,10 +223,16 @@ async def route(request: Request) -> Response:
     path = params.get("path", "")
     if not _PATH_RE.match(path) or len(path) > 2048:
         raise BadRequest("path must be empty or start with '/', without spaces or '#'.", field="path")
-    q = DiscoverQuery(query_tag(request), parse_match(params.get("match")), params.get("service") or None)
+    q = DiscoverQuery(query_tag(request, "route by"), parse_match(params.get("match")), params.get("service") or None)
+    warnings = knowledge_of(request).term_warnings(pattern_terms(q.tag))
     client = request.client
-    inst = await request.app.state.router.route(q, policy, limit or request.app.state.settings.balance_limit,
-                                                caller=f"{client.host}:{client.port}" if client else None)
+    try:
+        inst = await request.app.state.router.route(q, policy, limit or request.app.state.settings.balance_limit,
+                                                    caller=f"{client.host}:{client.port}" if client else None)
+    except Unavailable as exc:
+        if warnings:
+            exc.extra["warnings"] = warnings
+        raise
     r = inst.reg
     host = f"[{r.address}]" if ":" in r.address else r.address
     return Response(status_code=307, headers={"Location": f"{r.scheme}://{host}:{r.port}{path}",
@@ -311,16 +345,17 @@ async def list_instances(request: Request) -> Response:
 
 
 @API.route("POST", "/v1/instances", scope=WRITE, summary="register with a server-chosen id", body=s.InstanceBody,
-           replies=[Reply(201, s.InstanceView)], errors=(413, 415))
+           replies=[Reply(201, s.RegisteredInstanceView)], errors=(413, 415))
 async def post_instance(request: Request) -> Response:
     settings = request.app.state.settings
     data = await read_json(request, settings.json_body_limit_bytes)
     iid = data.get("id") if isinstance(data, dict) else None
-    reg = registration(request, data, None if iid is not None else uuid.uuid4().hex)
+    reg, warnings = registration(request, data, None if iid is not None else uuid.uuid4().hex)
     if iid is not None and await coordinator_of(request).exists(iid):
         raise BadRequest(f"an instance '{iid}' already exists; replace it with PUT /v1/instances/{iid}.", field="id")
     (inst, _), = await coordinator_of(request).register([reg])
-    return JSONResponse(inst.view_json(), status_code=201, headers={"Location": f"/v1/instances/{inst.id}"})
+    return JSONResponse(with_members(inst.view_json(), warned(warnings)), status_code=201,
+                        headers={"Location": f"/v1/instances/{inst.id}"})
 
 
 @API.route("POST", "/v1/instances/batch", scope=WRITE, summary="register many, all or nothing", body=s.BatchBody,
@@ -332,17 +367,20 @@ async def batch_instances(request: Request) -> Response:
     if len(body.instances) > settings.max_batch_instances:
         raise BadRequest(f"instances: {len(body.instances)} instances is more than the "
                          f"{settings.max_batch_instances} a batch may hold.", field="instances")
-    regs = []
+    regs: list[Registration] = []
+    warnings: list[dict[str, Any]] = []
     for n, item in enumerate(body.instances):
         where = f"instances[{n}]"
         iid = item.get("id") if isinstance(item, dict) else None
         if iid is None and isinstance(item, dict):
             iid = uuid.uuid4().hex
-        regs.append(registration(request, item, iid if isinstance(iid, str) else None, where))
+        reg, warned_here = registration(request, item, iid if isinstance(iid, str) else None, where)
+        regs.append(reg)
+        warnings += warned_here[:MAX_WARNINGS - len(warnings)]
     await check_may_replace(request, [r.id for r in regs])
     if regs:
         await coordinator_of(request).register(regs, views=False)
-    return JSONResponse({"registered": len(regs)})
+    return JSONResponse({"registered": len(regs), **({"warnings": warnings} if warnings else {})})
 
 
 @API.route("GET", "/v1/instances/{id}", scope=READ, summary="one instance", params=(ID,),
@@ -352,15 +390,16 @@ async def get_instance(request: Request) -> Response:
 
 
 @API.route("PUT", "/v1/instances/{id}", scope=WRITE, summary="create or replace", params=(ID,), body=s.InstanceBody,
-           replies=[Reply(200, s.InstanceView, "replaced"), Reply(201, s.InstanceView, "created")], errors=(413, 415))
+           replies=[Reply(200, s.RegisteredInstanceView, "replaced"), Reply(201, s.RegisteredInstanceView, "created")],
+           errors=(413, 415))
 async def put_instance(request: Request) -> Response:
     settings = request.app.state.settings
     iid = path_id(request)
     data = await read_json(request, settings.json_body_limit_bytes)
-    reg = registration(request, data, iid)
+    reg, warnings = registration(request, data, iid)
     await check_may_replace(request, [iid])
     (inst, created), = await coordinator_of(request).register([reg])
-    return JSONResponse(inst.view_json(), status_code=201 if created else 200)
+    return JSONResponse(with_members(inst.view_json(), warned(warnings)), status_code=201 if created else 200)
 
 
 @API.route("DELETE", "/v1/instances/{id}", scope=WRITE, summary="deregister", params=(ID,),
@@ -379,7 +418,10 @@ async def delete_instance(request: Request) -> Response:
 async def discover_tags(request: Request) -> Response:
     with_tags = bool_param(request, "tags", True)
     body = validate(TagsBody, await read_json(request, request.app.state.settings.json_body_limit_bytes))
-    tags = parse_tags(body.tags, knowledge_of(request).prefixes)
+    knowledge = knowledge_of(request)
+    positions: list[int] = []
+    tags = parse_tags(body.tags, knowledge.prefixes, positions)
+    warnings = knowledge.term_warnings((f"tags[{n}]", iri) for tag, n in zip(tags, positions) for iri in tag)
     found, missing = await coordinator_of(request).holders(tags, with_tags)
     parts = [b'{"peers":{']
     for n, tag in enumerate(dict.fromkeys(tags)):
@@ -388,7 +430,7 @@ async def discover_tags(request: Request) -> Response:
     parts.append(b"}")
     if missing:
         parts += [b',"partial":true,"missing":', orjson.dumps(list(missing))]
-    parts.append(b"}")
+    parts += [warned(warnings), b"}"]
     return JSONResponse(b"".join(parts))
 
 
@@ -402,15 +444,17 @@ async def tags(request: Request) -> Response:
 @API.route("GET", "/v1/expand", scope=READ, summary="what a query expands to", params=PATTERN,
            replies=[Reply(200, s.ExpandView)])
 async def expand(request: Request) -> Response:
-    query = query_tag(request)
+    query = query_tag(request, "expand")
     match = parse_match(request.query_params.get("match"))
+    warnings = knowledge_of(request).term_warnings(pattern_terms(query))
     matched = await coordinator_of(request).matching_tags(query, match)
     knowledge = knowledge_of(request)
     hierarchy = knowledge.hierarchy
     return JSONResponse({"query": query.as_json(), "match": sorted(match, key=DEGREES.index),
                          "components": knowledge.expand(query, match),
                          "tags": [{"tag": t.as_json(), "degree": d, "distance": n, "why": explain(hierarchy, t, query)}
-                                  for t, d, n in matched]})
+                                  for t, d, n in matched],
+                         **({"warnings": warnings} if warnings else {})})
 
 
 @API.route("GET", "/v1/concepts", scope=READ, summary="every concept of the hierarchy with its asserted parents",
@@ -476,7 +520,7 @@ async def put_ontology(request: Request) -> Response:
     body = await read_body(request, request.app.state.settings.ontology_body_limit_bytes, "the ontology")
     cluster = cluster_of(request)
     change = await ontologies.put(name, body, request.headers.get("content-type"))
-    answer = {**change.meta.as_json(), "reasoning_ms": round(change.reasoning_ms, 1),
+    answer = {**change.meta.as_json(), "inferred_total": change.inferred_total, "reasoning_ms": round(change.reasoning_ms, 1),
               "timings_ms": {k: round(v, 1) for k, v in change.timings_ms.items()}, "concepts": change.concepts}
     if cluster is not None:
         answer.update(await cluster.publish_ontology(name, change.meta.sha256, change.meta.media_type))
@@ -515,13 +559,18 @@ async def get_prefix(request: Request) -> Response:
     return JSONResponse({"prefix": prefix, "iri": iri})
 
 
-@API.route("PUT", "/v1/prefixes/{prefix}", scope=ADMIN, summary="set a prefix", params=(PREFIX,), body=s.PrefixBody,
-           replies=[Reply(200, s.PrefixView), Reply(201, s.PrefixView)], errors=(413, 415))
+@API.route("PUT", "/v1/prefixes/{prefix}", scope=ADMIN, summary="set a prefix",
+           params=(PREFIX, Param("force", schema={"type": "boolean"},
+                                 description="redefine a prefix an ontology declares (otherwise 409)")),
+           body=s.PrefixBody, replies=[Reply(200, s.PrefixView), Reply(201, s.PrefixView)], errors=(409, 413, 415))
 async def put_prefix(request: Request) -> Response:
+    force = bool_param(request, "force", False)
     body = validate(PrefixBody, await read_json(request, request.app.state.settings.json_body_limit_bytes))
     prefix = request.path_params["prefix"]
+    knowledge = knowledge_of(request)
+    knowledge.check_prefix_change(prefix, body.iri, force)
     cluster = cluster_of(request)
-    created = await knowledge_of(request).put_prefix(prefix, body.iri)
+    created = await knowledge.put_prefix(prefix, body.iri, by=principal_of(request).name, forced=force)
     if cluster is not None:
         await cluster.publish_prefix(prefix, body.iri)
     return JSONResponse({"prefix": prefix, "iri": body.iri}, status_code=201 if created else 200)
@@ -532,7 +581,7 @@ async def put_prefix(request: Request) -> Response:
 async def delete_prefix(request: Request) -> Response:
     prefix = request.path_params["prefix"]
     cluster = cluster_of(request)
-    await knowledge_of(request).delete_prefix(prefix)
+    await knowledge_of(request).delete_prefix(prefix, by=principal_of(request).name)
     if cluster is not None:
         await cluster.publish_prefix(prefix, None)
     return Response(status_code=204)
@@ -547,7 +596,8 @@ SPARQL_PARAMS = (Param("query", description="a SPARQL 1.1 query (without it: the
 
 
 @API.route("GET", "/sparql", scope=READ, summary="SPARQL 1.1 Protocol query (GET)", params=SPARQL_PARAMS,
-           replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)], errors=(406, 503))
+           open_query=True, replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)],
+           errors=(406, 503))
 async def sparql_get(request: Request) -> Response:
     return await request.app.state.sparql.handle(request)
 
@@ -555,7 +605,7 @@ async def sparql_get(request: Request) -> Response:
 @API.route("POST", "/sparql", scope=READ, summary="SPARQL 1.1 Protocol query (POST form or query body)",
            params=SPARQL_PARAMS[1:], body={"application/x-www-form-urlencoded": {"type": "string"},
                                            "application/sparql-query": {"type": "string"}}, body_required=False,
-           replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)],
+           open_query=True, replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)],
            errors=(406, 413, 415, 503))
 async def sparql_post(request: Request) -> Response:
     return await request.app.state.sparql.handle(request)

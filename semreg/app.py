@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from semreg import console
 from semreg.access import AccessMiddleware
-from semreg.api import API, DISCOVER, SPARQL_GET, discover_query
+from semreg.api import API, DISCOVER, SPARQL_GET, discover_query, discover_warnings
 from semreg.auth import Tokens, TokensFileError
 from semreg.clock import Clock
 from semreg.config import Settings
@@ -158,7 +158,8 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
                                            limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst),
                                            clock=node.clock.monotonic),
                                 Middleware(DiscoverFastPath, known=known, coordinator=node.coordinator,
-                                           prefixes=node.knowledge.prefixes, parse=discover_query, route=DISCOVER),
+                                           prefixes=node.knowledge.prefixes, parse=discover_query,
+                                           warnings=lambda q: discover_warnings(node.knowledge, q), route=DISCOVER),
                                 Middleware(SparqlGet, endpoint=sparql, route=SPARQL_GET)],
                     exception_handlers={SemregError: _semreg_error, HTTPException: _http_error,
                                         Exception: _unexpected})

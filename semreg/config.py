@@ -68,6 +68,8 @@ class Settings:
                                "(0: one second's worth)", metavar="N")
     balance_limit: bool = option(False, "balance-limit", "never route to an instance whose load has reached its "
                                  "capacity (503 instead)")
+    strict_terms: bool = option(False, "strict-terms", "refuse (400) a tag or query that names a term no uploaded "
+                                "ontology knows, instead of answering with a warning")
     verbose_routing: bool = option(False, "verbose-routing", "log one structured line per routing decision")
     log_level: str = option("info", "log-level", "how much to log", choices=("debug", "info", "warning", "error"))
     log_format: str = option("json", "log-format", "json (one object a line) or text", choices=("json", "text"))

@@ -9,9 +9,17 @@ of `/openapi.json` (`openapi_paths`). A handler is declared with the decorator o
     @API.route("GET", "/v1/tags", scope=READ, summary="every registered tag", params=WATCH,
                replies=[Reply(200, TagsView, headers=INDEX_HEADER)])
     async def tags(request): ...
+
+A request may carry only the query parameters its route declares: any other is a 400 naming it (as an
+unknown JSON field is), so a misspelt parameter never goes silently unused. A route that takes a family
+of parameters declares it once by its prefix, `Param("meta.", prefix=True)` for `meta.KEY=VALUE`; a
+new parameter is one more declaration, and the check follows. `open_query=True` opts a route out: the
+SPARQL protocol's clients send parameters of their own (SPARQLWrapper's `format=json`), which SPARQL
+endpoints ignore.
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +31,7 @@ from starlette.responses import Response
 from starlette.routing import Route, compile_path
 
 from semreg.auth import ADMIN, READ
+from semreg.errors import BadRequest
 
 Handler = Callable[[Request], Awaitable[Response]]
 REF = "#/components/schemas/"
@@ -36,6 +45,11 @@ class Param:
     required: bool = False
     schema: dict[str, Any] = field(default_factory=lambda: {"type": "string"})
     description: str = ""
+    prefix: bool = False  # a family: every query parameter whose name starts with `name` (`meta.`)
+
+    @property
+    def shown(self) -> str:
+        return self.name + "KEY" if self.prefix else self.name
 
 
 @dataclass(frozen=True)
@@ -63,10 +77,46 @@ class Endpoint:
     replies: tuple[Reply, ...] = ()
     errors: tuple[int, ...] = ()  # error statuses beyond 400, 401, 403 and 429
     documented: bool = True
+    open_query: bool = False  # takes query parameters beyond those declared
 
-    @property
+    @functools.cached_property
     def query_params(self) -> frozenset[str]:
-        return frozenset(p.name for p in self.params if p.where == "query")
+        return frozenset(p.name for p in self.params if p.where == "query" and not p.prefix)
+
+    @functools.cached_property
+    def query_prefixes(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params if p.where == "query" and p.prefix)
+
+    def check_query(self, names: Iterable[str]) -> None:
+        """A 400 naming the query parameters this route does not declare (none for an `open_query` route)."""
+        if self.open_query:
+            return
+        known, prefixes = self.query_params, self.query_prefixes
+        unknown = [n for n in dict.fromkeys(names) if n not in known and not (prefixes and n.startswith(prefixes))]
+        if not unknown:
+            return
+        shown = [f"'{n[:60]}'" for n in unknown[:5]] + ([f"{len(unknown) - 5} more"] if len(unknown) > 5 else [])
+        taken = [p.shown for p in self.params if p.where == "query"]
+        takes = f"takes {', '.join(taken)}" if taken else "takes no query parameters"
+        what = "is not a query parameter" if len(unknown) == 1 else "are not query parameters"
+        path = _CONVERTER.sub(r"{\1}", self.path)
+        raise BadRequest(f"{_and(shown)} {what} of {self.method} {path}; it {takes}.",
+                         field=unknown[0][:60], parameters=[n[:60] for n in unknown[:20]])
+
+    def checked(self) -> Handler:
+        """The handler behind the check of the query's parameter names."""
+        if self.open_query:
+            return self.handler
+        handler, check = self.handler, self.check_query
+
+        async def checked(request: Request) -> Response:
+            check(request.query_params.keys())
+            return await handler(request)
+        return checked
+
+
+def _and(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 class Endpoints:
@@ -78,10 +128,10 @@ class Endpoints:
     def route(self, method: str, path: str, *, scope: str | None, summary: str, params: Sequence[Param] = (),
               body: type[BaseModel] | dict[str, Any] | None = None, body_required: bool = True,
               replies: Sequence[Reply] = (), errors: Sequence[int] = (), documented: bool = True,
-              ) -> Callable[[Handler], Handler]:
+              open_query: bool = False) -> Callable[[Handler], Handler]:
         def declare(handler: Handler) -> Handler:
             self.add(Endpoint(method, path, handler, scope, summary, tuple(params), body, body_required,
-                              tuple(replies), tuple(errors), documented))
+                              tuple(replies), tuple(errors), documented, open_query))
             return handler
         return declare
 
@@ -93,7 +143,7 @@ class Endpoints:
         return next(e for e in self.endpoints if e.method == method and e.path == path)
 
     def routes(self) -> list[Route]:
-        return [Route(e.path, e.handler, methods=[e.method]) for e in self.endpoints]
+        return [Route(e.path, e.checked(), methods=[e.method]) for e in self.endpoints]
 
 
 class ScopeTable:
@@ -137,9 +187,10 @@ def openapi_paths(endpoints: Iterable[Endpoint], error_reply: Callable[[int], di
             op["responses"][str(reply.status)] = _reply(reply)
         for status in (400, 401, 403, 429, *e.errors):
             op["responses"].setdefault(str(status), error_reply(status))
-        if e.params:
+        named = [p for p in e.params if not p.prefix]  # OpenAPI names each parameter; a family has no one name
+        if named:
             op["parameters"] = [{"name": p.name, "in": p.where, "required": p.required or p.where == "path",
-                                 "schema": p.schema, "description": p.description} for p in e.params]
+                                 "schema": p.schema, "description": p.description} for p in named]
         if e.body is not None:
             content = ({"application/json": {"schema": _schema(e.body)}}
                        if isinstance(e.body, type) else {t: {"schema": s} for t, s in e.body.items()})

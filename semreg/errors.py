@@ -7,6 +7,7 @@
     ├── Forbidden               403: a valid token without the scope or ownership
     ├── NotFound                404: no such instance, ontology or concept
     ├── NotAcceptable           406: no representation matches `Accept`
+    ├── Conflict                409: the change would undo what another part declares
     ├── PayloadTooLarge         413: a body past its limit
     ├── UnsupportedMediaType    415: a body in a media type the route does not take
     ├── TooManyRequests         429: a token past its rate limit
@@ -77,6 +78,12 @@ class NotAcceptable(SemregError):
     """None of the representations the route has matches the `Accept` header."""
 
     status = 406
+
+
+class Conflict(SemregError):
+    """The change contradicts a declaration the caller did not make (a prefix an ontology declares)."""
+
+    status = 409
 
 
 class PayloadTooLarge(SemregError):

@@ -73,7 +73,8 @@ async def body_of(request: Request) -> Any:
 def route(method: str, path: str) -> Any:
     """A route of the internal API; a body of the wrong shape is a 400 (it only comes from a node that
     holds the secret, but even then it is the sender's fault, never a 500)."""
-    declare = INTERNAL.route(method, PREFIX + path, scope=None, summary="internal", documented=False)
+    declare = INTERNAL.route(method, PREFIX + path, scope=None, summary="internal", documented=False,
+                             open_query=True)  # their parameters are the sending node's, not a person's
 
     def wrap(handler: Any) -> Any:
         @functools.wraps(handler)

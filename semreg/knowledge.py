@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from semreg import expansion
-from semreg.errors import NotFound
+from semreg.errors import Conflict, InvalidTerm, NotFound
+from semreg.lexicon import Lexicon
 from semreg.matching import DEGREES, RANK, needs_directions
 from semreg.ontologies import Ontologies, Write
 from semreg.reasoner import Hierarchy
@@ -26,11 +27,13 @@ HierarchyListener = Callable[[Hierarchy, float], None]  # (the new hierarchy, se
 
 
 class Knowledge:
-    def __init__(self, store: Store, write: Write, replica: ReplicaFeed) -> None:
+    def __init__(self, store: Store, write: Write, replica: ReplicaFeed, strict_terms: bool = False) -> None:
         self.store = store
         self._write = write
         self.prefixes = PrefixMap()
         self.hierarchy = Hierarchy()
+        self.lexicon = Lexicon()
+        self.strict_terms = strict_terms
         self.ontologies = Ontologies(store, replica, write, self._install)
         self._listeners: list[HierarchyListener] = []
         self.closure_ms = 0.0
@@ -48,30 +51,67 @@ class Knowledge:
             await self.ontologies.load_file(path)
 
     def _install(self, hierarchy: Hierarchy, prefixes: dict[str, str], ms: float) -> None:
+        _log_prefix_changes(self.prefixes.ontology, prefixes)
         self.prefixes.set_ontology_prefixes(prefixes)
         self.hierarchy = hierarchy
+        self.lexicon = Lexicon(dict(self.ontologies.terms))
         self.closure_ms = ms
         self.closure_rebuilds += 1
         for listener in self._listeners:
             listener(hierarchy, ms / 1000)
 
     # -- prefixes ----------------------------------------------------------------------------------
-    async def put_prefix(self, prefix: str, iri: str) -> bool:
-        """Set a client prefix; True when it is new."""
+    def check_prefix_change(self, prefix: str, iri: str, force: bool) -> None:
+        """409 naming the ontologies that declare `prefix` as another namespace, unless `force`: a prefix
+        an ontology declares is how every client's CURIEs reach its terms, so redefining it is meant or
+        a mistake, and the request must say which."""
+        validate_prefix_name(prefix)
+        declared = {name: ns for name, ns in self.ontologies.declaring(prefix).items() if ns != iri}
+        if not declared or force:
+            return
+        names = ", ".join(f"'{name}' (as {ns})" for name, ns in sorted(declared.items()))
+        which = "the ontology" if len(declared) == 1 else "the ontologies"
+        raise Conflict(f"the prefix '{prefix}' is declared by {which} {names}; redefining it changes what "
+                       f"{prefix}: means for every client. Add ?force=true to redefine it anyway.",
+                       prefix=prefix, iri=iri, ontologies=dict(sorted(declared.items())))
+
+    async def put_prefix(self, prefix: str, iri: str, by: str | None = None, forced: bool = False) -> bool:
+        """Set a client prefix; True when it is new. `by` names who asked (None: applied from the cluster)."""
         validate_prefix_name(prefix)
         check_iri(iri)
         created = prefix not in self.prefixes.explicit
+        previous = self.prefixes.get(prefix)
         await self._write(self.store.set_prefix, prefix, iri)
         self.prefixes.set(prefix, iri)
+        log.info("prefix set", extra={"prefix": prefix, "iri": iri, "previous": previous, "forced": forced,
+                                      "by": by, "declared_by": sorted(self.ontologies.declaring(prefix))})
         return created
 
-    async def delete_prefix(self, prefix: str) -> None:
+    async def delete_prefix(self, prefix: str, by: str | None = None) -> None:
         if prefix not in self.prefixes.explicit:
             raise NotFound(f"no client-set prefix '{prefix}' (prefixes declared in ontologies go with them).")
+        previous = self.prefixes.get(prefix)
         await self._write(self.store.delete_prefix, prefix)
         self.prefixes.delete(prefix)
+        log.info("prefix deleted", extra={"prefix": prefix, "previous": previous, "now": self.prefixes.get(prefix),
+                                          "by": by})
 
     # -- reads -------------------------------------------------------------------------------------
+    def term_warnings(self, named: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+        """The warnings (JSON) about terms no uploaded ontology knows among `(field, iri)` pairs; with
+        `strict_terms`, a 400 naming the first of them instead."""
+        found = self.lexicon.check(named)
+        if not found:
+            return []
+        compact = self.prefixes.compact
+        warnings = [w.as_json(compact) for w in found]
+        if self.strict_terms:
+            first = found[0]
+            raise InvalidTerm(f"{first.message(compact)} This registry refuses such terms (--strict-terms).",
+                              field=first.field, term=first.iri, suggestions=list(first.suggestions),
+                              warnings=warnings)
+        return warnings
+
     def expand(self, query: Tag, match: frozenset[str]) -> dict[str, list[dict[str, Any]]]:
         """What each component of `query` expands to, ranked: exact, narrower, broader (the wildcard
         last), then by distance and term."""
@@ -104,3 +144,13 @@ class Knowledge:
         return {"iri": iri, "kind": h.kind(iri), "label": h.labels.get(iri),
                 "equivalents": sorted(h.equivalents(iri) - {iri}), "parents": parents, "children": children,
                 "ancestors": sorted(h.ancestors(iri)), "descendants": sorted(h.descendants(iri))}
+
+
+def _log_prefix_changes(before: dict[str, str], after: dict[str, str]) -> None:
+    """One line when uploads change the prefixes they declare: which came, which went, which now mean another
+    namespace."""
+    changed = {p: [before[p], iri] for p, iri in after.items() if p in before and before[p] != iri}
+    added = {p: iri for p, iri in after.items() if p not in before}
+    removed = sorted(set(before) - set(after))
+    if changed or added or removed:
+        log.info("ontology prefixes changed", extra={"added": added, "changed": changed, "removed": removed})

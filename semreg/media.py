@@ -4,7 +4,7 @@
 `semreg ontology put` guess with it, `semreg serve --ontology` reads files by it). `READ_AS`: the
 syntax the server parses each accepted media type as, named by that syntax's main media type.
 `WRITTEN`: the representations `GET /v1/ontologies/{name}` offers, Turtle first, under the names
-`semreg ontology get --format` takes.
+`semreg ontology get --format` takes; `WRITTEN_AS`: those it offers after them, in another syntax.
 
 `.n3` files are Turtle in practice (N3's formulae and rules are rare; the N3 vocabularies of the
 shared data, FOAF, SOSA, SSN and GoodRelations, are plain Turtle): they travel as `text/n3`, and
@@ -37,6 +37,9 @@ FILE_SUFFIXES: dict[str, str] = {
 }
 
 WRITTEN: dict[str, str] = {"turtle": TURTLE, "ntriples": N_TRIPLES, "rdfxml": RDF_XML, "jsonld": JSON_LD}
+# Offered too, after those, and written in another syntax: a Turtle document is an N3 document, so a
+# client that accepts only text/n3 gets Turtle under that name.
+WRITTEN_AS: dict[str, str] = {N3: TURTLE}
 
 
 def of_file(path: str | PurePath) -> str | None:

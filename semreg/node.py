@@ -43,7 +43,7 @@ class Node:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="semreg-store")
         self.replica = ReplicaFeed(foreign=self.store.foreign_quads)
         self.heap = heap.HeapSettler()
-        self.knowledge = Knowledge(self.store, self.write, self.replica)
+        self.knowledge = Knowledge(self.store, self.write, self.replica, strict_terms=settings.strict_terms)
         self.shard = LocalShard(self.clock, self.store, self.write, self.submit, health, settings.node_id)
         self.coordinator = Coordinator(self.knowledge, self.clock, Single(self.shard))
         self.shard.subscribe(self.coordinator.changed)

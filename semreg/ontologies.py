@@ -40,6 +40,7 @@ class OntologyChange:
     reasoning_ms: float
     concepts: int
     timings_ms: dict[str, float] = field(default_factory=dict)
+    inferred_total: int = 0  # triples in urn:semreg:inferred after the change
 
 
 @contextlib.contextmanager
@@ -60,6 +61,8 @@ class Ontologies:
         self._install_hierarchy = install
         self.metas: dict[str, OntologyMeta] = {}
         self.triples: dict[str, list[ox.Triple]] = {}
+        self.terms: dict[str, frozenset[str]] = {}  # name → the IRIs of its triples
+        self.conventional: dict[str, dict[str, str]] = {}  # name → prefixes of vocabularies it uses undeclared
         self.sources: dict[str, bytes] = {}  # name → the document as uploaded (other nodes fetch it)
         self._reasoner = Reasoner()
         self._lock = asyncio.Lock()
@@ -83,6 +86,8 @@ class Ontologies:
                 continue
             self.metas[meta.name] = meta
             self.triples[meta.name] = parsed.triples
+            self.terms[meta.name] = parsed.terms
+            self.conventional[meta.name] = parsed.conventional
             self.sources[meta.name] = source.encode()
         for name, meta in self.metas.items():
             self.replica.put_ontology(name, self.triples[name], meta.sha256)
@@ -105,9 +110,10 @@ class Ontologies:
         meta, created, outcome = await asyncio.shield(self._put(name, parsed, media, body, source, timings))
         reasoning_ms = outcome.reasoning_ms
         log.info("ontology stored", extra={"ontology": name, "triples": meta.triples, "inferred": meta.inferred,
+                                           "inferred_total": outcome.inferred_count,
                                            "new": created, "reasoning_ms": round(reasoning_ms, 1),
                                            "timings_ms": {k: round(v, 1) for k, v in timings.items()}})
-        return OntologyChange(meta, created, reasoning_ms, outcome.hierarchy.size, timings)
+        return OntologyChange(meta, created, reasoning_ms, outcome.hierarchy.size, timings, outcome.inferred_count)
 
     async def _put(self, name: str, parsed: ontology.Parsed, media: str, body: bytes, source: str,
                    timings: dict[str, float]) -> tuple[OntologyMeta, bool, Outcome]:
@@ -115,14 +121,19 @@ class Ontologies:
             created = name not in self.metas
             outcome = await asyncio.to_thread(self._reasoner.put, name, parsed.triples)
             timings.update(outcome.timings_ms)
-            meta = OntologyMeta(name=name, triples=len(parsed.triples), inferred=outcome.inferred_count,
-                                uploaded_at=now_rfc3339(), media_type=media, prefixes=parsed.prefixes,
-                                sha256=hashlib.sha256(body).hexdigest())
+            sha256 = hashlib.sha256(body).hexdigest()
+            known = self.metas.get(name)
+            # what the upload added; the same document again adds nothing, and keeps what it added the first time
+            inferred = known.inferred if known is not None and known.sha256 == sha256 else outcome.inferred_gained
+            meta = OntologyMeta(name=name, triples=len(parsed.triples), inferred=inferred, uploaded_at=now_rfc3339(),
+                                media_type=media, prefixes=parsed.prefixes, sha256=sha256)
             with phase(timings, "store"):
                 await self._undo_on_failure(name, self._write(self.store.save_ontology, meta, source))
             with phase(timings, "install"):
                 self.metas[name] = meta
                 self.triples[name] = parsed.triples
+                self.terms[name] = parsed.terms
+                self.conventional[name] = parsed.conventional
                 self.sources[name] = body
                 self.replica.put_ontology(name, parsed.triples, meta.sha256)
                 self._install(outcome)
@@ -140,6 +151,8 @@ class Ontologies:
             await self._undo_on_failure(name, self._write(self.store.delete_ontology, name))
             del self.metas[name]
             del self.triples[name]
+            self.terms.pop(name, None)
+            self.conventional.pop(name, None)
             self.sources.pop(name, None)
             self.replica.remove_ontology(name)
             self._install(outcome)
@@ -185,11 +198,21 @@ class Ontologies:
         return cast(bytes, ox.serialize(self.triples[name], format=fmt, prefixes=self.metas[name].prefixes or None))
 
     def prefixes(self) -> dict[str, str]:
-        """Prefixes declared in uploads; a later upload's declaration wins."""
+        """Prefixes declared in uploads (a later upload's declaration wins), and the conventional prefixes of
+        the common vocabularies uploads use without declaring one (`semreg.terms.CONVENTIONAL_PREFIXES`),
+        which a declaration overrides."""
         out: dict[str, str] = {}
-        for meta in sorted(self.metas.values(), key=lambda m: m.uploaded_at):
+        uploads = sorted(self.metas.values(), key=lambda m: m.uploaded_at)
+        for meta in uploads:
+            out.update(self.conventional.get(meta.name, {}))
+        for meta in uploads:
             out.update(meta.prefixes)
         return out
+
+    def declaring(self, prefix: str) -> dict[str, str]:
+        """The uploads that give `prefix` a namespace (declared, or the conventional one), with that namespace."""
+        out = {name: ns[prefix] for name, ns in self.conventional.items() if prefix in ns}
+        return {**out, **{name: meta.prefixes[prefix] for name, meta in self.metas.items() if prefix in meta.prefixes}}
 
     def closure_state(self) -> str:
         """What the closure was computed from, so start-up can tell whether the stored one is current."""

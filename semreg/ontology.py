@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
 from semreg.errors import BadRequest, NotAcceptable, UnsupportedMediaType
 from semreg.media import FILE_SUFFIXES as FILE_SUFFIXES  # semreg.ontologies reads --ontology files by it
-from semreg.media import READ_AS, WRITTEN
+from semreg.media import READ_AS, WRITTEN, WRITTEN_AS
 from semreg.negotiation import negotiate
+from semreg.terms import conventional_prefixes
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
@@ -25,7 +26,8 @@ def _rdf_format(media_type: str) -> ox.RdfFormat:
 
 # Media type → parser format, and the representations of GET /v1/ontologies/{name}: from `semreg.media`.
 PARSE_FORMATS = {media: _rdf_format(syntax) for media, syntax in READ_AS.items()}
-SERIALIZE_FORMATS = {media: _rdf_format(media) for media in WRITTEN.values()}
+SERIALIZE_FORMATS = {**{media: _rdf_format(media) for media in WRITTEN.values()},
+                     **{media: _rdf_format(syntax) for media, syntax in WRITTEN_AS.items()}}
 REPRESENTATIONS = tuple(SERIALIZE_FORMATS)  # in order of preference when Accept allows several
 _XMLNS = re.compile(rb'xmlns:([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*["\']([^"\']+)["\']')
 
@@ -35,6 +37,14 @@ class Parsed:
     triples: list[ox.Triple]
     prefixes: dict[str, str]
     media_type: str
+    terms: frozenset[str] = frozenset()  # every IRI of the triples (`semreg.lexicon` knows them)
+    conventional: dict[str, str] = field(default_factory=dict)  # prefixes of vocabularies it uses, undeclared
+
+
+def iris(triples: list[ox.Triple]) -> frozenset[str]:
+    named = ox.NamedNode
+    return frozenset(t.value for triple in triples for t in (triple.subject, triple.predicate, triple.object)
+                     if type(t) is named)
 
 
 def validate_name(name: str) -> str:
@@ -97,7 +107,9 @@ def parse(body: bytes, media_type: str) -> Parsed:
     if fmt == ox.RdfFormat.RDF_XML:
         for prefix, iri in _XMLNS.findall(body[:1_000_000]):
             prefixes.setdefault(prefix.decode(), iri.decode(errors="replace"))
-    return Parsed(triples, {p: i for p, i in prefixes.items() if p and _absolute(i)}, media_type)
+    declared = {p: i for p, i in prefixes.items() if p and _absolute(i)}
+    terms = iris(triples)
+    return Parsed(triples, declared, media_type, terms, conventional_prefixes(terms, declared))
 
 
 def _absolute(iri: str) -> bool:

@@ -15,14 +15,16 @@ from semreg.endpoints import REF, openapi_paths
 
 ERRORS = {400: "bad input: the error names the field or term", 401: "no valid token",
           403: "the token lacks the scope or does not own the instance", 404: "not found",
-          406: "no acceptable representation", 413: "body too large", 415: "unsupported media type",
+          406: "no acceptable representation", 409: "the change contradicts an ontology's declaration",
+          413: "body too large", 415: "unsupported media type",
           429: "past the caller's rate", 503: "nothing eligible, or a time limit passed"}
 
 MODELS: list[type[BaseModel]] = [
     s.InstanceBody, s.BatchBody, s.HeartbeatBody, s.TagsBody, s.PrefixBody, s.Check, s.InstanceView, s.TagView,
     s.InstanceRef, s.BestMatch, s.MatchView, s.RankedView, s.DiscoverView, s.TagCount, s.TagsView, s.PeersView,
     s.RegisteredView, s.HeartbeatView, s.ExpandView, s.ExpansionRow, s.MatchedTag, s.ConceptView, s.OntologyView,
-    s.OntologyStored, s.PrefixView, s.ErrorView, s.ClusterView, s.MemberView]
+    s.OntologyStored, s.PrefixView, s.ErrorView, s.ClusterView, s.MemberView, s.TermWarningView,
+    s.RegisteredInstanceView]
 
 
 def _error(status: int) -> dict[str, Any]:

@@ -53,6 +53,7 @@ class Outcome:
     inferred_count: int  # triples in `urn:semreg:inferred` after the change
     full: bool  # the closure was computed from scratch: write the inferred graph whole
     timings_ms: dict[str, float] = field(default_factory=dict)
+    inferred_gained: int = 0  # triples the change brought into `urn:semreg:inferred`
 
     @property
     def reasoning_ms(self) -> float:
@@ -138,7 +139,8 @@ class Reasoner:
         t = time.perf_counter()
         gained, lost = self._inferred_changes(added, removed, came, gone)
         timings["inferred"] = _ms(t)
-        return Outcome(index, _Triples(closure, gained), _Triples(closure, lost), len(self._inferred), False, timings)
+        return Outcome(index, _Triples(closure, gained), _Triples(closure, lost), len(self._inferred), False, timings,
+                       len(gained))
 
     def _from_scratch(self, closure: Closure, started: float) -> Outcome:
         for name, facts in self._facts.items():
@@ -150,10 +152,11 @@ class Reasoner:
         timings["index"] = _ms(t)
         t = time.perf_counter()
         user, kinds = closure.user_asserted(), self._terms.kinds
+        before = self._inferred
         self._inferred = {f for f in closure.facts() if f not in user and kinds[f[0]] != LITERAL and kinds[f[1]] == NAMED
                           and not (f[0] == f[2] and f[1] in (SCO, SPO))}
         timings["inferred"] = _ms(t)
-        return Outcome(self._hierarchy, [], [], len(self._inferred), True, timings)
+        return Outcome(self._hierarchy, [], [], len(self._inferred), True, timings, len(self._inferred - before))
 
     def _inferred_changes(self, added: set[Fact], removed: set[Fact], came: set[Fact], gone: set[Fact]
                           ) -> tuple[list[Fact], list[Fact]]:

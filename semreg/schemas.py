@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 import orjson
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
 
 from semreg.errors import BadRequest
 
@@ -17,6 +17,23 @@ ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 InstanceId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$")]
 NonNegativeSeconds = Annotated[float, Field(ge=0, le=10 * 365 * 24 * 3600, allow_inf_nan=False)]
+
+
+def _as_text(value: Any) -> Any:
+    """A meta value: a string, or a number or boolean taken as its JSON text (`1` → "1", `true` → "true"),
+    since spillover reads `meta.priority` and people write it as a number."""
+    if isinstance(value, (bool, int, float)):
+        return orjson.dumps(value).decode()
+    return value
+
+
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
+MetaValue = Annotated[str, BeforeValidator(_as_text), StringConstraints(max_length=4096),
+                      WithJsonSchema({"type": ["string", "number", "boolean"], "maxLength": 4096,
+                                      "description": "numbers and booleans are kept as their JSON text"})]
 
 
 # Tags are checked by `semreg.terms.parse_tag`, which names the tag and the term at fault; the schema
@@ -52,15 +69,15 @@ class InstanceBody(BaseModel):
     service: Name
     address: Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[^\s/?#@]+$")]
     port: int = Field(ge=1, le=65535, strict=True)
-    scheme: Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9+.-]{0,31}$")] = "http"
+    scheme: Annotated[Literal["http", "https"], BeforeValidator(_lower)] = "http"
     tags: list[TagInput] = Field(default_factory=list)
     weight: int = Field(default=1, ge=1, le=10_000, strict=True)
     capacity: int | None = Field(default=None, ge=1, le=1_000_000_000, strict=True)
     ttl: NonNegativeSeconds = 30
     deregister_after: NonNegativeSeconds = 90
     check: Check | None = None
-    meta: dict[Annotated[str, StringConstraints(min_length=1, max_length=128)],
-               Annotated[str, StringConstraints(max_length=4096)]] = Field(default_factory=dict, max_length=64)
+    meta: dict[Annotated[str, StringConstraints(min_length=1, max_length=128)], MetaValue] = Field(
+        default_factory=dict, max_length=64)
 
 
 class BatchBody(BaseModel):
@@ -103,6 +120,20 @@ def validate(model: type[BaseModel], data: Any, where: str = "") -> Any:
         raise _bad_request(exc, where) from None
 
 
+# What a field that fails its pattern (or its list of values) may be, in words: a person reads these,
+# not the regular expression.
+_WORDS = {
+    "address": "must be a host name or an IP address (such as 10.1.0.7, books.internal or ::1), without a scheme, "
+               "path, user or spaces",
+    "scheme": "must be http or https: routes redirect to scheme://address:port, and checks speak HTTP",
+    "id": "must be 1-128 letters, digits, '.', '_', ':' or '-'",
+    "service": "must be 1-256 characters, none of them a control character",
+    "http": "must be an http:// or https:// URL without spaces",
+    "tcp": "must be host:port (or [IPv6]:port)",
+}
+_META_VALUE = "must be a string, a number or a boolean (numbers and booleans are kept as their text)"
+
+
 def _bad_request(exc: pydantic.ValidationError, where: str) -> BadRequest:
     err = exc.errors(include_url=False)[0]
     loc = [str(x) for x in err["loc"] if not str(x).startswith(("function-", "union["))]
@@ -118,6 +149,10 @@ def _bad_request(exc: pydantic.ValidationError, where: str) -> BadRequest:
         msg = "is not a known field"
     elif err["type"] == "missing":
         msg = "is required"
+    elif err["type"] in ("string_pattern_mismatch", "literal_error") and loc and loc[-1] in _WORDS:
+        msg = _WORDS[loc[-1]]
+    elif err["type"] == "string_type" and len(loc) == 2 and loc[0] == "meta":
+        msg = _META_VALUE
     elif msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
     msg = msg[0].lower() + msg[1:] if msg else msg
@@ -158,6 +193,21 @@ class InstanceView(BaseModel):
                                                          "are in force (only it or an admin may change it)")
 
 
+class TermWarningView(BaseModel):
+    field: str = Field(description="where the request named the term first (s, p, o, tags[n], ...)")
+    term: str = Field(description="the term's full IRI")
+    message: str
+    suggestions: list[str] = Field(description="known terms close to it, closest first")
+
+
+WARNINGS = Field(None, description="the request's terms that no uploaded ontology knows (each matches only itself); "
+                                   "left out when there are none")
+
+
+class RegisteredInstanceView(InstanceView):
+    warnings: list[TermWarningView] | None = WARNINGS
+
+
 class InstanceRef(BaseModel):
     id: str
 
@@ -181,6 +231,7 @@ class DiscoverView(BaseModel):
     matches: list[MatchView] = Field(description="the matched tags, best first, each naming its instances by id")
     truncated: bool = Field(description="true when more tags matched than the 1,000 listed")
     instances: list[RankedView] = Field(description="each instance once, ranked, with its best match")
+    warnings: list[TermWarningView] | None = WARNINGS
 
 
 class TagCount(TagView):
@@ -193,10 +244,12 @@ class TagsView(BaseModel):
 
 class PeersView(BaseModel):
     peers: dict[str, list[InstanceView]]
+    warnings: list[TermWarningView] | None = WARNINGS
 
 
 class RegisteredView(BaseModel):
     registered: int
+    warnings: list[TermWarningView] | None = WARNINGS
 
 
 class HeartbeatView(BaseModel):
@@ -226,6 +279,7 @@ class ExpandView(BaseModel):
     match: list[str]
     components: dict[str, list[ExpansionRow]]
     tags: list[MatchedTag]
+    warnings: list[TermWarningView] | None = WARNINGS
 
 
 class ConceptView(BaseModel):
@@ -242,12 +296,14 @@ class ConceptView(BaseModel):
 class OntologyView(BaseModel):
     name: str
     triples: int
-    inferred: int
+    inferred: int = Field(description="the entailed triples its upload added to the closure of the ontologies "
+                                      "already there")
     uploaded_at: str
     media_type: str
 
 
 class OntologyStored(OntologyView):
+    inferred_total: int = Field(description="the entailed triples of all ontologies together (urn:semreg:inferred)")
     reasoning_ms: float
     timings_ms: dict[str, float]
     concepts: int

@@ -4,8 +4,10 @@
     POST /sparql  Content-Type: application/x-www-form-urlencoded  (the same parameters in the body)
     POST /sparql  Content-Type: application/sparql-query           (the query as the body, UTF-8)
 
-Graph parameters may also ride in the URL of a POST (the W3C protocol tests do so). Without `query`
-(and without `update`) the request asks for the service description. Update is refused: 403.
+Graph parameters may also ride in the URL of a POST (the W3C protocol tests do so). A GET without
+`query` (and without `update`) asks for the service description (SPARQL 1.1 Service Description: it is
+what the endpoint answers when dereferenced); a POST without a query is a 400, since a POST is sent to
+run one. Update is refused: 403.
 """
 from __future__ import annotations
 
@@ -48,17 +50,24 @@ async def read_query_request(request: Request, max_body_bytes: int) -> QueryRequ
     body = await read_body(request, max_body_bytes)
     if media_type == FORM:
         _require_utf8(charset)
-        return from_params(params + parse_params(body, "the form body"))
+        return _posted(from_params(params + parse_params(body, "the form body")))
     if media_type == QUERY:
         _require_utf8(charset)
         return from_params(params, body_query=_decode(body, "the query"))
     if media_type == UPDATE:
         raise Forbidden(READ_ONLY)
     if not media_type and not body:
-        return from_params(params)
+        return _posted(from_params(params))
     raise UnsupportedMediaType(
         f"POST a query as {FORM} (query=...) or as {QUERY}, not as '{media_type or 'a body without Content-Type'}'.",
         accepted=[FORM, QUERY])
+
+
+def _posted(operation: QueryRequest) -> QueryRequest:
+    if operation.query is None:
+        raise BadRequest(f"a POST to the SPARQL endpoint carries a query: send it as {QUERY}, or as query=... in "
+                         f"a {FORM} body (GET without a query returns the service description).")
+    return operation
 
 
 def from_params(params: Sequence[tuple[str, str]], body_query: str | None = None) -> QueryRequest:

@@ -66,7 +66,7 @@ def ontology_graph(name: str) -> ox.NamedNode:
 class OntologyMeta:
     name: str
     triples: int
-    inferred: int
+    inferred: int  # entailed triples the upload added to the closure of the ontologies already there
     uploaded_at: str
     media_type: str
     prefixes: dict[str, str]

@@ -25,6 +25,19 @@ RDF_TYPE = RDF + "type"
 
 BUILTIN_PREFIXES: dict[str, str] = {"rdf": RDF, "rdfs": RDFS, "owl": OWL, "xsd": XSD, "sr": SR}
 
+# The conventional prefixes of common vocabularies (prefix.cc's), known for an upload that uses a
+# namespace of theirs without declaring any prefix for it (DBpedia's files declare none for dbo:).
+CONVENTIONAL_PREFIXES: dict[str, tuple[str, ...]] = {
+    "dbo": ("http://dbpedia.org/ontology/",),
+    "schema": ("https://schema.org/", "http://schema.org/"),
+    "foaf": ("http://xmlns.com/foaf/0.1/",),
+    "sosa": ("http://www.w3.org/ns/sosa/",),
+    "ssn": ("http://www.w3.org/ns/ssn/",),
+    "gr": ("http://purl.org/goodrelations/v1#",),
+    "dcterms": ("http://purl.org/dc/terms/",),
+    "skos": ("http://www.w3.org/2004/02/skos/core#",),
+}
+
 # Schemes that make `scheme:rest` an IRI rather than a CURIE when no prefix of that name is known.
 IRI_SCHEMES = frozenset({"http", "https", "urn", "tag", "mailto", "file", "ftp", "did", "data", "ldap", "geo", "info"})
 
@@ -108,6 +121,10 @@ class PrefixMap:
     def explicit(self) -> dict[str, str]:
         return dict(self._explicit)
 
+    @property
+    def ontology(self) -> dict[str, str]:
+        return dict(self._ontology)
+
     def as_dict(self) -> dict[str, str]:
         return dict(sorted(self._merged.items()))
 
@@ -163,6 +180,32 @@ class PrefixMap:
         return f"{best_prefix}:{iri[len(best):]}"
 
 
+def split_iri(iri: str) -> tuple[str, str]:
+    """`(namespace, local name)`: the namespace is the IRI up to its last `#`, or else its last `/`, or else
+    its last `:`."""
+    for mark in "#/:":
+        cut = iri.rfind(mark)
+        if cut >= 0:
+            return iri[:cut + 1], iri[cut + 1:]
+    return "", iri
+
+
+def conventional_prefixes(iris: Iterable[str], declared: Mapping[str, str]) -> dict[str, str]:
+    """The conventional prefixes (`CONVENTIONAL_PREFIXES`) of the vocabularies whose namespace `iris` use,
+    for a document that declares neither that prefix nor any prefix for that namespace."""
+    used = {split_iri(iri)[0] for iri in iris}
+    declared_namespaces = set(declared.values())
+    out = {}
+    for prefix, namespaces in CONVENTIONAL_PREFIXES.items():
+        if prefix in declared or declared_namespaces.intersection(namespaces):
+            continue
+        for namespace in namespaces:
+            if any(n.startswith(namespace) for n in used):
+                out[prefix] = namespace
+                break
+    return out
+
+
 def validate_prefix_name(prefix: str) -> str:
     if not _PREFIX_RE.match(prefix) or not prefix:
         raise BadRequest(f"'{_clip(prefix)}' is not a valid prefix name (a letter or '_', then letters, digits, "
@@ -205,14 +248,19 @@ def parse_tag(value: Any, prefixes: PrefixMap) -> Tag:
     raise BadRequest(f"a tag is a string of one or three terms or an object with s, p, o, not {type(value).__name__}.")
 
 
-def parse_tags(values: Iterable[Any], prefixes: PrefixMap) -> list[Tag]:
-    """Tags in order, duplicates dropped (a tag is a set member of its instance)."""
+def parse_tags(values: Iterable[Any], prefixes: PrefixMap, positions: list[int] | None = None) -> list[Tag]:
+    """Tags in order, duplicates dropped (a tag is a set member of its instance); `positions`, when given,
+    receives the index in `values` of each tag returned."""
     seen: dict[Tag, None] = {}
     for n, value in enumerate(values):
         try:
-            seen.setdefault(parse_tag(value, prefixes), None)
+            tag = parse_tag(value, prefixes)
         except BadRequest as exc:
             exc.message = f"tags[{n}]: {exc.message}"
             exc.extra.setdefault("field", f"tags[{n}]")
             raise
+        if tag not in seen:
+            seen[tag] = None
+            if positions is not None:
+                positions.append(n)
     return list(seen)

@@ -76,6 +76,7 @@ class InProcess:
         self._loop.set_default_executor(self._executor)
         self._thread = threading.Thread(target=self._loop.run_forever, name=THREAD_PREFIX, daemon=True)
         self._lifespan: Any = None
+        self._listening: Any = None  # (uvicorn server, its serve() future) once `listen` was called
         self.http: httpx.AsyncClient
 
     def start(self) -> InProcess:
@@ -89,9 +90,28 @@ class InProcess:
         self.http = httpx.AsyncClient(transport=httpx.ASGITransport(self.app, client=("127.0.0.1", 40000)),
                                       base_url=BASE_URL, timeout=60)
 
+    def listen(self) -> str:
+        """Serve the app on a loopback port too, through uvicorn as `semreg serve` does, for programs such as
+        curl (still on the fake clock); returns its base URL."""
+        import uvicorn
+        from server import free_port, wait_for
+
+        port = free_port()
+        server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=port, lifespan="off", log_config=None,
+                                               access_log=False))
+        self._listening = (server, self.run_soon(server.serve()))
+        wait_for(lambda: server.started or self._listening[1].done(), what="uvicorn listening")
+        if not server.started:
+            self._listening[1].result()  # it failed: say why
+        return f"http://127.0.0.1:{port}"
+
     def stop(self) -> None:
         if not self._thread.is_alive():
             return
+        if self._listening is not None:
+            server, serving = self._listening
+            server.should_exit = True
+            serving.result(30)
         try:
             self.run(self._close())
         finally:

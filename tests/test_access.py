@@ -77,6 +77,7 @@ def test_auth_matrix(secured):
     assert r.put("/v1/instances/x", json=BODY).status_code == 403
     assert a.put("/v1/ontologies/o", content=b"<a:b> <a:c> <a:d> .", headers={"Content-Type": "text/turtle"}).status_code == 403
     assert a.put("/v1/prefixes/p", json={"iri": "http://p/"}).status_code == 403
+    assert a.put("/v1/prefixes/p", params={"force": "true"}, json={"iri": "http://p/"}).status_code == 403
     assert a.put("/v1/instances/x", json=BODY).status_code == 201
     assert b.put("/v1/instances/x", json=BODY).status_code == 403          # replacing another's
     assert b.put("/v1/instances/x/heartbeat", json={}).status_code == 403  # renewing another's

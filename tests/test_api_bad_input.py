@@ -48,9 +48,11 @@ def api():
     (dict(GOOD, tags=["<relative>"]), "relative"), (dict(GOOD, tags=["<http://x/a b>"]), "tags[0]"),
     (dict(GOOD, tags=[{"p": "v:p"}]), "s"), (dict(GOOD, tags=[{"s": "v:A", "q": "v:B"}]), "q"),
     (dict(GOOD, tags=[{"s": 5}]), "tags[0]"), (dict(GOOD, tags=["v:A a"]), "tags[0]"),
-    (dict(GOOD, meta={"k": 1}), "meta"), (dict(GOOD, meta=[]), "meta"), (dict(GOOD, unknown=1), "unknown"),
+    (dict(GOOD, meta={"k": [1]}), "meta"), (dict(GOOD, meta={"k": None}), "meta"), (dict(GOOD, meta=[]), "meta"),
+    (dict(GOOD, unknown=1), "unknown"),
     (dict(GOOD, check={"http": "ftp://x"}), "check"), (dict(GOOD, check={}), "check"),
     (dict(GOOD, check={"tcp": "h:1", "http": "http://h/"}), "check"), (dict(GOOD, scheme="ht tp"), "scheme"),
+    (dict(GOOD, scheme="ftp"), "http or https"), (dict(GOOD, address="http://h/x"), "host name or an IP address"),
     (dict(GOOD, address=""), "address"), (dict(GOOD, address="a b"), "address"), (dict(GOOD, id="other"), "id"),
     (dict(GOOD, service=""), "service"),
 ])
@@ -141,3 +143,64 @@ def test_bad_multi_tag_and_prefix_bodies(api):
     assert api.post("/v1/discover/tags", json=[]).status_code == 400
     assert api.put("/v1/prefixes/q", json={"iri": 5}).status_code == 400
     assert api.put("/v1/prefixes/q", content=b"", headers={"Content-Type": "application/json"}).status_code == 400
+
+
+@pytest.mark.parametrize("method, path, unknown", [
+    ("GET", "/v1/discover?s=v:A&subject=v:B", ["subject"]),
+    ("GET", "/v1/discover?s=v:A&subject=v:B", ["subject"]),  # asked again: the short path's known queries
+    ("GET", "/v1/discover?s=v:A&subject=v:B&index=1&wait=1s", ["subject"]),  # a blocking read: the long way
+    ("GET", "/v1/route?s=v:A&polcy=spillover", ["polcy"]),
+    ("GET", "/v1/instances?servce=s", ["servce"]),
+    ("GET", "/v1/tags?x=1&y=2", ["x", "y"]),
+    ("GET", "/v1/expand?s=v:A&mtch=all", ["mtch"]),
+    ("GET", "/v1/instances/some-id?verbose=1", ["verbose"]),
+    ("PUT", "/v1/instances/qp?ttl=0", ["ttl"]),
+])
+def test_unknown_query_parameters_are_400_naming_them(api, method, path, unknown):
+    r = api.request(method, path, json=GOOD)
+    assert r.status_code == 400, r.text
+    body = r.json()
+    assert body["parameters"] == unknown and body["field"] == unknown[0]
+    assert all(f"'{name}'" in body["error"] for name in unknown) and f" of {method} /v1/" in body["error"]
+    assert api.get("/v1/instances/qp").status_code == 404, "a refused request changes nothing"
+
+
+def test_the_message_lists_what_the_route_takes(api):
+    r = api.get("/v1/discover", params={"s": "v:A", "subject": "v:B"})
+    assert r.json()["error"] == ("'subject' is not a query parameter of GET /v1/discover; it takes s, p, o, match, "
+                                 "service, status, limit, tags, index, wait.")
+    assert api.get("/v1/discover", params={"s": "v:A", "match": "all", "tags": "true"}).status_code == 200
+
+
+def test_sparql_takes_the_parameters_its_clients_add(api):
+    """SPARQL endpoints ignore what they do not know; clients such as SPARQLWrapper send format=json."""
+    r = api.get("/sparql", params={"query": "ASK {}", "format": "json", "output": "json"})
+    assert r.status_code == 200 and r.json()["boolean"] is True
+
+
+def test_a_post_to_sparql_without_a_query_is_400(api):
+    for kw in ({}, {"content": "", "headers": {"Content-Type": "application/x-www-form-urlencoded"}}):
+        r = api.post("/sparql", **kw)
+        assert r.status_code == 400 and "carries a query" in r.json()["error"]
+    assert api.get("/sparql").status_code == 200, "GET without a query still describes the service"
+
+
+@pytest.mark.parametrize("body, sentence", [
+    (dict(GOOD, address="http://books.internal/x"), "address: must be a host name or an IP address (such as 10.1.0.7, "
+                                                    "books.internal or ::1), without a scheme, path, user or spaces."),
+    (dict(GOOD, address="a b"), "address: must be a host name or an IP address"),
+    (dict(GOOD, scheme="ftp"), "scheme: must be http or https: routes redirect to scheme://address:port, and checks "
+                               "speak HTTP."),
+    (dict(GOOD, meta={"tier": {"a": 1}}), "meta.tier: must be a string, a number or a boolean"),
+])
+def test_bad_fields_are_explained_in_words(api, body, sentence):
+    r = api.put("/v1/instances/words", json=body)
+    assert r.status_code == 400 and r.json()["error"].startswith(sentence), r.text
+    assert "pattern" not in r.json()["error"] and "'^" not in r.json()["error"]
+    assert api.get("/v1/instances/words").status_code == 404
+
+
+def test_route_without_s_says_s_is_required(api):
+    r = api.get("/v1/route", params={"p": "v:p"})
+    assert r.status_code == 400 and r.json()["field"] == "s"
+    assert r.json()["error"].startswith("s is required: the subject term of the pattern to route by")

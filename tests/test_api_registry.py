@@ -1,6 +1,8 @@
 """Instances, discovery and ontologies over HTTP, with the app in this process."""
 from __future__ import annotations
 
+import logging
+
 import pytest
 from conftest import ONTOLOGIES
 
@@ -142,7 +144,7 @@ def test_ontology_routes(api):
     refused = api.get("/v1/ontologies/obras", headers={"Accept": "image/png"})
     assert refused.status_code == 406 and refused.json() == {"error": (
         "none of 'image/png' is offered; ask for one of text/turtle, application/n-triples, application/rdf+xml, "
-        "application/ld+json.")}
+        "application/ld+json, text/n3.")}
     assert api.get("/v1/ontologies/none").status_code == 404
     extra = b"@prefix x: <http://example.org/extra#> . x:A <http://www.w3.org/2000/01/rdf-schema#subClassOf> x:B ."
     assert api.put("/v1/ontologies/extra", content=extra, headers={"Content-Type": "text/n3"}).status_code == 201
@@ -183,6 +185,31 @@ def test_prefix_routes(api):
     assert api.delete("/v1/prefixes/zz").status_code == 204
     assert api.delete("/v1/prefixes/zz").status_code == 404
     api.delete("/v1/instances/pz")
+
+
+def test_a_prefix_an_ontology_declares_is_redefined_only_on_purpose(api, caplog):
+    def obra() -> str:
+        return api.get("/v1/discover", params={"s": "ex:Obra"}).json()["query"]["s"]
+
+    r = api.put("/v1/prefixes/ex", json={"iri": "http://other/"})
+    assert r.status_code == 409, r.text
+    assert r.json()["ontologies"] == {"obras": EX} and r.json()["prefix"] == "ex"
+    assert r.json()["error"].startswith(f"the prefix 'ex' is declared by the ontology 'obras' (as {EX});")
+    assert "?force=true" in r.json()["error"]
+    assert obra() == EX + "Obra" and api.get("/v1/prefixes/ex").json()["iri"] == EX, "a refused change changes nothing"
+    assert api.put("/v1/prefixes/ex", json={"iri": EX}).status_code == 201, "the same namespace contradicts nothing"
+    assert api.delete("/v1/prefixes/ex").status_code == 204
+
+    with caplog.at_level(logging.INFO, "semreg.knowledge"):
+        assert api.put("/v1/prefixes/ex", params={"force": "true"}, json={"iri": "http://other/"}).status_code == 201
+        assert obra() == "http://other/Obra"
+        assert api.delete("/v1/prefixes/ex").status_code == 204
+    assert obra() == EX + "Obra", "without the client prefix, the ontology's declaration is back"
+    logged = [(r.getMessage(), r.__dict__) for r in caplog.records if r.name == "semreg.knowledge"]
+    (set_msg, set_), (del_msg, del_) = logged[-2:]
+    assert set_msg == "prefix set" and (set_["prefix"], set_["iri"], set_["previous"], set_["forced"]) == (
+        "ex", "http://other/", EX, True) and set_["declared_by"] == ["obras"] and set_["by"] == "anonymous"
+    assert del_msg == "prefix deleted" and (del_["previous"], del_["now"]) == ("http://other/", EX)
 
 
 def test_index_header_never_zero_and_lists_are_arrays(api):
@@ -248,3 +275,45 @@ def test_repeated_discovery_answers_identically_and_follows_prefix_changes(api):
     api.delete("/v1/prefixes/fp")
     for iid in ("fp-1", "fp-2"):
         api.delete(f"/v1/instances/{iid}")
+
+
+def test_meta_takes_numbers_and_booleans_as_their_text_and_spillover_reads_them(api):
+    service = "spill-numbers"
+    for iid, priority in (("spill-b", 2), ("spill-a", 1)):
+        r = put(api, iid, ["ex:Pintura"], service=service, capacity=1, meta={"priority": priority, "canary": False})
+        assert r.status_code == 201, r.text
+        assert r.json()["meta"] == {"priority": str(priority), "canary": "false"}
+    assert api.get("/v1/instances/spill-a").json()["meta"] == {"priority": "1", "canary": "false"}
+    assert put(api, "spill-a", ["ex:Pintura"], service=service, meta={"weight": 1.5}).json()["meta"] == {"weight": "1.5"}
+    put(api, "spill-a", ["ex:Pintura"], service=service, capacity=1, meta={"priority": 1})
+    r = api.get("/v1/route", params={"s": "ex:Pintura", "service": service, "policy": "spillover"})
+    assert r.status_code == 307 and r.headers["x-semreg-instance"] == "spill-a", "priority 1 is filled first"
+    for iid in ("spill-a", "spill-b"):
+        api.delete(f"/v1/instances/{iid}")
+
+
+def test_https_is_the_other_scheme(api):
+    r = put(api, "secure", ["ex:Pintura"], scheme="HTTPS", port=8443)
+    assert r.status_code == 201 and r.json()["scheme"] == "https"
+    r = api.get("/v1/route", params={"s": "ex:Pintura", "service": "secure"})
+    assert r.headers["location"] == "https://127.0.0.1:8443"
+    api.delete("/v1/instances/secure")
+
+
+def test_an_ontologys_inferred_count_is_what_its_upload_added(api):
+    def entailed() -> int:
+        r = api.get("/sparql", params={"query": "SELECT (COUNT(*) AS ?n) { GRAPH <urn:semreg:inferred> { ?s ?p ?o } }"})
+        return int(r.json()["results"]["bindings"][0]["n"]["value"])
+
+    contos = (b"@prefix ex: <http://example.org/obras#> . @prefix x: <http://example.org/contos#> .\n"
+              b"x:Conto <http://www.w3.org/2000/01/rdf-schema#subClassOf> ex:Livro .")
+    before = entailed()
+    r = api.put("/v1/ontologies/contos", content=contos, headers={"Content-Type": "text/turtle"})
+    assert r.status_code == 201
+    stored = r.json()
+    assert 0 < stored["inferred"] == entailed() - before and stored["inferred_total"] == entailed()
+    listed = {o["name"]: o for o in api.get("/v1/ontologies").json()}
+    assert listed["contos"]["inferred"] == stored["inferred"] < listed["obras"]["inferred"] < stored["inferred_total"]
+    again = api.put("/v1/ontologies/contos", content=contos, headers={"Content-Type": "text/turtle"})
+    assert again.status_code == 200 and again.json()["inferred"] == stored["inferred"], "the same document again"
+    assert api.delete("/v1/ontologies/contos").status_code == 204 and entailed() == before

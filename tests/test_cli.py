@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -113,6 +114,7 @@ def test_register_keep_alive_heartbeats_until_ctrl_c_then_deregisters(srv, http)
                              "--keep-alive", "--url", srv.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
+        assert proc.stderr.readline() == f"heartbeating every 0.3 s; Ctrl-C deregisters {iid}\n"
         seen = [wait_for(lambda: http.get(f"/v1/instances/{iid}").json().get("expires_at"), what="registration")]
         for _ in range(3):  # renewal after renewal: the heartbeats keep coming
             wait_for(lambda: http.get(f"/v1/instances/{iid}").json()["expires_at"] > seen[-1], what="a heartbeat")
@@ -124,9 +126,71 @@ def test_register_keep_alive_heartbeats_until_ctrl_c_then_deregisters(srv, http)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 0, err
+    assert proc.returncode == 130, err
     assert f"registered {iid}" in out and f"deregistered {iid}" in err
     assert http.get(f"/v1/instances/{iid}").status_code == 404
+
+
+def test_register_keep_alive_stopped_by_sigterm_deregisters_and_exits_0(srv, http):
+    iid = uid("stopped")
+    proc = subprocess.Popen([sys.executable, "-m", "semreg", "register", "--id", iid, "--service", "alive",
+                             "--address", "127.0.0.1", "--port", "9002", "--ttl", "10", "--tag", "ex:Filme",
+                             "--keep-alive", "--url", srv.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stderr.readline() == f"heartbeating every 3.3 s; Ctrl-C deregisters {iid}\n"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert f"deregistered {iid}" in err and http.get(f"/v1/instances/{iid}").status_code == 404
+
+
+def test_register_needs_a_tag_or_no_tags(srv, http):
+    iid = uid("bare")
+    base = ["register", "--id", iid, "--service", "bare", "--address", "127.0.0.1", "--port", "9003"]
+    refused = semreg(*base, url=srv.url)
+    assert refused.returncode == 2 and "--tag" in refused.stderr and "--no-tags" in refused.stderr
+    assert http.get(f"/v1/instances/{iid}").status_code == 404
+    assert semreg(*base, "--no-tags", "--tag", "ex:Livro", url=srv.url).returncode == 2
+    assert js(semreg(*base, "--no-tags", "--ttl", "0", "--json", url=srv.url))["tags"] == []
+    ok(semreg("deregister", iid, url=srv.url))
+
+
+@pytest.mark.parametrize("before", [["--url", "{url}"], ["--url={url}", "--json"], ["--json", "--url", "{url}"]])
+def test_global_options_go_before_the_command_too(srv, before):
+    args = [a.format(url=srv.url) for a in before]
+    dead = f"http://127.0.0.1:{free_port()}"
+    result = ok(semreg(*args, "discover", "ex:Obra", url=dead))  # before the command wins over SEMREG_URL
+    assert ("--json" in args) == result.stdout.startswith("{")
+    nested = ok(semreg(*args, "ontology", "list", url=dead)).stdout
+    assert "obras" in nested
+    assert ok(semreg("--url", dead, "tags", "--url", srv.url)).returncode == 0, "after the command wins over before"
+    assert semreg("--url", dead, "tags").returncode == 3
+
+
+def test_unknown_terms_are_warned_about_on_stderr(srv):
+    iid = uid("typo")
+    result = ok(register(srv, iid, "typo", "ex:Livr ex:temUmGenero ex:Terror"))
+    assert json.loads(result.stdout)["id"] == iid
+    assert result.stderr == (f"semreg: warning: tags[0]: ex:Livr ({EX}Livr) is not a term of any uploaded ontology, "
+                             f"so it matches only itself; did you mean ex:Livro?\n")
+    found = ok(semreg("discover", "ex:Obar", "ex:temUmGenero", "ex:Terror", url=srv.url))
+    assert found.stdout == "no instances match.\n" and "did you mean ex:Obra?" in found.stderr
+    assert ok(semreg("discover", "ex:Obra", url=srv.url)).stderr == ""
+    ok(semreg("deregister", iid, url=srv.url))
+
+
+def test_serve_strict_terms_refuses_them(start_server):
+    strict = start_server("--strict-terms", "--ontology", str(ONTOLOGIES / "obras.ttl"), data_dir=None)
+    result = semreg("register", "--service", "typo", "--address", "127.0.0.1", "--port", "9000", "--tag", "ex:Livr",
+                    url=strict.url)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith("semreg: tags[0]: ex:Livr (") and "(--strict-terms)" in result.stderr
+    assert httpx.get(strict.url + "/v1/instances").json() == []
 
 
 # -- discovery ---------------------------------------------------------------------------------------
@@ -164,6 +228,21 @@ def test_route_prints_the_url(srv):
         {"url": "http://127.0.0.1:9201", "instance": iid}
     none = semreg("route", "ex:Obra", "--service", uid("nobody"), url=srv.url)
     assert none.returncode == 1 and none.stderr.startswith("semreg: ") and none.stdout == ""
+
+
+def test_watch_ends_with_130_on_ctrl_c(srv):
+    proc = subprocess.Popen([sys.executable, "-m", "semreg", "watch", "ex:Obra", "--service", uid("nobody"), "--json",
+                             "--wait", "10", "--url", srv.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert json.loads(proc.stdout.readline())["instances"] == []  # watching, blocked on the next change
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and "Traceback" not in err, err
 
 
 def test_watch_prints_each_change(srv):
@@ -219,9 +298,14 @@ def test_ontology_put_list_get_delete(srv, tmp_path):
     assert put.stdout.startswith("uploaded cores: 5000 triples")
     assert "cores" in put.stderr, "the progress bar goes to stderr"
     listed = js(semreg("ontology", "list", "--json", url=srv.url))
-    assert {"name", "triples", "inferred", "uploaded_at"} <= set(next(o for o in listed if o["name"] == "cores"))
+    cores = next(o for o in listed if o["name"] == "cores")
+    assert {"name", "triples", "inferred", "uploaded_at"} <= set(cores)
     rows = lines(ok(semreg("ontology", "list", url=srv.url)).stdout)
     assert rows[0][:3] == ["NAME", "TRIPLES", "INFERRED"] and ["cores", "5000"] in [r[:2] for r in rows]
+    # INFERRED is what the upload added, as the upload said, not the size of the closure of all of them
+    added, total = re.search(r"(\d+) inferred by it \(of (\d+) in the closure\)", put.stdout).groups()
+    assert cores["inferred"] == int(added) < int(total)
+    assert [["cores", "5000", added]] == [r[:3] for r in rows if r[0] == "cores"]
     assert "Tom4999" in ok(semreg("ontology", "get", "cores", url=srv.url)).stdout
     nt = ok(semreg("ontology", "get", "cores", "--format", "ntriples", url=srv.url)).stdout
     assert "<http://example.org/cores#Tom7> <http://www.w3.org/2000/01/rdf-schema#subClassOf>" in nt
@@ -285,6 +369,33 @@ def test_sparql_table_json_and_formats(srv):
     assert from_stdin.stdout.split() == ["x", "1"]
     bad = semreg("sparql", "SELEKT ?x", url=srv.url)
     assert bad.returncode == 1 and bad.stderr.startswith("semreg: ")
+
+
+def test_ontology_put_reads_dev_null_and_pipes_as_the_files_they_are(srv, tmp_path):
+    empty = semreg("ontology", "put", "empty", "/dev/null", url=srv.url)
+    assert empty.returncode == 1 and empty.stderr == "semreg: the ontology is empty; send at least one triple.\n"
+    piped = js(semreg("ontology", "put", "piped", "/dev/stdin", "--json", url=srv.url,
+                      stdin="<http://x.org/a> <http://www.w3.org/2000/01/rdf-schema#subClassOf> <http://x.org/b> ."))
+    assert piped["triples"] == 1 and piped["media_type"] == "text/turtle"
+    ok(semreg("ontology", "delete", "piped", url=srv.url))
+    missing = semreg("ontology", "put", "x", str(tmp_path / "none.ttl"), url=srv.url)
+    assert missing.returncode == 2 and missing.stderr.endswith("none.ttl: no such file.\n")
+    folder = semreg("ontology", "put", "x", str(tmp_path), url=srv.url)
+    assert folder.returncode == 2 and "is a directory" in folder.stderr
+
+
+@pytest.mark.slow
+def test_concept_lists_are_cut_short_unless_all_and_dbpedia_terms_are_curies(start_server):
+    server = start_server("--ontology", str(DATA / "ontologies" / "dbpedia-ontology-2026.08.20.owl"), data_dir=None)
+    full = js(semreg("concept", "dbo:Person", "--json", url=server.url))
+    assert len(full["descendants"]) > 100
+    rows = {line.split()[0]: line for line in ok(semreg("concept", "dbo:Person", url=server.url)).stdout.splitlines()}
+    shown = rows["descendants"].split(None, 1)[1]
+    assert shown.endswith(f", ... and {len(full['descendants']) - 10} more") and shown.count(", ") == 10
+    assert shown.startswith("dbo:") and "http://dbpedia.org/ontology/" not in shown, "dbo: is known undeclared"
+    every = ok(semreg("concept", "dbo:Person", "--all", url=server.url)).stdout
+    listed = next(line for line in every.splitlines() if line.startswith("descendants")).split(None, 1)[1]
+    assert len(listed.split(", ")) == len(full["descendants"]) and "http://" not in listed
 
 
 # -- exit codes, environment, help -------------------------------------------------------------------

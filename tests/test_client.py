@@ -9,6 +9,7 @@ import statistics
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from semreg.client import (
     RetryPolicy,
     RouteURL,
     SemregClientError,
+    UnknownTermWarning,
     Unreachable,
 )
 from semreg.client.cache import LookupCache
@@ -448,6 +450,19 @@ def test_register_sends_2000_tags_in_one_request(client):
         assert [v["id"] for v in found["instances"]] == [iid]
         peers = client.discover_tags([tags[0], tags[1999]])["peers"]
         assert len(peers) == 2 and all([v["id"] for v in views] == [iid] for views in peers.values())
+
+
+def test_unknown_terms_are_python_warnings(client):
+    iid = uid("typo")
+    with pytest.warns(UnknownTermWarning, match=r"^tags\[0\]: ex:Livr .* did you mean ex:Livro\?$"), \
+            client.register(iid, service="typo", address="127.0.0.1", port=9005, tags=["ex:Livr"], ttl=0):
+        with pytest.warns(UnknownTermWarning, match=r"^s: ex:Obar .* did you mean ex:Obra\?$"):
+            assert client.discover("ex:Obar")["warnings"][0]["suggestions"] == [EX + "Obra"]
+        with pytest.warns(UnknownTermWarning, match="ex:Obar"), pytest.raises(NoInstanceAvailable):
+            client.route("ex:Obar")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        client.discover("ex:Obra")  # known terms: no warning
 
 
 def test_register_rejected_raises_the_servers_sentence(client):

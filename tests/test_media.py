@@ -67,3 +67,16 @@ def test_client_content_types():
     assert rdf_content_type(b"<a> <b> <c> .", None) == "text/turtle"
     with pytest.raises(SemregClientError, match="cannot tell the RDF format of 'notes.txt'"):
         rdf_content_type(Path("notes.txt"), None)
+
+
+def test_an_ontology_asked_for_as_text_n3_comes_as_turtle(app_server):
+    c = app_server.client()
+    foaf = (DATA / "ontologies" / "foaf-0.99.n3").read_bytes()
+    assert c.put("/v1/ontologies/foaf-n3", content=foaf, headers={"Content-Type": "text/n3"}).status_code in (200, 201)
+    r = c.get("/v1/ontologies/foaf-n3", headers={"Accept": "text/n3"})
+    assert r.status_code == 200 and r.headers["content-type"] == "text/n3; charset=utf-8"
+    assert len(list(ox.parse(r.content, format=ox.RdfFormat.TURTLE))) == 631  # the syntax is Turtle's (N3's subset)
+    turtle = c.get("/v1/ontologies/foaf-n3", headers={"Accept": "text/n3;q=0.5, text/turtle"})
+    assert turtle.headers["content-type"] == "text/turtle; charset=utf-8"
+    assert c.get("/v1/ontologies/foaf-n3", headers={"Accept": "*/*"}).headers["content-type"].startswith("text/turtle")
+    assert c.delete("/v1/ontologies/foaf-n3").status_code == 204

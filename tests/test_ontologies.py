@@ -135,3 +135,26 @@ def test_an_upload_the_store_refuses_leaves_the_reasoning_as_it_was():
         assert c.put("/v1/ontologies/other", content=b"<http://example.org/x#Lake> a <http://example.org/x#Destination> .",
                      headers=TURTLE).status_code == 201
         assert X + "Lake" in c.get("/v1/concepts/x:Destination").json()["descendants"]
+
+
+DBO = "http://dbpedia.org/ontology/"
+
+
+def test_the_conventional_prefix_of_a_vocabulary_an_upload_uses_undeclared():
+    """DBpedia's files declare no prefix for their own terms: dbo: is known all the same."""
+    undeclared = f"<{DBO}Writer> <http://www.w3.org/2000/01/rdf-schema#subClassOf> <{DBO}Person> .".encode()
+    with client() as c:
+        assert "dbo" not in c.get("/v1/prefixes").json()
+        assert c.put("/v1/ontologies/writers", content=undeclared, headers=NTRIPLES).status_code == 201
+        assert c.get("/v1/prefixes/dbo").json() == {"prefix": "dbo", "iri": DBO}
+        assert c.get("/v1/concepts/dbo:Writer").json()["ancestors"] == [DBO + "Person"]
+        r = c.put("/v1/prefixes/dbo", json={"iri": "http://other/"})
+        assert r.status_code == 409 and r.json()["ontologies"] == {"writers": DBO}
+
+        own = f"@prefix dbo: <http://example.org/not-dbpedia#> . <{DBO}Poet> a <{DBO}Writer> .".encode()
+        assert c.put("/v1/ontologies/own", content=own, headers=TURTLE).status_code == 201
+        assert c.get("/v1/prefixes/dbo").json()["iri"] == "http://example.org/not-dbpedia#", "a declaration wins"
+        assert c.delete("/v1/ontologies/own").status_code == 204
+        assert c.get("/v1/prefixes/dbo").json()["iri"] == DBO
+        assert c.delete("/v1/ontologies/writers").status_code == 204
+        assert c.get("/v1/prefixes/dbo").status_code == 404

@@ -24,9 +24,14 @@ def test_representation_by_accept(accept, media, fmt):
     assert choose_representation(accept) == (media, fmt)
 
 
-@pytest.mark.parametrize("accept", ["image/png", "text/turtle;q=0", "*/*;q=0", "application/json", "text/n3"])
+@pytest.mark.parametrize("accept", ["image/png", "text/turtle;q=0", "*/*;q=0", "application/json",
+                                    "text/n3;q=0, text/turtle;q=0"])
 def test_nothing_acceptable_is_a_406_naming_the_offers(accept):
     with pytest.raises(NotAcceptable) as caught:
         choose_representation(accept)
     assert caught.value.message == (f"none of '{accept}' is offered; ask for one of text/turtle, application/n-triples, "
-                                    f"application/rdf+xml, application/ld+json.")
+                                    f"application/rdf+xml, application/ld+json, text/n3.")
+
+
+def test_text_n3_is_answered_with_turtle_under_its_name():
+    assert choose_representation("text/n3") == ("text/n3", ox.RdfFormat.TURTLE)

@@ -330,6 +330,10 @@ def test_update_is_refused(client, store, request_kwargs):
     ({"method": "GET", "params": {"query": "ASK {}", "named-graph-uri": "relative"}}, 400, "named-graph-uri"),
     ({"method": "GET", "url": "/sparql?query=ASK%20%7B%7D%20%23%FF"}, 400, "UTF-8"),
     ({"method": "PUT", "params": {"query": "ASK {}"}}, 405, None),
+    ({"method": "POST"}, 400, "carries a query"),  # a POST runs a query; GET without one describes the service
+    ({"method": "POST", "content": "", "headers": {"content-type": FORM}}, 400, "carries a query"),
+    ({"method": "POST", "content": f"default-graph-uri={G1}", "headers": {"content-type": FORM}}, 400,
+     "carries a query"),
 ])
 def test_protocol_errors(client, request_kwargs, status, words):
     response = client.request(**{"url": "/sparql", **request_kwargs})
@@ -432,8 +436,6 @@ def ask(graph: ox.Store, pattern: str) -> bool:
 @pytest.mark.parametrize("request_kwargs", [
     {"method": "GET"},
     {"method": "GET", "params": {"default-graph-uri": G1}},
-    {"method": "POST"},
-    {"method": "POST", "content": "", "headers": {"content-type": FORM}},
 ])
 def test_service_description(client, request_kwargs):
     response = client.request(url="/sparql", **request_kwargs)

@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from collections.abc import Mapping
 
 COMMANDS = ("semreg.cli.serve", "semreg.cli.bench", "semreg.cli.commands", "semreg.cli.ontology", "semreg.cli.sparql")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(env: Mapping[str, str] = os.environ) -> argparse.ArgumentParser:
+    from semreg.cli.commands import registry_options
+
     parser = argparse.ArgumentParser(prog="semreg", description="A semantic service registry.")
     parser.add_argument("--version", action="version", version=f"semreg {_version()}")
+    registry_options(parser.add_argument_group("registry (for the client commands; also after the command)"), env,
+                     defaults=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(name).add_parser(sub)
@@ -27,8 +33,11 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from semreg.cli.output import show_term_warnings
+
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    show_term_warnings()
     try:
         return int(args.run(args) or 0)
     except KeyboardInterrupt:

@@ -17,6 +17,8 @@ from typing import Any
 from semreg.cli.output import (
     API_ERROR,
     EXIT_CODES,
+    INTERRUPTED,
+    OK,
     UNREACHABLE,
     Curies,
     UsageError,
@@ -35,17 +37,31 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 MATCH_HELP = "degrees to accept: a comma list of exact, narrower, broader, overlap, or 'all' (default exact,narrower)"
 
 
+def registry_options(target: Any, env: Mapping[str, str], defaults: bool) -> None:
+    """`--url`, `--token`, `--timeout` and `--json`, which every client command takes on either side of its
+    name (`semreg --url U discover ...` or `semreg discover ... --url U`). The top-level parser holds the
+    defaults; a command's own copies hold none (`SUPPRESS`), or they would overwrite what was given before
+    the command's name."""
+    url, timeout = env.get("SEMREG_URL", DEFAULT_URL), env.get("SEMREG_TIMEOUT", "10")
+
+    def default(value: Any) -> Any:
+        return value if defaults else argparse.SUPPRESS
+
+    target.add_argument("--url", default=default(url), metavar="URL[,URL...]",
+                        help=f"registry URL(s), tried in turn (env SEMREG_URL; default {url})")
+    target.add_argument("--token", default=default(env.get("SEMREG_TOKEN")), help="bearer token (env SEMREG_TOKEN)")
+    # kept as text until a client command runs (`client_for`), so a bad SEMREG_TIMEOUT cannot break `serve`
+    target.add_argument("--timeout", default=default(timeout), metavar="S",
+                        help=f"seconds per request (env SEMREG_TIMEOUT; default {timeout})")
+    target.add_argument("--json", action="store_true", default=default(False),
+                        help="print the server's JSON (one document) instead of a table")
+
+
 def common_options(env: Mapping[str, str]) -> argparse.ArgumentParser:
-    """The options every client command shares (a parent parser)."""
+    """The options every client command shares (a parent parser), without defaults: those are the top-level
+    parser's (`registry_options`)."""
     p = argparse.ArgumentParser(add_help=False)
-    g = p.add_argument_group("registry")
-    g.add_argument("--url", default=env.get("SEMREG_URL", DEFAULT_URL), metavar="URL[,URL...]",
-                   help="registry URL(s), tried in turn (env SEMREG_URL; default %(default)s)")
-    g.add_argument("--token", default=env.get("SEMREG_TOKEN"), help="bearer token (env SEMREG_TOKEN)")
-    # a string default is converted only when this command runs, so a bad SEMREG_TIMEOUT cannot break `serve`
-    g.add_argument("--timeout", type=float, default=env.get("SEMREG_TIMEOUT", "10"), metavar="S",
-                   help="seconds per request (env SEMREG_TIMEOUT; default %(default)s)")
-    g.add_argument("--json", action="store_true", help="print the server's JSON (one document) instead of a table")
+    registry_options(p.add_argument_group("registry"), env, defaults=False)
     return p
 
 
@@ -60,7 +76,11 @@ def command(sub: argparse._SubParsersAction, name: str, common: argparse.Argumen
 def client_for(args: argparse.Namespace) -> Client:
     """A client for one command: no cache (each command is one process), the usual retries."""
     try:
-        return Client(args.url, token=args.token, timeout_s=args.timeout, cache_ttl_s=0)
+        timeout_s = float(args.timeout)
+    except ValueError:
+        raise UsageError(f"--timeout (or SEMREG_TIMEOUT) takes seconds, not '{args.timeout}'.") from None
+    try:
+        return Client(args.url, token=args.token, timeout_s=timeout_s, cache_ttl_s=0)
     except ValueError as exc:
         raise UsageError(f"--url: {exc}") from None
 
@@ -112,6 +132,11 @@ def run_register(args: argparse.Namespace) -> int:
         if check is None:
             raise UsageError("--check-interval needs --check-http or --check-tcp.")
         check["interval"] = args.check_interval
+    if not args.tag and not args.no_tags:
+        raise UsageError("give what the instance handles with --tag 'S [P O]' (repeatable), or --no-tags for an "
+                         "instance that discovery by meaning will never find.")
+    if args.tag and args.no_tags:
+        raise UsageError("--no-tags and --tag contradict each other.")
     iid = args.id or f"{args.service}-{uuid.uuid4().hex[:8]}"
     body = instance_body(args.service, args.address, args.port, args.tag, args.ttl, args.weight, args.capacity,
                          meta_pairs(args.meta), check, args.scheme, args.deregister_after)
@@ -127,18 +152,25 @@ def run_register(args: argparse.Namespace) -> int:
     return keep_alive(reg) if reg is not None else 0
 
 
-def keep_alive(reg: Any) -> int:
-    """Heartbeat in the foreground until Ctrl-C or SIGTERM, then deregister."""
-    def stop(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+class Stopped(Exception):
+    """SIGTERM: asked to stop, which is no interruption."""
 
+
+def keep_alive(reg: Any) -> int:
+    """Heartbeat in the foreground until Ctrl-C (then exit 130) or SIGTERM (then 0), deregistering first."""
+    def stop(signum: int, frame: Any) -> None:
+        raise Stopped
+
+    every = f"every {seconds(reg.interval_s)} s" if reg.interval_s else "never (ttl 0)"
+    code = OK
     previous = signal.signal(signal.SIGTERM, stop)
-    every = f"every {reg.interval_s:g} s" if reg.interval_s else "never (ttl 0)"
-    print(f"heartbeating {every}; Ctrl-C deregisters {reg.id}", file=sys.stderr, flush=True)
     try:
+        print(f"heartbeating {every}; Ctrl-C deregisters {reg.id}", file=sys.stderr, flush=True)
         while True:
             time.sleep(0.25)
     except KeyboardInterrupt:
+        code = INTERRUPTED
+    except Stopped:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -147,7 +179,12 @@ def keep_alive(reg: Any) -> int:
         warn(f"could not deregister {reg.id}: {reg.last_error}")
         return UNREACHABLE if isinstance(reg.last_error, Unreachable) else API_ERROR
     print(f"deregistered {reg.id}", file=sys.stderr, flush=True)
-    return 0
+    return code
+
+
+def seconds(value: float) -> str:
+    """Seconds for people: at most one decimal (`3.3`, `10`)."""
+    return f"{value:.1f}".removesuffix(".0")
 
 
 def run_deregister(args: argparse.Namespace) -> int:
@@ -219,22 +256,18 @@ def run_watch(args: argparse.Namespace) -> int:
     client = client_for(args)
     s, p, o = pattern(args)
     short = curies(client, args)
-    seen = 0
-    try:
-        for result in client.watch(s, p, o, match=args.match, service=args.service, status=args.status,
-                                   wait_s=args.wait, tags=args.tags):
-            seen += 1
-            if args.json:
-                print_json(result, compact=True)
-            else:
-                if seen > 1:
-                    say("")
-                say(f"# {time.strftime('%H:%M:%S')}  {len(result.get('instances', []))} instance(s)")
-                discover_table(result, short)
-            if args.count and seen >= args.count:
-                break
-    except KeyboardInterrupt:
-        pass
+    results = client.watch(s, p, o, match=args.match, service=args.service, status=args.status, wait_s=args.wait,
+                           tags=args.tags)
+    for seen, result in enumerate(results, 1):  # until Ctrl-C: exit 130, as any command
+        if args.json:
+            print_json(result, compact=True)
+        else:
+            if seen > 1:
+                say("")
+            say(f"# {time.strftime('%H:%M:%S')}  {len(result.get('instances', []))} instance(s)")
+            discover_table(result, short)
+        if args.count and seen >= args.count:
+            break
     return 0
 
 
@@ -283,10 +316,20 @@ def run_concept(args: argparse.Namespace) -> int:
     short = curies(client, args)
     rows = []
     for key, value in result.items():
-        shown = ", ".join(short(v) for v in value) if isinstance(value, list) else short(value)
+        shown = listed([short(v) for v in value], None if args.all else LISTED) if isinstance(value, list) else \
+            short(value)
         rows.append([key, shown or "-"])
     table(["FIELD", "VALUE"], rows)
     return 0
+
+
+LISTED = 10  # items of a list a table shows before "... and N more" (--all shows every one)
+
+
+def listed(items: list[str], limit: int | None) -> str:
+    if limit is None or len(items) <= limit:
+        return ", ".join(items)
+    return ", ".join(items[:limit]) + f", ... and {len(items) - limit} more"
 
 
 def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.environ) -> None:
@@ -300,6 +343,7 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
     p.add_argument("--scheme", default="http")
     p.add_argument("--tag", action="append", default=[], metavar="TAG",
                    help="'S [P O]' as CURIEs or IRIs, e.g. 'ex:Livro ex:temUmGenero ex:Terror' (repeatable)")
+    p.add_argument("--no-tags", action="store_true", help="register with no tags (on purpose: --tag is required otherwise)")
     p.add_argument("--ttl", type=float, default=30.0, help="seconds; 0 = no expiry (default 30)")
     p.add_argument("--deregister-after", type=float, metavar="S", help="seconds after the last heartbeat")
     p.add_argument("--weight", type=int, default=1)
@@ -351,3 +395,5 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
     p = command(sub, "concept", common, "show a concept: label, parents, children", run_concept,
                 not_found_exit=True)
     p.add_argument("term", help="a CURIE or IRI")
+    p.add_argument("--all", action="store_true",
+                   help=f"list every parent, child, ancestor and descendant (default: the first {LISTED} of each)")

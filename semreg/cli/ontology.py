@@ -50,16 +50,22 @@ def run_put(args: argparse.Namespace) -> int:
     client = client_for(args)
     content_type = args.content_type
     data: bytes | Path
-    if args.file == "-":
-        data = sys.stdin.buffer.read()
+    path = Path(args.file)
+    if args.file == "-" or (path.exists() and not path.is_file() and not path.is_dir()):
+        # stdin, or what reads like it: /dev/null, /dev/stdin, a pipe such as <(curl ...); Turtle unless told
+        data = _read(sys.stdin.buffer if args.file == "-" else path)
         size = len(data)
+        if content_type is None and args.file != "-":
+            content_type = media.of_file(path)
     else:
-        data = Path(args.file)
-        if not data.is_file():
+        if path.is_dir():
+            raise UsageError(f"{args.file} is a directory; give an RDF file.")
+        if not path.is_file():
             raise UsageError(f"{args.file}: no such file.")
-        if content_type is None and media.of_file(data) is None:
-            raise UsageError(f"cannot tell the RDF format of {data.name} from its suffix; give --content-type.")
-        size = data.stat().st_size
+        if content_type is None and media.of_file(path) is None:
+            raise UsageError(f"cannot tell the RDF format of {path.name} from its suffix; give --content-type.")
+        data = path
+        size = path.stat().st_size
     show = args.progress if args.progress is not None else (size >= LARGE_BYTES and sys.stderr.isatty())
     with upload_progress(args.name, size, bool(show) and isinstance(data, Path)) as progress:
         result = client.put_ontology(args.name, data, content_type=content_type, progress=progress)
@@ -67,9 +73,18 @@ def run_put(args: argparse.Namespace) -> int:
         print_json(result)
     else:
         say(f"uploaded {result.get('name', args.name)}: {result.get('triples')} triples, "
-            f"{result.get('inferred')} inferred, {result.get('concepts', '?')} concepts; "
-            f"reasoning {result.get('reasoning_ms', '?')} ms")
+            f"{result.get('inferred')} inferred by it (of {result.get('inferred_total', '?')} in the closure), "
+            f"{result.get('concepts', '?')} concepts; reasoning {result.get('reasoning_ms', '?')} ms")
     return 0
+
+
+def _read(source: Any) -> bytes:
+    if isinstance(source, Path):
+        try:
+            return source.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"{source}: {exc.strerror or exc}.") from None
+    return source.read()
 
 
 def run_get(args: argparse.Namespace) -> int:
@@ -112,7 +127,8 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
 
     p: Any = command(osub, "put", common, "upload or replace an ontology from a file", run_put)
     p.add_argument("name", help="the ontology's name in the registry")
-    p.add_argument("file", help=f"RDF file ({' '.join(sorted(media.FILE_SUFFIXES))}), or - for stdin (Turtle by default)")
+    p.add_argument("file", help=f"RDF file ({' '.join(sorted(media.FILE_SUFFIXES))}), or - for stdin (Turtle by "
+                   f"default, as for a pipe or a device such as /dev/null)")
     p.add_argument("--content-type", help="media type, when the suffix does not tell it")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: for files of 1 MiB or more, on a terminal)")
@@ -123,7 +139,8 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
     p.add_argument("--accept", help="an Accept header, instead of --format")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
 
-    command(osub, "list", common, "list the ontologies", run_list)
+    command(osub, "list", common, "list the ontologies: their triples, and the entailed triples each one's upload "
+                                  "added to the closure (INFERRED)", run_list)
 
     p = command(osub, "delete", common, "delete an ontology", run_delete, not_found_exit=True)
     p.add_argument("name")

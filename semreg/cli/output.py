@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from semreg.client import ApiError, NoInstanceAvailable, NotFound, SemregClientError, Unreachable
 
-OK, API_ERROR, USAGE, UNREACHABLE, NOT_FOUND = 0, 1, 2, 3, 4
+OK, API_ERROR, USAGE, UNREACHABLE, NOT_FOUND, INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 EXIT_CODES = """\
 exit codes:
@@ -21,7 +21,7 @@ exit codes:
   2  usage error (bad arguments)
   3  no registry URL could be reached
   4  not found (deregister, heartbeat, instances ID, concept, ontology get/delete)
-  130 interrupted (Ctrl-C), except watch and register --keep-alive, which end with 0
+  130 interrupted (Ctrl-C); register --keep-alive deregisters first, and ends with 0 on SIGTERM
 
 environment: SEMREG_URL (default http://127.0.0.1:8080; a comma-separated list is tried in turn),
 SEMREG_TOKEN (a bearer token), SEMREG_TIMEOUT (seconds per request)."""
@@ -82,6 +82,26 @@ def say(text: str) -> None:
 
 def warn(text: str) -> None:
     print(f"semreg: {text}", file=sys.stderr, flush=True)
+
+
+def show_term_warnings() -> None:
+    """The client's `UnknownTermWarning`s on stderr as `semreg: warning: <the registry's sentence>`, each
+    one (other warnings as Python shows them)."""
+    import warnings
+
+    from semreg.client import UnknownTermWarning
+
+    shown = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: TextIO | None = None,
+             line: str | None = None) -> None:
+        if issubclass(category, UnknownTermWarning):
+            warn(f"warning: {message}")
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    warnings.simplefilter("always", UnknownTermWarning)
 
 
 def guarded(run: Callable[[Any], int | None]) -> Callable[[Any], int]:

@@ -23,12 +23,20 @@ Writes made through a client expire its cache, so it reads its own writes.
 
 Errors (all `SemregClientError`): `ApiError` (status, message, body) for 4xx/5xx answers, with
 `NotFound` (404) and `NoInstanceAvailable` (503 from routing, `retry_after`); `Unreachable` when
-every URL failed.
+every URL failed. A registration or query that names a term no uploaded ontology knows succeeds with
+an `UnknownTermWarning` (Python's `warnings`) per term, saying which known term is close.
 """
 from semreg.client.aio import AsyncClient
 from semreg.client.cache import LookupCache
 from semreg.client.calls import RouteURL
-from semreg.client.errors import ApiError, NoInstanceAvailable, NotFound, SemregClientError, Unreachable
+from semreg.client.errors import (
+    ApiError,
+    NoInstanceAvailable,
+    NotFound,
+    SemregClientError,
+    UnknownTermWarning,
+    Unreachable,
+)
 from semreg.client.heartbeat import AsyncRegistration, Registration
 from semreg.client.sync import Client
 from semreg.client.transport import CircuitBreaker, RetryPolicy
@@ -46,5 +54,6 @@ __all__ = [
            "RetryPolicy",
            "RouteURL",
            "SemregClientError",
+           "UnknownTermWarning",
            "Unreachable",
 ]

@@ -22,7 +22,7 @@ import httpx
 
 from semreg.client.cache import LookupCache
 from semreg.client.calls import Call, FileBody, Progress, RouteURL, WatchState, clean, json_or_none, rdf_content_type
-from semreg.client.errors import ApiError, NoInstanceAvailable, SemregClientError, Unreachable
+from semreg.client.errors import ApiError, NoInstanceAvailable, SemregClientError, Unreachable, warn_unknown_terms
 from semreg.client.transport import RetryPolicy, Transport, parse_urls
 
 P = ParamSpec("P")
@@ -90,7 +90,9 @@ class ClientBase(abc.ABC):
         """Create or replace an instance from a registration body, once: no heartbeats (see `register`)."""
         resp = yield Call("PUT", f"/v1/instances/{quote(id, safe='')}", json=dict(body))
         self.cache.expire()
-        return resp.json()
+        view = resp.json()
+        warn_unknown_terms(view)
+        return view
 
     @operation
     def instances(self, service: str | None = None, tags: bool = True) -> Steps[list[dict[str, Any]]]:
@@ -145,15 +147,20 @@ class ClientBase(abc.ABC):
                 raise
             return {**entry.value, "stale": True}
         body = resp.json()
+        warn_unknown_terms(body)
         if self.cache.put(key, body):
             self._start_cache_watch(key, params)
         return body
 
     @operation
     def _watch_step(self, state: WatchState, params: dict[str, Any]) -> Steps[dict[str, Any] | None]:
+        first = state.index is None
         resp = yield Call("GET", "/v1/discover", params={**params, **state.params()},
                           timeout_s=state.timeout_s(self.timeout_s))
-        return state.update(resp)
+        result = state.update(resp)
+        if first:  # the terms of a watch are the same in every answer: warned about once
+            warn_unknown_terms(result)
+        return result
 
     @operation
     def route(self, s: str, p: str | None = None, o: str | None = None, match: str | Iterable[str] | None = None,
@@ -170,6 +177,8 @@ class ClientBase(abc.ABC):
         try:
             resp = yield Call("GET", "/v1/route", params=params, final_statuses=frozenset({503}))
         except SemregClientError as exc:
+            if isinstance(exc, ApiError):
+                warn_unknown_terms(exc.body)
             if not _fallback_worthy(exc):
                 raise
             stale = self._stale_route(key, params, path)
@@ -205,7 +214,9 @@ class ClientBase(abc.ABC):
         """Exact lookup of many tags at once, no reasoning: `{"peers": {"S P O": [view, ...]}}`."""
         resp = yield Call("POST", "/v1/discover/tags", json={"tags": list(tags)}, idempotent=True,
                           params={"tags": None if with_tags else "false"})
-        return resp.json()
+        found = resp.json()
+        warn_unknown_terms(found)
+        return found
 
     @operation
     def tags(self) -> Steps[dict[str, Any]]:
@@ -218,7 +229,9 @@ class ClientBase(abc.ABC):
                match: str | Iterable[str] | None = None) -> Steps[dict[str, Any]]:
         """What each component of `(s p o)` expands to, with degrees: a discovery explained."""
         resp = yield Call("GET", "/v1/expand", params={"s": s, "p": p, "o": o, "match": match})
-        return resp.json()
+        expanded = resp.json()
+        warn_unknown_terms(expanded)
+        return expanded
 
     @operation
     def concept(self, term: str) -> Steps[dict[str, Any]]:

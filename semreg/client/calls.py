@@ -204,7 +204,7 @@ class WatchState:
 
 
 def instance_body(service: str, address: str, port: int, tags: Any = None, ttl: float = 30, weight: int = 1,
-                  capacity: int | None = None, meta: Mapping[str, str] | None = None,
+                  capacity: int | None = None, meta: Mapping[str, Any] | None = None,
                   check: Mapping[str, Any] | None = None, scheme: str = "http",
                   deregister_after: float | None = None) -> dict[str, Any]:
     """The JSON of a registration, with only the fields that were given (the server fills defaults)."""
@@ -213,7 +213,7 @@ def instance_body(service: str, address: str, port: int, tags: Any = None, ttl: 
     if capacity is not None:
         body["capacity"] = capacity
     if meta:
-        body["meta"] = {str(k): str(v) for k, v in meta.items()}
+        body["meta"] = {str(k): v if isinstance(v, (bool, int, float)) else str(v) for k, v in meta.items()}
     if check:
         body["check"] = dict(check)
     if deregister_after is not None:

@@ -5,6 +5,10 @@
     │   ├── NotFound            404: no such instance, ontology, concept or prefix
     │   └── NoInstanceAvailable 503 from `/v1/route`: nothing eligible now; `retry_after` seconds
     └── Unreachable             every registry URL failed (connection errors, timeouts, open circuits)
+
+and one warning (Python's `warnings`), for what the registry accepted but doubts:
+
+    UnknownTermWarning          a tag or query names a term no uploaded ontology knows (a misspelling?)
 """
 from __future__ import annotations
 
@@ -47,3 +51,17 @@ class Unreachable(SemregClientError):
         super().__init__(message)
         self.errors = list(errors or [])
         self.retry_after = retry_after
+
+
+class UnknownTermWarning(UserWarning):
+    """A registration or query names a term no uploaded ontology knows, so it matches only itself: the
+    registry's sentence, with the known terms close to it ("did you mean ex:Livro?")."""
+
+
+def warn_unknown_terms(body: Any) -> None:
+    """One `UnknownTermWarning` per warning in an answer of the registry."""
+    import warnings
+
+    for warning in (body.get("warnings") or []) if isinstance(body, dict) else []:
+        if isinstance(warning, dict) and isinstance(warning.get("message"), str):
+            warnings.warn(warning["message"], UnknownTermWarning, stacklevel=2)
