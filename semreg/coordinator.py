@@ -275,7 +275,7 @@ class Coordinator:
         async def compute() -> tuple[Any, discovery.DiscoverResult]:
             asked = q if len(self.placement.readers()) == 1 else discovery.shard_query(q)
             parts, missing = await self.gather(lambda shard: shard.resolve(asked))
-            result = discovery.merge(q, parts)
+            result = discovery.merge(q, parts, widened=asked is not q)
             result.missing = missing
             return (discovery.signature(result), missing), result
 

@@ -127,10 +127,11 @@ def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery) -> Part:
     return Part(out, frozenset(m[0] for m in expansion))
 
 
-def merge(q: DiscoverQuery, parts: Sequence[Part]) -> DiscoverResult:
+def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> DiscoverResult:
     """The answer one shard holding every part's instances would give: matches ranked, each instance
-    ranked at its best match, the ranked list cut at `q.limit` (and the groups with it)."""
-    if len(parts) == 1:
+    ranked at its best match, the ranked list cut at `q.limit` (and the groups with it). `widened`: the
+    parts answer `shard_query(q)`, so even one of them alone is filtered here."""
+    if len(parts) == 1 and not widened:
         matches = parts[0].matches
     else:
         copies: dict[str, Member] = {}

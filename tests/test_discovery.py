@@ -167,3 +167,14 @@ def test_parts_over_the_wire_answer_as_local_ones(hierarchy, instances, shards, 
     assert discovery.body(remote) == discovery.body(local)
     assert discovery.signature(remote) == discovery.signature(local)
     assert remote.matched_tags == local.matched_tags
+
+
+def test_one_part_of_a_widened_question_is_filtered_too(hierarchy):
+    """A ring whose other members did not answer: the one part there answers what several are asked."""
+    r = registry(hierarchy, CASE)
+    r.heartbeat("filmes", status="draining")
+    q = DiscoverQuery(QUERY, DEFAULT_MATCH)
+    asked = discovery.shard_query(q)
+    alone = discovery.merge(q, [wired(asked, r)], widened=True)
+    assert answer(alone) == answer(resolve(q, r))
+    assert answer(alone)[1] == ["livros", "romances"]
