@@ -31,11 +31,15 @@ _CONVERTER = re.compile(r"\{(\w+):\w+\}")  # Starlette's {name:path} is OpenAPI'
 
 @dataclass(frozen=True)
 class Param:
+    """A declared parameter; with `prefix`, every query parameter whose name starts with `name` (`meta.`
+    for `meta.zone=eu`), documented as one parameter named `{name}{KEY}`."""
+
     name: str
     where: str = "query"  # query | path
     required: bool = False
     schema: dict[str, Any] = field(default_factory=lambda: {"type": "string"})
     description: str = ""
+    prefix: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,10 +67,15 @@ class Endpoint:
     replies: tuple[Reply, ...] = ()
     errors: tuple[int, ...] = ()  # error statuses beyond 400, 401, 403 and 429
     documented: bool = True
+    every_environment: bool = False  # answers from every environment's instances: not for a bound token
 
     @property
     def query_params(self) -> frozenset[str]:
-        return frozenset(p.name for p in self.params if p.where == "query")
+        return frozenset(p.name for p in self.params if p.where == "query" and not p.prefix)
+
+    @property
+    def query_prefixes(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params if p.where == "query" and p.prefix)
 
 
 class Endpoints:
@@ -78,10 +87,10 @@ class Endpoints:
     def route(self, method: str, path: str, *, scope: str | None, summary: str, params: Sequence[Param] = (),
               body: type[BaseModel] | dict[str, Any] | None = None, body_required: bool = True,
               replies: Sequence[Reply] = (), errors: Sequence[int] = (), documented: bool = True,
-              ) -> Callable[[Handler], Handler]:
+              every_environment: bool = False) -> Callable[[Handler], Handler]:
         def declare(handler: Handler) -> Handler:
             self.add(Endpoint(method, path, handler, scope, summary, tuple(params), body, body_required,
-                              tuple(replies), tuple(errors), documented))
+                              tuple(replies), tuple(errors), documented, every_environment))
             return handler
         return declare
 
@@ -104,10 +113,14 @@ class ScopeTable:
     def __init__(self, endpoints: Iterable[Endpoint], open_prefixes: tuple[str, ...] = ()) -> None:
         self._static: dict[tuple[str, str], str | None] = {}
         self._templated: list[tuple[str, re.Pattern[str], str | None]] = []
+        self._every_environment: set[tuple[str, str]] = set()
         self.open_prefixes = open_prefixes
         for e in endpoints:
             methods = (e.method, "HEAD") if e.method == "GET" else (e.method,)
             for method in methods:
+                if e.every_environment:
+                    assert "{" not in e.path, "a route reading every environment has a static path"
+                    self._every_environment.add((method, e.path))
                 if "{" in e.path:
                     self._templated.append((method, compile_path(e.path)[0], e.scope))
                 else:
@@ -124,6 +137,10 @@ class ScopeTable:
             return None
         return READ if method in ("GET", "HEAD") else ADMIN
 
+    def every_environment(self, method: str, path: str) -> bool:
+        """Whether the route answers from every environment's instances (a bound token is refused)."""
+        return (method, path) in self._every_environment
+
 
 def openapi_paths(endpoints: Iterable[Endpoint], error_reply: Callable[[int], dict[str, Any]]) -> dict[str, Any]:
     """The `paths` object of the OpenAPI document; `error_reply(status)` documents an error answer."""
@@ -137,8 +154,7 @@ def openapi_paths(endpoints: Iterable[Endpoint], error_reply: Callable[[int], di
         for status in (400, 401, 403, 429, *e.errors):
             op["responses"].setdefault(str(status), error_reply(status))
         if e.params:
-            op["parameters"] = [{"name": p.name, "in": p.where, "required": p.required or p.where == "path",
-                                 "schema": p.schema, "description": p.description} for p in e.params]
+            op["parameters"] = [_param(p) for p in e.params]
         if e.body is not None:
             content = ({"application/json": {"schema": _schema(e.body)}}
                        if isinstance(e.body, type) else {t: {"schema": s} for t, s in e.body.items()})
@@ -147,6 +163,14 @@ def openapi_paths(endpoints: Iterable[Endpoint], error_reply: Callable[[int], di
             op["security"] = [{}]
         paths.setdefault(_CONVERTER.sub(r"{\1}", e.path), {})[e.method.lower()] = op
     return paths
+
+
+def _param(p: Param) -> dict[str, Any]:
+    out = {"name": p.name + "{KEY}" if p.prefix else p.name, "in": p.where,
+           "required": p.required or p.where == "path", "schema": p.schema, "description": p.description}
+    if p.prefix:
+        out["x-semreg-prefix"] = p.name  # any number of parameters named prefix + KEY
+    return out
 
 
 def _schema(model: type[BaseModel] | dict[str, Any]) -> dict[str, Any]:

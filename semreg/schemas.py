@@ -12,11 +12,23 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, WithJsonSchema
 
 from semreg.errors import BadRequest
+from semreg.selector import DEFAULT as DEFAULT_ENVIRONMENT
+from semreg.selector import environment_problem
 
 ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 InstanceId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$")]
 NonNegativeSeconds = Annotated[float, Field(ge=0, le=10 * 365 * 24 * 3600, allow_inf_nan=False)]
+
+
+def _environment(name: str) -> str:
+    problem = environment_problem(name)
+    if problem is not None:
+        raise ValueError(problem)
+    return name
+
+
+EnvironmentName = Annotated[Name, pydantic.AfterValidator(_environment)]
 
 
 # Tags are checked by `semreg.terms.parse_tag`, which names the tag and the term at fault; the schema
@@ -61,6 +73,9 @@ class InstanceBody(BaseModel):
     check: Check | None = None
     meta: dict[Annotated[str, StringConstraints(min_length=1, max_length=128)],
                Annotated[str, StringConstraints(max_length=4096)]] = Field(default_factory=dict, max_length=64)
+    environment: EnvironmentName = Field(default=DEFAULT_ENVIRONMENT, description=(
+        "the environment the instance serves in (dev, staging, prod, ...); it never answers for another"),
+        json_schema_extra={"not": {"const": "*"}})
 
 
 class BatchBody(BaseModel):
@@ -140,6 +155,7 @@ class TagView(BaseModel):
 class InstanceView(BaseModel):
     id: str
     service: str
+    environment: str
     address: str
     port: int
     scheme: str
