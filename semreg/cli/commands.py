@@ -1,7 +1,8 @@
 """Client sub-commands against a running registry: register, deregister, heartbeat, instances,
 discover, route, watch, tags, expand, concept. (`ontology` and `sparql` live in their own modules.)
 
-Every command takes `--url` (SEMREG_URL), `--token` (SEMREG_TOKEN), `--timeout` and `--json`.
+Every command takes `--url` (SEMREG_URL), `--token` (SEMREG_TOKEN), `--environment` (SEMREG_ENVIRONMENT),
+`--timeout` and `--json`.
 """
 from __future__ import annotations
 
@@ -42,6 +43,9 @@ def common_options(env: Mapping[str, str]) -> argparse.ArgumentParser:
     g.add_argument("--url", default=env.get("SEMREG_URL", DEFAULT_URL), metavar="URL[,URL...]",
                    help="registry URL(s), tried in turn (env SEMREG_URL; default %(default)s)")
     g.add_argument("--token", default=env.get("SEMREG_TOKEN"), help="bearer token (env SEMREG_TOKEN)")
+    g.add_argument("--environment", default=env.get("SEMREG_ENVIRONMENT") or None, metavar="NAME",
+                   help="register in and read this environment; '*' reads every one (env SEMREG_ENVIRONMENT; "
+                        "default: the registry's, 'default')")
     # a string default is converted only when this command runs, so a bad SEMREG_TIMEOUT cannot break `serve`
     g.add_argument("--timeout", type=float, default=env.get("SEMREG_TIMEOUT", "10"), metavar="S",
                    help="seconds per request (env SEMREG_TIMEOUT; default %(default)s)")
@@ -60,7 +64,7 @@ def command(sub: argparse._SubParsersAction, name: str, common: argparse.Argumen
 def client_for(args: argparse.Namespace) -> Client:
     """A client for one command: no cache (each command is one process), the usual retries."""
     try:
-        return Client(args.url, token=args.token, timeout_s=args.timeout, cache_ttl_s=0)
+        return Client(args.url, token=args.token, timeout_s=args.timeout, cache_ttl_s=0, environment=args.environment)
     except ValueError as exc:
         raise UsageError(f"--url: {exc}") from None
 
