@@ -19,7 +19,6 @@ from semreg.errors import BadRequest
 DEFAULT = "default"
 ALL = "*"
 # a name as `service` is one (1-256 characters, none a control character), `*` excepted: it means all
-NAME_MAX = 256
 _NAME = re.compile(r"^[^\x00-\x1f]{1,256}$")
 META_KEY_MAX, META_VALUE_MAX = 128, 4096
 

@@ -106,6 +106,21 @@ def test_an_instance_keeps_its_environment_in_its_record():
     assert Registration.from_record(old).environment == "default"
 
 
+def test_every_read_of_instances_declares_the_environment_and_the_meta_prefix():
+    from semreg.api import API
+    from semreg.openapi import document
+
+    reads = [("GET", "/v1/discover"), ("POST", "/v1/discover/tags"), ("GET", "/v1/tags"), ("GET", "/v1/instances"),
+             ("GET", "/v1/route")]
+    paths = document()["paths"]
+    for method, path in reads:
+        endpoint = API.find(method, path)
+        assert "environment" in endpoint.query_params and endpoint.query_prefixes == ("meta.",), path
+        names = {p["name"]: p for p in paths[path][method.lower()]["parameters"]}
+        assert "environment" in names and names["meta.{KEY}"]["x-semreg-prefix"] == "meta.", path
+    assert not API.find("GET", "/v1/expand").query_prefixes
+
+
 # -- registration -----------------------------------------------------------------------------------
 def test_an_instance_shows_its_environment_and_defaults_to_default(srv):
     c = srv.client()
