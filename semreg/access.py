@@ -31,6 +31,8 @@ class AccessMiddleware:
             if needed is not None:
                 principal = self.tokens.authenticate(_header(scope, b"authorization"))
                 principal.require(needed)
+                if principal.bound and self.scopes.every_environment(scope["method"], scope["path"]):
+                    principal.require_every_environment(scope["path"])
             if self.limiter.enabled and needed is not None:
                 key = principal.name if self.tokens.enabled and principal else _client(scope)
                 wait = self.limiter.take(key, self.clock())

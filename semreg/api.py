@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import orjson
+from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -33,6 +34,7 @@ from semreg.lexicon import MAX_WARNINGS
 from semreg.matching import DEGREES, parse_match
 from semreg.ring import Ring
 from semreg.schemas import ID_PATTERN, BatchBody, HeartbeatBody, InstanceBody, PrefixBody, TagsBody, validate
+from semreg.selector import Selector, parse_selector
 from semreg.terms import ANY, RDF_TYPE, PrefixMap, Tag, parse_component, parse_tags
 from semreg.watch import Topic
 
@@ -50,6 +52,10 @@ PATTERN = (Param("s", required=True, schema=TERM, description="subject term"),
            Param("match", description="comma list of exact, narrower, broader, overlap; or all"))
 WATCH = (Param("index", schema={"type": "integer", "minimum": 0}, description="X-Semreg-Index of the last read"),
          Param("wait", description="how long to block, e.g. 30s (cap 300 s)"))
+ENVIRONMENT = Param("environment", description="the environment read: default 'default'; '*' reads every environment")
+META = Param("meta.", prefix=True, description="meta.KEY=VALUE: only instances whose meta has KEY set to VALUE "
+                                             "(repeatable: all must hold)")
+SELECTOR = (ENVIRONMENT, META)  # every read of instances and its watch takes them
 ID = Param("id", "path", True, {"type": "string", "pattern": ID_PATTERN}, "instance id")
 INDEX_HEADER = {"X-Semreg-Index": {"schema": {"type": "integer", "minimum": 1}}}
 RDF_TYPES = list(ontology.REPRESENTATIONS)
@@ -74,22 +80,40 @@ def owner_of(request: Request) -> str | None:
 
 
 async def check_owner(request: Request, instance_id: str) -> None:
-    """403 unless the caller may change this instance (its owner, or an admin); 404 if there is none (an
-    admin is not looked up: the change itself answers 404)."""
+    """403 unless the caller may change this instance (its owner, or an admin, in an environment the token
+    may write in); 404 if there is none (an admin is not looked up: the change itself answers 404)."""
     principal = principal_of(request)
     if principal.admin:
         return
     inst = await coordinator_of(request).get(instance_id)
+    principal.require_environment(inst.reg.environment)
     principal.require_owner(inst.reg.owner, instance_id)
 
 
-async def check_may_replace(request: Request, instance_ids: list[str]) -> None:
-    """403 if one of these instances exists and was registered by another token (one lookup for all)."""
+async def check_may_replace(request: Request, regs: list[Registration]) -> None:
+    """403 if one of these registrations is in an environment the token may not write in, or replaces an
+    instance registered by another token or in such an environment (one lookup for all)."""
     principal = principal_of(request)
     if principal.admin:
         return
-    for iid, owner in (await coordinator_of(request).registered_by(instance_ids)).items():
+    for reg in regs:
+        principal.require_environment(reg.environment)
+    for iid, (owner, environment) in (await coordinator_of(request).registered_by([r.id for r in regs])).items():
+        principal.require_environment(environment)
         principal.require_owner(owner, iid)
+
+
+def selector_of(request: Request) -> Selector:
+    """The read's `environment=` and `meta.KEY=VALUE` filters, in an environment the token may read."""
+    selector = selector_from(request.query_params)
+    principal_of(request).require_environment(selector.environment)
+    return selector
+
+
+def selector_from(params: QueryParams) -> Selector:
+    prefix = META.name
+    return parse_selector(params.get(ENVIRONMENT.name),
+                          [(k[len(prefix):], v) for k, v in params.multi_items() if k.startswith(prefix)])
 
 
 def path_id(request: Request) -> str:
@@ -127,7 +151,7 @@ def registration(request: Request, data: Any, instance_id: str | None, where: st
                         tags=tuple(tags), weight=body.weight, capacity=body.capacity, ttl_s=float(body.ttl),
                         deregister_after_s=float(body.deregister_after),
                         check=body.check.model_dump(exclude_none=True) if body.check else None,
-                        meta=dict(body.meta), owner=owner_of(request)), warnings
+                        meta=dict(body.meta), owner=owner_of(request), environment=body.environment), warnings
 
 
 def warned(warnings: list[dict[str, Any]]) -> bytes:
@@ -185,31 +209,35 @@ TAGS_FLAG = {"type": "boolean"}
 @API.route("GET", "/v1/discover", scope=READ, summary="discover by meaning",
            params=(*PATTERN, Param("service"), Param("status", schema={"enum": ["up", "any"]}),
                    Param("limit", schema={"type": "integer", "minimum": 1}),
-                   Param("tags", schema=TAGS_FLAG, description="views with their tags (default false)"), *WATCH),
+                   Param("tags", schema=TAGS_FLAG, description="views with their tags (default false)"), *SELECTOR,
+                   *WATCH),
            replies=[Reply(200, s.DiscoverView, headers=INDEX_HEADER)])
 async def discover(request: Request) -> Response:
     knowledge = knowledge_of(request)
     q = discover_query(request.query_params, knowledge.prefixes)
+    principal_of(request).require_environment(q.selector.environment)
     warnings = discover_warnings(knowledge, q)
     request.app.state.known_queries.remember(request.scope["query_string"], knowledge.prefixes.version, q, warnings)
     coordinator = coordinator_of(request)
     return await watched(request, await coordinator.discover(q), lambda: coordinator.discover(q), warnings)
 
 
-def discover_query(params: Mapping[str, str], prefixes: PrefixMap) -> DiscoverQuery:
-    """The query of a `GET /v1/discover` (a 400 naming the parameter at fault otherwise)."""
+def discover_query(params: QueryParams, prefixes: PrefixMap) -> DiscoverQuery:
+    """The query of a `GET /v1/discover` (a 400 naming the parameter at fault otherwise). The caller checks
+    that the token may read its environment."""
     status = params.get("status")
     if status not in (None, "", "up", "any"):
         raise BadRequest(f"status takes 'up' (the default) or 'any', not '{status[:40]}'.", field="status")
     return DiscoverQuery(pattern_of(params, prefixes), parse_match(params.get("match")), params.get("service") or None,
-                         status == "any", int_value(params, "limit", 1, 1_000_000), bool_value(params, "tags", False))
+                         status == "any", int_value(params, "limit", 1, 1_000_000), bool_value(params, "tags", False),
+                         selector_from(params))
 
 
 _PATH_RE = re.compile(r"^(/[^\s#]*)?$")
 
 
 ROUTE_PARAMS = (*PATTERN, Param("service"),
-                Param("policy", schema={"enum": ["least-load", "spillover", "round-robin", "limit"]}))
+                Param("policy", schema={"enum": ["least-load", "spillover", "round-robin", "limit"]}), *SELECTOR)
 
 
 @API.route("GET", "/v1/route", scope=READ, summary="redirect to a chosen instance",
@@ -223,7 +251,8 @@ async def route(request: Request) -> Response:
     path = params.get("path", "")
     if not _PATH_RE.match(path) or len(path) > 2048:
         raise BadRequest("path must be empty or start with '/', without spaces or '#'.", field="path")
-    q = DiscoverQuery(query_tag(request, "route by"), parse_match(params.get("match")), params.get("service") or None)
+    q = DiscoverQuery(query_tag(request, "route by"), parse_match(params.get("match")), params.get("service") or None,
+                      selector=selector_of(request))
     warnings = knowledge_of(request).term_warnings(pattern_terms(q.tag))
     client = request.client
     try:
@@ -245,7 +274,8 @@ async def route_preview(request: Request) -> Response:
     params = request.query_params
     policy, limit = parse_policy(params.get("policy"))
     limit = limit or request.app.state.settings.balance_limit
-    q = DiscoverQuery(query_tag(request), parse_match(params.get("match")), params.get("service") or None)
+    q = DiscoverQuery(query_tag(request), parse_match(params.get("match")), params.get("service") or None,
+                      selector=selector_of(request))
     inst, cands = await request.app.state.router.preview(q, policy, limit)
     return JSONResponse({"policy": policy, "limit": limit, "instance": orjson.Fragment(inst.view_json(False)) if inst else None,
                          "candidates": [{"id": c.id, "weight": c.weight, "effective_load": c.effective_load,
@@ -334,14 +364,15 @@ INSTANCE_LIST = {"type": "array", "items": {"$ref": "#/components/schemas/Instan
 
 @API.route("GET", "/v1/instances", scope=READ, summary="list instances",
            params=(Param("service"), Param("tags", schema=TAGS_FLAG, description="views with their tags (default true)"),
-                   *WATCH),
+                   *SELECTOR, *WATCH),
            replies=[Reply(200, INSTANCE_LIST, headers=INDEX_HEADER)])
 async def list_instances(request: Request) -> Response:
     service = request.query_params.get("service") or None
     tags = bool_param(request, "tags", True)
+    selector = selector_of(request)
     coordinator = coordinator_of(request)
-    return await watched(request, await coordinator.instances(service, tags),
-                         lambda: coordinator.instances(service, tags))
+    return await watched(request, await coordinator.instances(service, tags, selector),
+                         lambda: coordinator.instances(service, tags, selector))
 
 
 @API.route("POST", "/v1/instances", scope=WRITE, summary="register with a server-chosen id", body=s.InstanceBody,
@@ -351,6 +382,7 @@ async def post_instance(request: Request) -> Response:
     data = await read_json(request, settings.json_body_limit_bytes)
     iid = data.get("id") if isinstance(data, dict) else None
     reg, warnings = registration(request, data, None if iid is not None else uuid.uuid4().hex)
+    principal_of(request).require_environment(reg.environment)
     if iid is not None and await coordinator_of(request).exists(iid):
         raise BadRequest(f"an instance '{iid}' already exists; replace it with PUT /v1/instances/{iid}.", field="id")
     (inst, _), = await coordinator_of(request).register([reg])
@@ -377,7 +409,7 @@ async def batch_instances(request: Request) -> Response:
         reg, warned_here = registration(request, item, iid if isinstance(iid, str) else None, where)
         regs.append(reg)
         warnings += warned_here[:MAX_WARNINGS - len(warnings)]
-    await check_may_replace(request, [r.id for r in regs])
+    await check_may_replace(request, regs)
     if regs:
         await coordinator_of(request).register(regs, views=False)
     return JSONResponse({"registered": len(regs), **({"warnings": warnings} if warnings else {})})
@@ -386,7 +418,9 @@ async def batch_instances(request: Request) -> Response:
 @API.route("GET", "/v1/instances/{id}", scope=READ, summary="one instance", params=(ID,),
            replies=[Reply(200, s.InstanceView)], errors=(404,))
 async def get_instance(request: Request) -> Response:
-    return JSONResponse((await coordinator_of(request).get(path_id(request))).view_json())
+    inst = await coordinator_of(request).get(path_id(request))
+    principal_of(request).require_environment(inst.reg.environment)
+    return JSONResponse(inst.view_json())
 
 
 @API.route("PUT", "/v1/instances/{id}", scope=WRITE, summary="create or replace", params=(ID,), body=s.InstanceBody,
@@ -397,7 +431,7 @@ async def put_instance(request: Request) -> Response:
     iid = path_id(request)
     data = await read_json(request, settings.json_body_limit_bytes)
     reg, warnings = registration(request, data, iid)
-    await check_may_replace(request, [iid])
+    await check_may_replace(request, [reg])
     (inst, created), = await coordinator_of(request).register([reg])
     return JSONResponse(with_members(inst.view_json(), warned(warnings)), status_code=201 if created else 200)
 
@@ -413,16 +447,17 @@ async def delete_instance(request: Request) -> Response:
 
 # -- more discovery --------------------------------------------------------------------------------
 @API.route("POST", "/v1/discover/tags", scope=READ, summary="exact multi-tag lookup", body=s.TagsBody,
-           params=(Param("tags", schema=TAGS_FLAG, description="views with their tags (default true)"),),
+           params=(Param("tags", schema=TAGS_FLAG, description="views with their tags (default true)"), *SELECTOR),
            replies=[Reply(200, s.PeersView)], errors=(413, 415))
 async def discover_tags(request: Request) -> Response:
     with_tags = bool_param(request, "tags", True)
+    selector = selector_of(request)
     body = validate(TagsBody, await read_json(request, request.app.state.settings.json_body_limit_bytes))
     knowledge = knowledge_of(request)
     positions: list[int] = []
     tags = parse_tags(body.tags, knowledge.prefixes, positions)
     warnings = knowledge.term_warnings((f"tags[{n}]", iri) for tag, n in zip(tags, positions) for iri in tag)
-    found, missing = await coordinator_of(request).holders(tags, with_tags)
+    found, missing = await coordinator_of(request).holders(tags, with_tags, selector)
     parts = [b'{"peers":{']
     for n, tag in enumerate(dict.fromkeys(tags)):
         views = b",".join(i.view_json(with_tags) for i in found[tag])
@@ -434,11 +469,12 @@ async def discover_tags(request: Request) -> Response:
     return JSONResponse(b"".join(parts))
 
 
-@API.route("GET", "/v1/tags", scope=READ, summary="every registered tag", params=WATCH,
+@API.route("GET", "/v1/tags", scope=READ, summary="every registered tag", params=(*SELECTOR, *WATCH),
            replies=[Reply(200, s.TagsView, headers=INDEX_HEADER)])
 async def tags(request: Request) -> Response:
+    selector = selector_of(request)
     coordinator = coordinator_of(request)
-    return await watched(request, await coordinator.tags(), coordinator.tags)
+    return await watched(request, await coordinator.tags(selector), lambda: coordinator.tags(selector))
 
 
 @API.route("GET", "/v1/expand", scope=READ, summary="what a query expands to", params=PATTERN,
@@ -597,7 +633,7 @@ SPARQL_PARAMS = (Param("query", description="a SPARQL 1.1 query (without it: the
 
 @API.route("GET", "/sparql", scope=READ, summary="SPARQL 1.1 Protocol query (GET)", params=SPARQL_PARAMS,
            open_query=True, replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)],
-           errors=(406, 503))
+           errors=(406, 503), every_environment=True)
 async def sparql_get(request: Request) -> Response:
     return await request.app.state.sparql.handle(request)
 
@@ -606,7 +642,7 @@ async def sparql_get(request: Request) -> Response:
            params=SPARQL_PARAMS[1:], body={"application/x-www-form-urlencoded": {"type": "string"},
                                            "application/sparql-query": {"type": "string"}}, body_required=False,
            open_query=True, replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)],
-           errors=(406, 413, 415, 503))
+           errors=(406, 413, 415, 503), every_environment=True)
 async def sparql_post(request: Request) -> Response:
     return await request.app.state.sparql.handle(request)
 

@@ -2,9 +2,12 @@
 
 Tokens file (JSON), reloaded on SIGHUP:
     {"tokens": [{"name": "team-a", "token": "s3cret", "scopes": ["read", "write"]},
+                {"name": "staging", "token": "s3cret2", "scopes": ["read", "write"], "environments": ["staging"]},
                 {"name": "ci", "sha256": "<hex of the token's SHA-256>", "scopes": ["admin"]}]}
 Scopes: `read` (GET routes, SPARQL), `write` (instances), `admin` (everything). A `write` token may
-renew, replace or remove only the instances it registered (ownership by token name).
+renew, replace or remove only the instances it registered (ownership by token name). A token bound to
+`environments` reads and writes instances only in those (403 naming the environment otherwise), and
+may not query SPARQL, whose default graph holds every environment's instances; an admin token sees all.
 
 Presented tokens are hashed and looked up by their SHA-256, then compared with `hmac.compare_digest`,
 so neither the comparison nor the lookup depends on how much of a secret an attacker guessed. Tokens
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from semreg.errors import Forbidden, Unauthorized
+from semreg.selector import ALL, environment_problem
 
 log = logging.getLogger("semreg.auth")
 
@@ -38,6 +42,7 @@ class TokensFileError(Exception):
 class Principal:
     name: str
     scopes: frozenset[str]
+    environments: frozenset[str] | None = None  # None: every environment
 
     @property
     def admin(self) -> bool:
@@ -47,6 +52,29 @@ class Principal:
         if self.admin or scope in self.scopes:
             return
         raise Forbidden(f"the token '{self.name}' lacks the '{scope}' scope this request needs.", scope=scope)
+
+    @property
+    def bound(self) -> bool:
+        """Whether the token is kept to some environments (an admin token never is)."""
+        return self.environments is not None and not self.admin
+
+    def require_environment(self, environment: str) -> None:
+        """403 unless this token may read and write instances in `environment` (`*`: in every one)."""
+        if not self.bound:
+            return
+        assert self.environments is not None
+        allowed = ", ".join(sorted(self.environments))
+        if environment == ALL:
+            raise Forbidden(f"the token '{self.name}' is bound to the environments {allowed}; environment=* reaches "
+                            f"every environment: name one of them.", environment=environment)
+        if environment not in self.environments:
+            raise Forbidden(f"the token '{self.name}' is bound to the environments {allowed}, and the environment "
+                            f"'{environment[:256]}' is not one of them.", environment=environment[:256])
+
+    def require_every_environment(self, what: str) -> None:
+        if self.bound:
+            raise Forbidden(f"the token '{self.name}' is bound to environments, and {what} holds every "
+                            f"environment's instances; it needs a token that is not bound.")
 
     def require_owner(self, owner: str | None, instance_id: str) -> None:
         if self.admin or owner == self.name:
@@ -107,7 +135,7 @@ def parse_tokens(data: object, where: str = "tokens") -> dict[str, tuple[bytes, 
         at = f"{where}: tokens[{n}]"
         if not isinstance(entry, dict):
             raise TokensFileError(f"{at} is not an object")
-        unknown = set(entry) - {"name", "token", "sha256", "scopes"}
+        unknown = set(entry) - {"name", "token", "sha256", "scopes", "environments"}
         if unknown:
             raise TokensFileError(f"{at} has unknown fields: {', '.join(sorted(unknown))}")
         name = entry.get("name")
@@ -131,5 +159,20 @@ def parse_tokens(data: object, where: str = "tokens") -> dict[str, tuple[bytes, 
             if not isinstance(hexd, str) or not _HEX64.match(hexd):
                 raise TokensFileError(f"{at}.sha256 must be 64 hex digits")
             digest = bytes.fromhex(hexd)
-        out[digest.hex()] = (digest, Principal(name, frozenset(scopes)))
+        out[digest.hex()] = (digest, Principal(name, frozenset(scopes), environments_of(entry, at)))
     return out
+
+
+def environments_of(entry: dict, at: str) -> frozenset[str] | None:
+    """A token's `environments`: None when it has none (every environment)."""
+    if "environments" not in entry:
+        return None
+    names = entry["environments"]
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise TokensFileError(f"{at}.environments must be a non-empty list of environment names (leave it out "
+                              f"for every environment)")
+    for name in names:
+        problem = environment_problem(name)
+        if problem is not None:
+            raise TokensFileError(f"{at}.environments: {problem} (leave environments out for every environment)")
+    return frozenset(names)

@@ -34,6 +34,7 @@ from semreg.peer import PeerUnavailable
 from semreg.placement import Placement
 from semreg.reasoner import Hierarchy
 from semreg.registry import REMOVALS, Change
+from semreg.selector import Selector
 from semreg.shard import LocalShard
 from semreg.terms import Tag
 from semreg.watch import Topic, WatchHub
@@ -213,20 +214,20 @@ class Coordinator:
             raise Unavailable(f"no owner of '{instance_id}' answered; try again.", retry_after_s=1)
         raise NotFound(f"no instance '{instance_id}' is registered.")
 
-    async def registered_by(self, instance_ids: list[str]) -> dict[str, str | None]:
-        """Of these instances, the ones registered, with the token each was registered by: one request per
-        member, the newest copy deciding."""
+    async def registered_by(self, instance_ids: list[str]) -> dict[str, tuple[str | None, str]]:
+        """Of these instances, the ones registered, with the token each was registered by and its
+        environment: one request per member, the newest copy deciding."""
         wanted = list(dict.fromkeys(instance_ids))
         answers, missing = await self.gather(lambda shard: shard.registered_by(wanted))
         if missing:
             raise Unavailable(f"members {', '.join(missing)} did not answer, and some of these instances may be "
                               f"theirs; try again.", retry_after_s=1)
-        newest_seen: dict[str, tuple[int, str | None]] = {}
+        newest_seen: dict[str, tuple[int, str | None, str]] = {}
         for found in answers:
-            for iid, (revision, owner) in found.items():
-                if iid not in newest_seen or newest_seen[iid][0] < revision:
-                    newest_seen[iid] = (revision, owner)
-        return {iid: owner for iid, (_, owner) in newest_seen.items()}
+            for iid, seen in found.items():
+                if iid not in newest_seen or newest_seen[iid][0] < seen[0]:
+                    newest_seen[iid] = seen
+        return {iid: (owner, environment) for iid, (_, owner, environment) in newest_seen.items()}
 
     async def exists(self, instance_id: str) -> bool:
         try:
@@ -275,7 +276,7 @@ class Coordinator:
         async def compute() -> tuple[Any, discovery.DiscoverResult]:
             asked = q if len(self.placement.readers()) == 1 else discovery.shard_query(q)
             parts, missing = await self.gather(lambda shard: shard.resolve(asked))
-            result = discovery.merge(q, parts)
+            result = discovery.merge(q, parts, widened=asked is not q)
             result.missing = missing
             return (discovery.signature(result), missing), result
 
@@ -289,28 +290,30 @@ class Coordinator:
             self.hub.stale(q.key)  # ask again next time: a member that timed out may answer then
         return topic
 
-    async def instances(self, service: str | None, tags: bool = True) -> Topic:
+    async def instances(self, service: str | None, tags: bool = True, selector: Selector = Selector()) -> Topic:
         async def compute() -> tuple[Any, Gathered]:
             lists, missing = await self.gather(lambda shard: shard.instances(service))
-            insts = _newest([i for found in lists for i in found])
+            # the newest copy of each, then the selector: an older copy may be in another environment
+            insts = [i for i in _newest([i for found in lists for i in found]) if selector.admits(i.reg)]
             return (tuple(i.state for i in insts), missing), Gathered(insts, missing)
 
         def relevant(changes: Iterable[Change]) -> bool:
-            return service is None or any(service in c.services for c in changes)
+            return any((service is None or service in c.services) and selector.covers(c.environments)
+                       for c in changes)
 
         def render(found: Gathered) -> bytes:
             return b"[" + b",".join(i.view_json(tags) for i in found.items) + b"]"
 
-        key = ("instances", service, tags)
+        key = ("instances", service, tags, selector)
         topic = await self.hub.topic(key, compute, relevant, render)
         if topic.payload.missing:
             self.hub.stale(key)
         return topic
 
-    async def tags(self) -> Topic:
+    async def tags(self, selector: Selector = Selector()) -> Topic:
         async def compute() -> tuple[Any, Gathered]:
             holders: dict[Tag, set[str]] = {}
-            found, missing = await self.gather(lambda shard: shard.tag_holders())
+            found, missing = await self.gather(lambda shard: shard.tag_holders(selector))
             for one in found:
                 for tag, ids in one.items():
                     holders.setdefault(tag, set()).update(ids)
@@ -318,7 +321,8 @@ class Coordinator:
             return (tuple(counts), missing), Gathered(counts, missing)
 
         def relevant(changes: Iterable[Change]) -> bool:
-            return any(c.reason in ("registered", "replaced", "moved", *REMOVALS) for c in changes)
+            return any(c.reason in ("registered", "replaced", "moved", *REMOVALS) and selector.covers(c.environments)
+                       for c in changes)
 
         def render(found: Gathered) -> bytes:
             body: dict[str, Any] = {"tags": [{**t.as_json(), "instances": n} for t, n in found.items]}
@@ -326,19 +330,22 @@ class Coordinator:
                 body.update(partial=True, missing=list(found.missing))
             return orjson.dumps(body)
 
-        topic = await self.hub.topic(("tags",), compute, relevant, render)
+        key = ("tags", selector)
+        topic = await self.hub.topic(key, compute, relevant, render)
         if topic.payload.missing:
-            self.hub.stale(("tags",))
+            self.hub.stale(key)
         return topic
 
-    async def holders(self, tags: list[Tag], with_tags: bool = True) -> tuple[dict[Tag, list[Any]], tuple[str, ...]]:
-        """Each tag's `up` instances, exactly (no reasoning): the multi-tag lookup."""
+    async def holders(self, tags: list[Tag], with_tags: bool = True, selector: Selector = Selector()
+                      ) -> tuple[dict[Tag, list[Any]], tuple[str, ...]]:
+        """Each tag's `up` instances that the selector admits, exactly (no reasoning): the multi-tag lookup."""
         out: dict[Tag, list[Any]] = {tag: [] for tag in tags}
         found, missing = await self.gather(lambda shard: shard.holders(tags, with_tags))
         for one in found:
             for tag, insts in one.items():
                 out[tag] += insts
-        return {tag: [i for i in _newest(insts) if i.status == UP] for tag, insts in out.items()}, missing
+        return {tag: [i for i in _newest(insts) if i.status == UP and selector.admits(i.reg)]
+                for tag, insts in out.items()}, missing
 
     async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]:
         """Every registered tag that matches `query` (whoever carries it), ranked."""

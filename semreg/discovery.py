@@ -1,11 +1,13 @@
 """Discovery results: each shard's part, the merge of the parts, their signature and JSON body.
 
 A shard answers a query with its `Part`: every registered tag of its own that matches, ranked, each with
-the instances of that shard that carry it and are eligible (status, service). `merge` combines the parts
-of every shard exactly as one shard holding all of them would have answered: tags are merged (a tag's
-instances may sit on several shards), copies of one instance keep the newest revision, the matches are
-ranked by the matching order, each instance is ranked at its best match, and the ranked list is cut at
-`limit`. It is pure: one part in, the single-node answer out.
+the instances of that shard that carry it and are eligible (status, service, and the query's selector:
+environment and metadata). `merge` combines the parts of every shard exactly as one shard holding all of
+them would have answered: tags are merged (a tag's instances may sit on several shards), copies of one
+instance keep the newest revision (a copy older than one the selector left out on another shard is of a
+registration that moved out of the question, and leaves too), the matches are ranked by the matching
+order, each instance is ranked at its best match, and the ranked list is cut at `limit`, after every
+filter. It is pure: one part in, the single-node answer out.
 
 The answer names each instance once: `instances` holds the ranked views, each with its best `match`
 and without its tags unless the query asks for them, and `matches` lists the matched tags with
@@ -17,7 +19,7 @@ tags, and every instance's own best match is on its view anyway).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Protocol
 
@@ -28,6 +30,7 @@ from semreg.instances import UP
 from semreg.matching import Relations as Hierarchy
 from semreg.matching import rank_key, tag_match
 from semreg.registry import Change
+from semreg.selector import ALL, Selector
 from semreg.terms import Tag
 
 MATCHES_LISTED = 1000
@@ -60,10 +63,14 @@ class DiscoverQuery:
     any_status: bool = False
     limit: int | None = None
     tags: bool = False  # views with their tags
+    selector: Selector = Selector()  # the environment and metadata an instance must be in
+    # report the instances the selector leaves out (a coordinator of several shards asks, to tell
+    # whether the newest copy of an instance is admitted): not part of the question
+    report_excluded: bool = False
 
     @property
     def key(self) -> tuple:
-        return ("discover", self.tag, self.match, self.service, self.any_status, self.limit, self.tags)
+        return ("discover", self.tag, self.match, self.service, self.any_status, self.limit, self.tags, self.selector)
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,9 @@ class Part:
 
     matches: list[tuple[Match, list[Member]]]
     matched_tags: frozenset[Tag]  # every matching tag of the shard, with eligible instances or not
+    # instances holding a matching tag that the selector leaves out, by id, with their revision (when
+    # the query asked): a copy elsewhere older than one of these is not admitted either
+    excluded: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -103,8 +113,9 @@ def newest(a: Member, b: Member) -> Member:
 
 def shard_query(q: DiscoverQuery) -> DiscoverQuery:
     """What each of several shards is asked: instances in any status, since a copy's status may be older
-    than another copy's; `merge` filters the newest copies."""
-    return replace(q, any_status=True) if not q.any_status else q
+    than another copy's (`merge` filters the newest copies), and the instances the selector leaves out,
+    since a copy may be older than another copy that moved to another environment."""
+    return replace(q, any_status=True, report_excluded=not q.selector.everything)
 
 
 def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery) -> Part:
@@ -113,40 +124,55 @@ def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery) -> Part:
     holder_ids = catalogue.holder_ids
     out: list[tuple[Match, list[Member]]] = []
     any_status, service = q.any_status, q.service
+    selector = q.selector
+    environment = None if selector.environment == ALL else selector.environment
+    meta = selector.meta
+    excluded: dict[str, int] | None = {} if q.report_excluded else None
     for m in expansion:
         group = []
         for iid in holder_ids(m[0]):
             inst = instances.get(iid)
-            if inst is None or (not any_status and inst.status != UP):
+            if inst is None:
                 continue
-            if service is not None and inst.reg.service != service:
+            reg = inst.reg
+            if (environment is not None and reg.environment != environment) or (meta and not selector.admits(reg)):
+                if excluded is not None:
+                    excluded[iid] = inst.revision
+                continue
+            if (not any_status and inst.status != UP) or (service is not None and reg.service != service):
                 continue
             group.append(inst)
         if group:
             out.append((m, group))
-    return Part(out, frozenset(m[0] for m in expansion))
+    return Part(out, frozenset(m[0] for m in expansion), excluded or {})
 
 
-def merge(q: DiscoverQuery, parts: Sequence[Part]) -> DiscoverResult:
+def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> DiscoverResult:
     """The answer one shard holding every part's instances would give: matches ranked, each instance
-    ranked at its best match, the ranked list cut at `q.limit` (and the groups with it)."""
-    if len(parts) == 1:
+    ranked at its best match, the ranked list cut at `q.limit` (and the groups with it). `widened`: the
+    parts answer `shard_query(q)`, so even one of them alone is filtered here."""
+    if len(parts) == 1 and not widened:
         matches = parts[0].matches
     else:
         copies: dict[str, Member] = {}
         merged: dict[Tag, tuple[Match, dict[str, Member]]] = {}
+        excluded: dict[str, int] = {}
         for p in parts:
+            for iid, revision in p.excluded.items():
+                excluded[iid] = max(revision, excluded.get(iid, 0))
             for m, group in p.matches:
                 holders = merged.setdefault(m[0], (m, {}))[1]
                 for inst in group:
                     holders[inst.id] = inst
                     known = copies.get(inst.id)
                     copies[inst.id] = inst if known is None else newest(known, inst)
+        # a copy older than one the selector left out is of a registration that moved out of what was asked
+        left_out = {iid for iid, revision in excluded.items() if iid in copies and copies[iid].revision < revision}
         ordered = sorted(merged.values(), key=lambda entry: rank_key(entry[0][1], entry[0][2], entry[0][0]))
         any_status = q.any_status
         matches = []
         for m, holders in ordered:
-            group = [copies[i] for i in sorted(holders)]
+            group = [copies[i] for i in sorted(holders) if i not in left_out]
             if not any_status:
                 group = [inst for inst in group if inst.status == UP]
             if group:
@@ -218,8 +244,12 @@ def body(result: DiscoverResult) -> bytes:
 
 
 def relevant(hierarchy: Hierarchy, q: DiscoverQuery, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:
-    """Whether any change touches a tag this query matched, or a tag that would match it."""
+    """Whether any change touches a tag this query matched, or a tag that would match it, in the
+    environment the query reads."""
+    selector = q.selector
     for c in changes:
+        if not selector.covers(c.environments):
+            continue
         for tag in c.tags:
             if tag in matched:
                 return True

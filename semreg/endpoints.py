@@ -40,6 +40,9 @@ _CONVERTER = re.compile(r"\{(\w+):\w+\}")  # Starlette's {name:path} is OpenAPI'
 
 @dataclass(frozen=True)
 class Param:
+    """A declared parameter; with `prefix`, every query parameter whose name starts with `name` (`meta.`
+    for `meta.zone=eu`), documented as one parameter named `{name}{KEY}`."""
+
     name: str
     where: str = "query"  # query | path
     required: bool = False
@@ -78,6 +81,7 @@ class Endpoint:
     errors: tuple[int, ...] = ()  # error statuses beyond 400, 401, 403 and 429
     documented: bool = True
     open_query: bool = False  # takes query parameters beyond those declared
+    every_environment: bool = False  # answers from every environment's instances: not for a bound token
 
     @functools.cached_property
     def query_params(self) -> frozenset[str]:
@@ -128,10 +132,10 @@ class Endpoints:
     def route(self, method: str, path: str, *, scope: str | None, summary: str, params: Sequence[Param] = (),
               body: type[BaseModel] | dict[str, Any] | None = None, body_required: bool = True,
               replies: Sequence[Reply] = (), errors: Sequence[int] = (), documented: bool = True,
-              open_query: bool = False) -> Callable[[Handler], Handler]:
+              open_query: bool = False, every_environment: bool = False) -> Callable[[Handler], Handler]:
         def declare(handler: Handler) -> Handler:
             self.add(Endpoint(method, path, handler, scope, summary, tuple(params), body, body_required,
-                              tuple(replies), tuple(errors), documented, open_query))
+                              tuple(replies), tuple(errors), documented, open_query, every_environment))
             return handler
         return declare
 
@@ -154,11 +158,15 @@ class ScopeTable:
     def __init__(self, endpoints: Iterable[Endpoint], open_prefixes: tuple[str, ...] = (),
                  open_paths: tuple[str, ...] = ()) -> None:
         self._static: dict[tuple[str, str], str | None] = {(m, p): None for p in open_paths for m in ("GET", "HEAD")}
+        self._every_environment: set[tuple[str, str]] = set()
         self._templated: list[tuple[str, re.Pattern[str], str | None]] = []
         self.open_prefixes = open_prefixes
         for e in endpoints:
             methods = (e.method, "HEAD") if e.method == "GET" else (e.method,)
             for method in methods:
+                if e.every_environment:
+                    assert "{" not in e.path, "a route reading every environment has a static path"
+                    self._every_environment.add((method, e.path))
                 if "{" in e.path:
                     self._templated.append((method, compile_path(e.path)[0], e.scope))
                 else:
@@ -175,6 +183,10 @@ class ScopeTable:
             return None
         return READ if method in ("GET", "HEAD") else ADMIN
 
+    def every_environment(self, method: str, path: str) -> bool:
+        """Whether the route answers from every environment's instances (a bound token is refused)."""
+        return (method, path) in self._every_environment
+
 
 def openapi_paths(endpoints: Iterable[Endpoint], error_reply: Callable[[int], dict[str, Any]]) -> dict[str, Any]:
     """The `paths` object of the OpenAPI document; `error_reply(status)` documents an error answer."""
@@ -187,10 +199,8 @@ def openapi_paths(endpoints: Iterable[Endpoint], error_reply: Callable[[int], di
             op["responses"][str(reply.status)] = _reply(reply)
         for status in (400, 401, 403, 429, *e.errors):
             op["responses"].setdefault(str(status), error_reply(status))
-        named = [p for p in e.params if not p.prefix]  # OpenAPI names each parameter; a family has no one name
-        if named:
-            op["parameters"] = [{"name": p.name, "in": p.where, "required": p.required or p.where == "path",
-                                 "schema": p.schema, "description": p.description} for p in named]
+        if e.params:
+            op["parameters"] = [_param(p) for p in e.params]
         if e.body is not None:
             content = ({"application/json": {"schema": _schema(e.body)}}
                        if isinstance(e.body, type) else {t: {"schema": s} for t, s in e.body.items()})
@@ -213,4 +223,12 @@ def _reply(reply: Reply) -> dict[str, Any]:
         out["content"] = reply.content
     if reply.headers:
         out["headers"] = reply.headers
+    return out
+
+
+def _param(p: Param) -> dict[str, Any]:
+    out = {"name": p.name + "{KEY}" if p.prefix else p.name, "in": p.where,
+           "required": p.required or p.where == "path", "schema": p.schema, "description": p.description}
+    if p.prefix:
+        out["x-semreg-prefix"] = p.name  # any number of parameters named prefix + KEY
     return out

@@ -8,14 +8,15 @@ an upload). A new one is checked by its route's declaration (`route.check_query`
 same function the handler uses (`parse`), so its errors are the handler's errors.
 
 The short path sits inside the access gate and the metrics (so tokens, scopes, rate limits and
-request metrics apply unchanged). A blocking read (`index=` or `wait=`) goes the long way. What it
+request metrics apply unchanged); a token bound to environments is checked here against the query's
+environment, as the handler checks it, on every request. A blocking read (`index=` or `wait=`) goes the long way. What it
 answers is byte for byte what the handler answers.
 """
 from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import QueryParams
@@ -58,7 +59,7 @@ class KnownQueries:
 
 class DiscoverFastPath:
     def __init__(self, app: Any, known: KnownQueries, coordinator: Coordinator, prefixes: PrefixMap,
-                 parse: Callable[[Mapping[str, str], PrefixMap], DiscoverQuery],
+                 parse: Callable[[QueryParams, PrefixMap], DiscoverQuery],
                  warnings: Callable[[DiscoverQuery], bytes], route: Any) -> None:
         self.app = app
         self.known = known
@@ -92,6 +93,13 @@ class DiscoverFastPath:
         else:
             query, warnings = known
         scope["route"] = self.route
+        principal = scope.get("state", {}).get("principal")
+        if principal is not None and principal.bound:  # a query is remembered for every token alike
+            try:
+                principal.require_environment(query.selector.environment)
+            except SemregError as exc:
+                await error_response(exc)(scope, receive, send)
+                return
         topic = self.coordinator.hub.fresh(query.key) or await self.coordinator.discover(query)
         body = topic.body or b""  # the hub renders every topic it hands out
         if warnings:

@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 
+from semreg.selector import DEFAULT as DEFAULT_ENVIRONMENT
 from semreg.terms import Tag
 from semreg.timefmt import rfc3339
 
@@ -30,13 +31,14 @@ class Registration:
     check: dict[str, Any] | None = None
     meta: dict[str, str] = field(default_factory=dict)
     owner: str | None = None
+    environment: str = DEFAULT_ENVIRONMENT
 
     def record(self) -> dict[str, Any]:
         """The durable form: enough to rebuild the registration exactly."""
         return {"id": self.id, "service": self.service, "address": self.address, "port": self.port,
                 "scheme": self.scheme, "tags": [list(t) for t in self.tags], "weight": self.weight,
                 "capacity": self.capacity, "ttl": self.ttl_s, "deregister_after": self.deregister_after_s,
-                "check": self.check, "meta": self.meta, "owner": self.owner}
+                "check": self.check, "meta": self.meta, "owner": self.owner, "environment": self.environment}
 
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> "Registration":
@@ -44,7 +46,8 @@ class Registration:
                    scheme=rec.get("scheme", "http"), tags=tuple(Tag(*t) for t in rec.get("tags", ())),
                    weight=int(rec.get("weight", 1)), capacity=rec.get("capacity"),
                    ttl_s=float(rec.get("ttl", 30)), deregister_after_s=float(rec.get("deregister_after", 90)),
-                   check=rec.get("check"), meta=dict(rec.get("meta") or {}), owner=rec.get("owner"))
+                   check=rec.get("check"), meta=dict(rec.get("meta") or {}), owner=rec.get("owner"),
+                   environment=rec.get("environment") or DEFAULT_ENVIRONMENT)
 
 
 @dataclass
@@ -94,8 +97,8 @@ class Instance:
     def view(self, tags: bool = True) -> dict[str, Any]:
         """The instance as clients see it; without `tags` its size no longer grows with its tag count."""
         r = self.reg
-        out: dict[str, Any] = {"id": r.id, "service": r.service, "address": r.address, "port": r.port,
-                               "scheme": r.scheme}
+        out: dict[str, Any] = {"id": r.id, "service": r.service, "environment": r.environment,
+                               "address": r.address, "port": r.port, "scheme": r.scheme}
         if tags:
             out["tags"] = [t.as_json() for t in r.tags]
         out.update({"weight": r.weight, "capacity": r.capacity, "ttl": r.ttl_s, "deregister_after": r.deregister_after_s,

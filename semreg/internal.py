@@ -21,6 +21,7 @@ from semreg.errors import BadRequest, NotFound, SemregError, Unauthorized
 from semreg.http import JSONResponse, error_response, read_body
 from semreg.instances import Registration
 from semreg.peer import SECRET_HEADER
+from semreg.selector import Selector
 from semreg.shard import LocalShard
 from semreg.terms import Tag
 
@@ -186,10 +187,11 @@ async def matching_tags(request: Request) -> Response:
     return JSONResponse({"matches": [[*tag, degree, distance] for tag, degree, distance in found]})
 
 
-@route("GET", "/tags")
+@route("POST", "/tags")
 async def tags(request: Request) -> Response:
     shard = guarded(request)
-    return JSONResponse({"tags": [[*t, sorted(ids)] for t, ids in (await shard.tag_holders()).items()]})
+    selector = Selector.from_json((await body_of(request)).get("selector"))
+    return JSONResponse({"tags": [[*t, sorted(ids)] for t, ids in (await shard.tag_holders(selector)).items()]})
 
 
 @route("GET", "/terms")

@@ -162,8 +162,9 @@ class Node:
                 continue  # a copy handed to its new owners: the instance itself stays
             if c.removed:
                 self.replica.remove_instance(c.id)
-            elif c.membership:
-                self._publish_view(instances[c.id].view())
+            elif c.membership and (inst := instances.get(c.id)) is not None:
+                # not held any more: removed by a later change of the same batch (expired, then deleted)
+                self._publish_view(inst.view())
 
 
 def read_secret(settings: Settings) -> str:

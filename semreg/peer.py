@@ -17,6 +17,7 @@ from semreg.errors import NotFound, SemregError, Unavailable
 from semreg.http1 import Head
 from semreg.instances import Registration
 from semreg.peerhttp import PeerConnections, Unreachable
+from semreg.selector import Selector
 from semreg.terms import Tag
 
 SECRET_HEADER = "X-Semreg-Cluster"
@@ -102,9 +103,9 @@ class RemoteShard:
     async def get(self, instance_id: str) -> Any:
         return wire.RemoteMember.from_json(await self.call("GET", f"/instances/{instance_id}"), True)
 
-    async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None]]:
+    async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None, str]]:
         answer = await self.call("POST", "/registered-by", {"ids": ids})
-        return {iid: (int(rev), owner) for iid, (rev, owner) in answer["found"].items()}
+        return {iid: (int(rev), owner, str(env)) for iid, (rev, owner, env) in answer["found"].items()}
 
     async def instances(self, service: str | None, tags: bool = True) -> list[Any]:
         answer = await self.call("GET", "/instances", params={"service": service, "tags": "true" if tags else "false"})
@@ -122,8 +123,8 @@ class RemoteShard:
         answer = await self.call("POST", "/matching-tags", {"tag": list(query), "match": sorted(match)})
         return [(Tag(s, p, o), degree, int(distance)) for s, p, o, degree, distance in answer["matches"]]
 
-    async def tag_holders(self) -> dict[Tag, set[str]]:
-        answer = await self.call("GET", "/tags")
+    async def tag_holders(self, selector: Selector) -> dict[Tag, set[str]]:
+        answer = await self.call("POST", "/tags", {"selector": selector.as_json()})
         return {Tag(s, p, o): set(ids) for s, p, o, ids in answer["tags"]}
 
     async def names_term(self, iri: str) -> bool:

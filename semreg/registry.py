@@ -18,6 +18,7 @@ from semreg.catalogue import Catalogue
 from semreg.clock import Clock
 from semreg.errors import NotFound
 from semreg.instances import CRITICAL, UP, Instance, Registration
+from semreg.selector import ALL, EVERYTHING, Selector
 from semreg.terms import Tag
 
 REGISTERED, REPLACED, DEREGISTERED, EXPIRED, DELETED = "registered", "replaced", "deregistered", "expired", "deleted"
@@ -36,6 +37,7 @@ class Change:
     membership: bool
     tags: frozenset[Tag]  # its tags before and after: what a watcher tests for relevance
     services: frozenset[str]  # its service before and after
+    environments: frozenset[str]  # its environment before and after
 
     @property
     def removed(self) -> bool:
@@ -46,7 +48,9 @@ def _change(inst: Instance, reason: str, membership: bool, before: Registration 
             removed: bool = False) -> Change:
     tags = frozenset(inst.reg.tags) if before is None else frozenset(inst.reg.tags) | frozenset(before.tags)
     services = frozenset((inst.reg.service,) if before is None else (inst.reg.service, before.service))
-    return Change(inst.id, reason, inst.revision, None if removed else inst.status, membership, tags, services)
+    environments = frozenset((inst.reg.environment,) if before is None else (inst.reg.environment, before.environment))
+    return Change(inst.id, reason, inst.revision, None if removed else inst.status, membership, tags, services,
+                  environments)
 
 
 class Registry:
@@ -55,6 +59,7 @@ class Registry:
         self.instances: dict[str, Instance] = {}
         self.tombstones: dict[str, tuple[int, float]] = {}  # id → (revision of its removal, wall time)
         self.by_service: dict[str, set[str]] = {}
+        self.by_environment: dict[str, set[str]] = {}
         self.catalogue = Catalogue()
         self.on_change = on_change
         self._deadlines: list[tuple[float, str]] = []  # (when, id): lazily checked lease deadlines
@@ -97,6 +102,7 @@ class Registry:
             self.tombstones.pop(reg.id, None)
             self.instances[reg.id] = inst
             self.by_service.setdefault(reg.service, set()).add(reg.id)
+            self.by_environment.setdefault(reg.environment, set()).add(reg.id)
             self.catalogue.add(reg.id, reg.tags)
             self._schedule(inst)
             out.append((inst, old is None))
@@ -282,6 +288,23 @@ class Registry:
             ids = self.by_service.get(service, ())
         return [self.instances[i] for i in sorted(ids)]
 
+    def tag_holders(self, selector: Selector = EVERYTHING) -> dict[Tag, set[str]]:
+        """Every tag with the ids of its instances that `selector` admits: the catalogue's live index (read,
+        do not keep) when it admits every instance, else a new map, made from the selected environment's
+        instances."""
+        environment = selector.environment
+        if selector.everything or (not selector.meta and len(self.by_environment.get(environment, ())) == len(
+                self.instances)):
+            return self.catalogue.holders
+        ids = self.instances.keys() if environment == ALL else self.by_environment.get(environment, ())
+        out: dict[Tag, set[str]] = {}
+        for iid in ids:
+            reg = self.instances[iid].reg
+            if selector.admits(reg):
+                for tag in reg.tags:
+                    out.setdefault(tag, set()).add(iid)
+        return out
+
     def counts_by_status(self) -> dict[str, int]:
         out = dict.fromkeys((UP, "blocked", "draining", CRITICAL), 0)
         for inst in self.instances.values():
@@ -291,11 +314,12 @@ class Registry:
     # -- internals ---------------------------------------------------------------------------------
     def _unindex(self, inst: Instance) -> None:
         self.catalogue.remove(inst.id, inst.reg.tags)
-        ids = self.by_service.get(inst.reg.service)
-        if ids is not None:
-            ids.discard(inst.id)
-            if not ids:
-                del self.by_service[inst.reg.service]
+        for index, key in ((self.by_service, inst.reg.service), (self.by_environment, inst.reg.environment)):
+            ids = index.get(key)
+            if ids is not None:
+                ids.discard(inst.id)
+                if not ids:
+                    del index[key]
 
     def _emit(self, changes: list[Change]) -> None:
         if changes and self.on_change is not None:

@@ -12,6 +12,8 @@ import pydantic
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
 
 from semreg.errors import BadRequest
+from semreg.selector import DEFAULT as DEFAULT_ENVIRONMENT
+from semreg.selector import environment_problem
 
 ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 InstanceId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
@@ -34,6 +36,16 @@ def _lower(value: Any) -> Any:
 MetaValue = Annotated[str, BeforeValidator(_as_text), StringConstraints(max_length=4096),
                       WithJsonSchema({"type": ["string", "number", "boolean"], "maxLength": 4096,
                                       "description": "numbers and booleans are kept as their JSON text"})]
+
+
+def _environment(name: str) -> str:
+    problem = environment_problem(name)
+    if problem is not None:
+        raise ValueError(problem)
+    return name
+
+
+EnvironmentName = Annotated[Name, pydantic.AfterValidator(_environment)]
 
 
 # Tags are checked by `semreg.terms.parse_tag`, which names the tag and the term at fault; the schema
@@ -78,6 +90,9 @@ class InstanceBody(BaseModel):
     check: Check | None = None
     meta: dict[Annotated[str, StringConstraints(min_length=1, max_length=128)], MetaValue] = Field(
         default_factory=dict, max_length=64)
+    environment: EnvironmentName = Field(default=DEFAULT_ENVIRONMENT, description=(
+        "the environment the instance serves in (dev, staging, prod, ...); it never answers for another"),
+        json_schema_extra={"not": {"const": "*"}})
 
 
 class BatchBody(BaseModel):
@@ -175,6 +190,7 @@ class TagView(BaseModel):
 class InstanceView(BaseModel):
     id: str
     service: str
+    environment: str
     address: str
     port: int
     scheme: str

@@ -32,6 +32,7 @@ from semreg.health import HealthChecker
 from semreg.instances import Instance, Registration
 from semreg.registry import Change, Registry
 from semreg.revisions import Revisions
+from semreg.selector import Selector
 from semreg.store import Store
 from semreg.terms import Tag
 
@@ -52,7 +53,7 @@ class Shard(Protocol):
 
     async def get(self, instance_id: str) -> Instance: ...
 
-    async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None]]: ...
+    async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None, str]]: ...
 
     async def instances(self, service: str | None) -> list[Instance]: ...
 
@@ -62,7 +63,7 @@ class Shard(Protocol):
 
     async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]: ...
 
-    async def tag_holders(self) -> dict[Tag, set[str]]: ...
+    async def tag_holders(self, selector: Selector) -> dict[Tag, set[str]]: ...
 
     async def names_term(self, iri: str) -> bool: ...
 
@@ -344,10 +345,12 @@ class LocalShard:
     async def instances(self, service: str | None) -> list[Instance]:
         return self.registry.of_service(service)
 
-    async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None]]:
-        """Of these instances, the ones held here: their revision and the token that registered them."""
+    async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None, str]]:
+        """Of these instances, the ones held here: their revision, the token that registered them and their
+        environment."""
         held = self.registry.instances
-        return {iid: (inst.revision, inst.reg.owner) for iid in ids if (inst := held.get(iid)) is not None}
+        return {iid: (inst.revision, inst.reg.owner, inst.reg.environment) for iid in ids
+                if (inst := held.get(iid)) is not None}
 
     async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part:
         return self.part(q)
@@ -364,9 +367,9 @@ class LocalShard:
     async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]:
         return self.registry.catalogue.expand(query, match)
 
-    async def tag_holders(self) -> dict[Tag, set[str]]:
-        """Every tag of this shard with the ids of its instances (the live index: read, do not keep)."""
-        return self.registry.catalogue.holders
+    async def tag_holders(self, selector: Selector) -> dict[Tag, set[str]]:
+        """Every tag of this shard with the ids of its instances the selector admits (read, do not keep)."""
+        return self.registry.tag_holders(selector)
 
     async def names_term(self, iri: str) -> bool:
         return any(iri in terms for terms in self.registry.catalogue.by_position)

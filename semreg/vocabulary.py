@@ -1,7 +1,7 @@
 """The registry vocabulary (https://w3id.org/semreg#, `sr:`): an instance as RDF.
 
-    ?i a sr:Instance ; sr:id ?id ; sr:service ?svc ; sr:address ?a ; sr:port ?port ; sr:scheme ?sch ;
-       sr:status ?st ; sr:weight ?w ; sr:capacity ?c ; sr:ttl ?ttl ; sr:deregisterAfter ?d ;
+    ?i a sr:Instance ; sr:id ?id ; sr:service ?svc ; sr:environment ?env ; sr:address ?a ; sr:port ?port ;
+       sr:scheme ?sch ; sr:status ?st ; sr:weight ?w ; sr:capacity ?c ; sr:ttl ?ttl ; sr:deregisterAfter ?d ;
        sr:registeredAt ?when ; sr:checkHttp ?url ; sr:checkTcp ?hostport ;
        sr:meta [ sr:key ?k ; sr:value ?v ] ; sr:tag ?t .
     ?t a rdf:Statement ; rdf:subject ?s ; rdf:predicate ?p ; rdf:object ?o .
@@ -16,7 +16,7 @@ from typing import Any
 from semreg.store import REGISTRY, instance_node
 from semreg.terms import RDF, SR, XSD
 
-TERMS = ("Instance", "id", "service", "address", "port", "scheme", "status", "weight", "capacity", "ttl",
+TERMS = ("Instance", "id", "service", "environment", "address", "port", "scheme", "status", "weight", "capacity", "ttl",
          "deregisterAfter", "registeredAt", "tag", "meta", "key", "value", "checkHttp", "checkTcp")
 
 
@@ -41,6 +41,7 @@ def instance_nquads(view: dict[str, Any]) -> str:
     lines = [f"{i} {a} {sr['Instance']} {g} .",
              f"{i} {sr['id']} {_literal(view['id'])} {g} .",
              f"{i} {sr['service']} {_literal(view['service'])} {g} .",
+             f"{i} {sr['environment']} {_literal(view['environment'])} {g} .",
              f"{i} {sr['address']} {_literal(view['address'])} {g} .",
              f"{i} {sr['port']} {_literal(view['port'], xi)} {g} .",
              f"{i} {sr['scheme']} {_literal(view['scheme'])} {g} .",

@@ -17,6 +17,8 @@ from semreg.balancer import priority_of
 from semreg.catalogue import Match
 from semreg.instances import Instance
 from semreg.registry import Change
+from semreg.selector import DEFAULT as DEFAULT_ENVIRONMENT
+from semreg.selector import Selector
 from semreg.terms import Tag
 
 
@@ -41,6 +43,7 @@ class RemoteReg:
     meta: dict[str, str]
     owner: str | None = None
     ttl_s: float = 0.0
+    environment: str = DEFAULT_ENVIRONMENT
 
 
 class RemoteMember:
@@ -84,7 +87,7 @@ class RemoteMember:
             v = self.view
             self._reg = RemoteReg(v["id"], v["service"], v["address"], int(v["port"]), v.get("scheme", "http"),
                                   int(v.get("weight", 1)), v.get("capacity"), dict(v.get("meta") or {}), self.owner,
-                                  float(v.get("ttl") or 0))
+                                  float(v.get("ttl") or 0), v.get("environment") or DEFAULT_ENVIRONMENT)
         return self._reg
 
     @property
@@ -108,12 +111,13 @@ class RemoteMember:
 
 def query_json(q: discovery.DiscoverQuery) -> dict[str, Any]:
     return {"tag": list(q.tag), "match": sorted(q.match), "service": q.service, "any_status": q.any_status,
-            "tags": q.tags}
+            "tags": q.tags, "selector": q.selector.as_json(), "report_excluded": q.report_excluded}
 
 
 def query_from_json(data: dict[str, Any]) -> discovery.DiscoverQuery:
     return discovery.DiscoverQuery(Tag(*data["tag"]), frozenset(data["match"]), data.get("service"),
-                                   bool(data.get("any_status")), None, bool(data.get("tags")))
+                                   bool(data.get("any_status")), None, bool(data.get("tags")),
+                                   Selector.from_json(data.get("selector")), bool(data.get("report_excluded")))
 
 
 def holders_bytes(tags: list[Tag], found: dict[Tag, list[Instance]], with_tags: bool) -> bytes:
@@ -164,7 +168,7 @@ def part_bytes(part: discovery.Part, tags: bool) -> bytes:
         in_matches.add(tag)
         matches.append([*tag, degree, distance, refs])
     head = {"matches": matches, "members": members,
-            "matched_only": [list(t) for t in part.matched_tags if t not in in_matches]}
+            "matched_only": [list(t) for t in part.matched_tags if t not in in_matches], "excluded": part.excluded}
     return b"\n".join([orjson.dumps(head), *views])
 
 
@@ -180,17 +184,21 @@ def part_from_bytes(data: bytes, tags: bool) -> discovery.Part:
         matched.append(tag)
         matches.append(((tag, degree, distance), [members[i] for i in refs]))
     matched += [Tag(*t) for t in head["matched_only"]]
-    return discovery.Part(matches, frozenset(matched))
+    return discovery.Part(matches, frozenset(matched), {str(i): int(r) for i, r in head.get("excluded", {}).items()})
 
 
 def change_json(c: Change) -> list[Any]:
-    return [c.id, c.reason, c.revision, c.status, c.membership, [list(t) for t in c.tags], sorted(c.services)]
+    return [c.id, c.reason, c.revision, c.status, c.membership, [list(t) for t in c.tags], sorted(c.services),
+            sorted(c.environments)]
+
+
+CHANGE_FIELDS = 8  # what follows them in a logged change is the copy
 
 
 def change_from_json(data: list[Any]) -> Change:
-    iid, reason, revision, status, membership, tags, services = data[:7]
+    iid, reason, revision, status, membership, tags, services, environments = data[:CHANGE_FIELDS]
     return Change(iid, reason, int(revision), status, bool(membership), frozenset(Tag(*t) for t in tags),
-                  frozenset(services))
+                  frozenset(services), frozenset(environments))
 
 
 Copy = tuple[dict[str, Any], int, int]  # an instance's view (with tags), revision, state version
@@ -208,5 +216,5 @@ def logged_change_bytes(c: Change, inst: Instance | None) -> bytes:
 
 
 def logged_change_from_json(data: list[Any]) -> tuple[Change, Copy | None]:
-    copy = data[7] if len(data) > 7 else None
+    copy = data[CHANGE_FIELDS] if len(data) > CHANGE_FIELDS else None
     return change_from_json(data), (None if copy is None else (copy[2], int(copy[0]), int(copy[1])))

@@ -9,7 +9,7 @@ from semreg.registry import Change
 
 
 def change(n: int) -> Change:
-    return Change(f"i{n}", "registered", n, "up", True, frozenset(), frozenset({"svc"}))
+    return Change(f"i{n}", "registered", n, "up", True, frozenset(), frozenset({"svc"}), frozenset({"default"}))
 
 
 def test_a_follower_gets_what_came_after_its_cursor_and_a_reset_when_that_is_gone():

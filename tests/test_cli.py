@@ -97,6 +97,23 @@ def test_register_instances_heartbeat_deregister(srv, http):
     assert http.get(f"/v1/instances/{iid}").status_code == 404
 
 
+def test_environment_from_the_flag_or_semreg_environment(srv):
+    iid, service = uid("staged"), uid("svc")
+    q = ["discover", "ex:Obra", "ex:temUmGenero", "ex:Terror", "--service", service, "--json"]
+    view = js(semreg("register", "--id", iid, "--service", service, "--address", "127.0.0.1", "--port", "9301",
+                     "--tag", "ex:Livro ex:temUmGenero ex:Terror", "--ttl", "0", "--environment", "staging", "--json",
+                     url=srv.url))
+    assert view["environment"] == "staging"
+    staging = {"SEMREG_ENVIRONMENT": "staging"}
+    assert [i["id"] for i in js(semreg(*q, url=srv.url, env=staging))["instances"]] == [iid]
+    assert js(semreg(*q, url=srv.url))["instances"] == []  # the registry's default environment
+    assert [i["id"] for i in js(semreg(*q, "--environment", "*", url=srv.url, env=staging))["instances"]] == [iid]
+    assert [i["id"] for i in js(semreg("instances", "--service", service, "--json", url=srv.url, env=staging))] == [iid]
+    assert ok(semreg("route", "ex:Obra", "ex:temUmGenero", "ex:Terror", "--service", service, url=srv.url,
+                     env=staging)).stdout.strip() == "http://127.0.0.1:9301"
+    assert ok(semreg("deregister", iid, url=srv.url)).returncode == 0
+
+
 @pytest.mark.parametrize("args", [["deregister", "nobody-here"], ["heartbeat", "nobody-here"],
                                   ["instances", "nobody-here"], ["concept", "ex:Nothing"],
                                   ["ontology", "get", "nothing"], ["ontology", "delete", "nothing"]])

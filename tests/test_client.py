@@ -370,6 +370,43 @@ def test_bearer_token_and_query_parameters():
     assert dict(request.url.params) == {"s": "ex:Obra", "match": "exact,broader", "limit": "3"}
 
 
+def test_the_clients_environment_goes_with_every_call_unless_a_call_names_another():
+    answers = {"/v1/instances": [], "/v1/tags": {"tags": []}, "/v1/discover/tags": {"peers": {}},
+               "/v1/discover": {"query": {}, "matches": [], "instances": []}}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/route":
+            return httpx.Response(307, headers={"Location": "http://10.0.0.1:80/x", "X-Semreg-Instance": "i"})
+        if request.method == "PUT":
+            return httpx.Response(201, json=json.loads(request.content))
+        return ok(answers[request.url.path])(request)
+
+    mock = Mock({"a": answer})
+    client, _, _ = mock_client(mock, "http://a:1", environment="staging", cache_ttl_s=0)
+    client.discover("ex:Obra", meta={"zone": "eu"})
+    client.route("ex:Obra", meta={"zone": "eu", "tier": "gold"})
+    client.instances(environment="*")
+    client.tags()
+    client.discover_tags(["ex:Obra"], meta={"zone": "eu"})
+    watch = client.watch("ex:Obra", environment="prod")
+    next(watch)
+    watch.close()
+    assert client.put_instance("i", {"service": "s", "address": "h", "port": 1})["environment"] == "staging"
+    assert client.put_instance("j", {"service": "s", "address": "h", "port": 1, "environment": "dev"}
+                               )["environment"] == "dev"
+    params = [(r.url.path, {k: v for k, v in r.url.params.items() if k in ("environment", "meta.zone", "meta.tier")})
+              for r in mock.requests if r.method != "PUT"]
+    assert params == [("/v1/discover", {"environment": "staging", "meta.zone": "eu"}),
+                      ("/v1/route", {"environment": "staging", "meta.zone": "eu", "meta.tier": "gold"}),
+                      ("/v1/instances", {"environment": "*"}), ("/v1/tags", {"environment": "staging"}),
+                      ("/v1/discover/tags", {"environment": "staging", "meta.zone": "eu"}),
+                      ("/v1/discover", {"environment": "prod"})]
+    plain, _, _ = mock_client(mock, "http://a:1")
+    mock.requests.clear()
+    plain.tags()
+    assert "environment" not in mock.requests[0].url.params  # the registry's default
+
+
 def test_discover_cache_is_fresh_then_refreshed_then_served_stale():
     body = {"query": {}, "matches": [], "instances": [{"id": "i1"}]}
     mock = Mock({"a": ok(body)})
@@ -494,6 +531,24 @@ def test_discover_route_and_watch(client, srv):
         watch.close()
         assert sorted(v["id"] for v in changed["instances"]) == sorted([reg.id, second])
         client.deregister(second)
+
+
+def test_a_client_in_an_environment_registers_and_finds_there_only(srv):
+    q = ("ex:Obra", "ex:temUmGenero", "ex:Terror")
+    service = uid("staged")
+    with Client(srv.url, cache_ttl_s=0, environment="staging") as staging, Client(srv.url, cache_ttl_s=0) as plain, \
+            staging.register(uid("s"), service=service, address="127.0.0.1", port=9201, meta={"zone": "eu"},
+                             tags=["ex:Filme ex:temUmGenero ex:Terror"], ttl=30) as reg:
+        assert reg.instance["environment"] == "staging"
+        assert [v["id"] for v in staging.discover(*q, service=service)["instances"]] == [reg.id]
+        assert plain.discover(*q, service=service)["instances"] == []
+        assert [v["id"] for v in plain.discover(*q, service=service, environment="*")["instances"]] == [reg.id]
+        assert staging.discover(*q, service=service, meta={"zone": "us"})["instances"] == []
+        assert staging.route(*q, service=service, meta={"zone": "eu"}).instance_id == reg.id
+        with pytest.raises(NoInstanceAvailable):
+            plain.route(*q, service=service)
+        assert [v["id"] for v in staging.instances(service=service)] == [reg.id]
+        assert plain.instances(service=service) == []
 
 
 def test_watch_yields_only_changed_results_over_a_long_poll_that_timed_out():

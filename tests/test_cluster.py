@@ -28,6 +28,13 @@ QUERIES = [{"s": "ex:Obra", "p": "ex:temUmGenero", "o": "ex:Terror"},
            {"s": "ex:Livro", "match": "all", "service": "svc3"},
            {"s": "ex:Obra", "p": "ex:temUmGenero", "tags": "false"},
            {"s": "ex:Obra", "p": "a", "o": "ex:Filme", "status": "any"}]
+ENVIRONMENTS = ("default", "default", "staging", "prod")  # of instance n: ENVIRONMENTS[n % 4], in `load`
+# reads narrowed by environment and metadata (`load` moves some instances between environments)
+NARROWED = [{"s": "ex:Obra", "p": "ex:temUmGenero", "o": "ex:Genero", "match": "all", "environment": "staging"},
+            {"s": "ex:Obra", "p": "ex:temUmGenero", "environment": "prod", "meta.zone": "b", "limit": "7"},
+            {"s": "ex:Obra", "p": "ex:temUmGenero", "o": "ex:Terror", "environment": "*", "meta.zone": "a",
+             "status": "any"},
+            {"s": "ex:Obra", "p": "a", "o": "ex:Livro", "environment": "staging", "limit": "3"}]
 
 
 def body(n: int, **kw: Any) -> dict[str, Any]:
@@ -104,9 +111,13 @@ def owned_by(ids: list[str], members: list[str], member: str, k: int = 2) -> lis
 
 
 def load(client: Any) -> None:
-    """The same data through any client: 300 instances in one batch, some deregistered, some drained, loads."""
-    r = client.post("/v1/instances/batch", json={"instances": [body(n) for n in range(300)]})
+    """The same data through any client: 300 instances in one batch over three environments, some moved from
+    prod to staging, some deregistered, some drained, loads."""
+    r = client.post("/v1/instances/batch", json={"instances": [body(n, environment=ENVIRONMENTS[n % 4])
+                                                               for n in range(300)]})
     assert r.status_code == 200, r.text
+    for n in range(3, 300, 40):  # prod to staging: each a replacement, with a new revision
+        assert client.put(f"/v1/instances/i{n:04d}", json=body(n, environment="staging")).status_code == 200
     for n in range(0, 300, 50):
         assert client.delete(f"/v1/instances/i{n:04d}").status_code == 204
     for n in (n for n in range(1, 300, 37) if n % 50):
@@ -123,14 +134,23 @@ def answers(client: Any) -> dict[str, Any]:
         r = client.get("/v1/discover", params=q)
         assert r.status_code == 200, r.text
         out[f"discover{n}"] = r.json()
+    for n, q in enumerate(NARROWED):
+        r = client.get("/v1/discover", params=q)
+        assert r.status_code == 200, r.text
+        out[f"narrowed{n}"] = r.json()
     out["tags"] = client.get("/v1/tags").json()
+    out["tags-staging"] = client.get("/v1/tags", params={"environment": "staging", "meta.zone": "c"}).json()
     out["instances"] = client.get("/v1/instances").json()
+    out["instances-all"] = client.get("/v1/instances", params={"environment": "*"}).json()
+    out["instances-prod-a"] = client.get("/v1/instances", params={"environment": "prod", "meta.zone": "a"}).json()
     out["instances-svc3"] = client.get("/v1/instances", params={"service": "svc3"}).json()
     out["instance"] = client.get("/v1/instances/i0007").json()
     out["gone"] = client.get("/v1/instances/i0050").status_code
     lookup = {"tags": ["ex:Livro ex:temUmGenero ex:Terror", {"s": "ex:Filme"}, "ex:Romance ex:temUmGenero ex:Drama"]}
     out["discover-tags"] = client.post("/v1/discover/tags", json=lookup).json()
     out["discover-tags-bare"] = client.post("/v1/discover/tags?tags=false", json=lookup).json()
+    out["discover-tags-staging"] = client.post("/v1/discover/tags", params={"environment": "staging"}, json={
+        "tags": ["ex:Livro ex:temUmGenero ex:Terror", "ex:Romance ex:temUmGenero ex:Drama"]}).json()
     out["expand"] = client.get("/v1/expand", params=QUERIES[1]).json()
     return normal(out)
 
@@ -163,9 +183,18 @@ def test_three_nodes_converge_on_one_checksum_and_answer_as_one_node_would(ring:
         # routes through each node for instances no other node routes to: a node counts the routes it
         # hands out itself until the next load report (README: Cluster)
         route_queries = [{"s": "ex:Obra", "p": "ex:temUmGenero", "o": f"ex:{genre}", **extra}
-                         for genre, extra in (("Terror", {}), ("Comedia", {"policy": "round-robin"}), ("Drama", {}))]
+                         for genre, extra in (("Terror", {"environment": "staging"}),
+                                              ("Comedia", {"policy": "round-robin"}),
+                                              ("Drama", {"environment": "prod", "meta.zone": "c"}))]
         expected_routes = [routes(alone, q, 4) for q in route_queries]
-    assert len(expected["instances"]) == 294 and expected["gone"] == 404
+    assert len(expected["instances-all"]) == 294 and expected["gone"] == 404
+    assert {i["environment"] for i in expected["instances"]} == {"default"} and len(expected["instances"]) == 147
+    assert all(expected[f"narrowed{n}"]["instances"] for n in range(len(NARROWED)))
+    assert expected["tags-staging"]["tags"] and expected["instances-prod-a"]
+    assert any(expected["discover-tags-staging"]["peers"].values())
+    staging = {i["id"] for i in expected["narrowed0"]["instances"]}
+    assert staging and all(int(i[1:]) % 4 == 2 or int(i[1:]) % 40 == 3 for i in staging)
+    assert all(int(i[1:]) % 4 == 2 or int(i[1:]) % 40 == 3 for i in expected_routes[0])
     for node in (a, b, c):
         with node.client() as client:
             got = answers(client)
@@ -205,12 +234,12 @@ def test_node_to_node_requests_need_the_cluster_secret(ring: LocalCluster) -> No
 def test_a_watch_on_one_node_wakes_for_a_change_made_through_another(ring: LocalCluster) -> None:
     a, b, _ = ring.nodes
     upload(a)
-    q = {"s": "ex:Obra", "p": "ex:temUmGenero", "o": "ex:Terror"}
+    q = {"s": "ex:Obra", "p": "ex:temUmGenero", "o": "ex:Terror", "environment": "staging"}
     first = httpx.get(a.url + "/v1/discover", params=q)
     index = int(first.headers["X-Semreg-Index"])
     assert first.json()["instances"] == []
-    # an instance A does not hold: the change reaches A only through its follower of B's owners
-    iid = next(i for i in (f"w{n}" for n in range(100)) if "n1" not in Ring(["n1", "n2", "n3"]).owners(i, 2))
+    # instances A does not hold: their changes reach A only through its follower of B's owners
+    iid, in_prod = [i for i in (f"w{n}" for n in range(100)) if "n1" not in Ring(["n1", "n2", "n3"]).owners(i, 2)][:2]
     answer: dict[str, Any] = {}
 
     def watch() -> None:
@@ -221,7 +250,9 @@ def test_a_watch_on_one_node_wakes_for_a_change_made_through_another(ring: Local
     wait_for(lambda: metric(a, "semreg_watches") >= 1, 10, "the watch to be held")
     irrelevant = {**body(1), "id": "w-irrelevant", "tags": ["ex:Pintura ex:temUmGenero ex:Drama"]}
     assert httpx.put(b.url + "/v1/instances/w-irrelevant", json=irrelevant).status_code == 201
-    relevant = {**body(0), "id": iid, "tags": ["ex:Livro ex:temUmGenero ex:Terror"]}
+    same_in_prod = {**body(0), "id": in_prod, "tags": ["ex:Livro ex:temUmGenero ex:Terror"], "environment": "prod"}
+    assert httpx.put(b.url + f"/v1/instances/{in_prod}", json=same_in_prod).status_code == 201
+    relevant = {**body(0), "id": iid, "tags": ["ex:Livro ex:temUmGenero ex:Terror"], "environment": "staging"}
     assert httpx.put(b.url + f"/v1/instances/{iid}", json=relevant).status_code == 201
     waiting.join(30)
     assert not waiting.is_alive()

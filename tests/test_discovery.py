@@ -3,6 +3,7 @@ shards (with copies on several) answer exactly as one shard holding them all."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import orjson
 import pyoxigraph as ox
@@ -17,6 +18,7 @@ from semreg.instances import Registration
 from semreg.matching import DEFAULT_MATCH, DEGREES
 from semreg.reasoner import build_hierarchy, compute_closure
 from semreg.registry import Registry
+from semreg.selector import Selector, parse_selector
 from semreg.terms import ANY, Tag
 
 EX = "http://ex.org/"
@@ -167,3 +169,68 @@ def test_parts_over_the_wire_answer_as_local_ones(hierarchy, instances, shards, 
     assert discovery.body(remote) == discovery.body(local)
     assert discovery.signature(remote) == discovery.signature(local)
     assert remote.matched_tags == local.matched_tags
+
+
+ENVS = ["default", "staging", "prod"]
+
+
+def asked_of_many(q: DiscoverQuery, *registries: Registry) -> discovery.DiscoverResult:
+    """What a coordinator of several shards answers: each asked `shard_query(q)` over the wire, merged."""
+    asked = discovery.shard_query(q)
+    return discovery.merge(q, [wired(asked, r) for r in registries], widened=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(instances=st.lists(st.tuples(st.lists(tags, min_size=1, max_size=3), st.sampled_from(ENVS),
+                                    st.sampled_from(["eu", "us"])), min_size=1, max_size=12),
+       shards=st.integers(1, 4), copies=st.integers(1, 3), seed=st.integers(0, 2**32), query=tags,
+       environment=st.sampled_from([*ENVS, "*"]), zone=st.sampled_from([None, "eu", "us"]),
+       limit=st.one_of(st.none(), st.integers(1, 6)), drained=st.sets(st.integers(0, 11)))
+def test_a_selector_over_any_partition_answers_as_one_shard(hierarchy, instances, shards, copies, seed, query,
+                                                            environment, zone, limit, drained):
+    regs = [Registration(id=f"i{n}", service="svc", address="10.0.0.1", port=80, environment=env, meta={"zone": z},
+                         tags=tuple(Tag(*x) for x in t)) for n, (t, env, z) in enumerate(instances)]
+    rng = random.Random(seed)
+    parts: list[list[Registration]] = [[] for _ in range(shards)]
+    for r in regs:
+        for k in rng.sample(range(shards), min(copies, shards)):
+            parts[k].append(r)
+    selector = parse_selector(environment, [("zone", zone)] if zone else [])
+    q = DiscoverQuery(Tag(*query), DEFAULT_MATCH | {"broader"}, limit=limit, selector=selector)
+    whole = registry(hierarchy, regs)
+    split = [registry(hierarchy, p) for p in parts]
+    for n in drained & set(range(len(regs))):  # drained on every copy alike
+        for r in [whole, *split]:
+            if f"i{n}" in r.instances:
+                r.heartbeat(f"i{n}", status="draining")
+    one = resolve(q, whole)
+    assert all(selector.admits(i.reg) and i.status == "up" for i in one.members)
+    many = asked_of_many(q, *split)
+    assert answer(many) == answer(one)
+    assert discovery.body(many) == discovery.body(one)
+
+
+def test_a_stale_copy_of_an_instance_that_moved_environment_never_answers_for_the_old_one(hierarchy):
+    tag = (EX + "Livro", EX + "temGenero", EX + "Terror")
+    before = Registration(id="livros", service="svc", address="10.0.0.1", port=80, environment="staging",
+                          tags=(Tag(*tag),))
+    stale = registry(hierarchy, [before], [4])  # an owner that missed the move
+    moved = registry(hierarchy, [replace(before, environment="prod")], [5])
+    q = DiscoverQuery(QUERY, DEFAULT_MATCH, selector=Selector("staging"))
+    assert answer(asked_of_many(q, stale, moved))[1] == []
+    assert answer(asked_of_many(replace(q, selector=Selector("prod")), stale, moved))[1] == ["livros"]
+    # asked without the instances the selector left out, the stale copy would have been the only one
+    assert answer(discovery.merge(q, [wired(q, stale), wired(q, moved)]))[1] == ["livros"]
+    # and back: the newer copy in staging answers, the older one in prod does not hide it
+    back = registry(hierarchy, [before], [6])
+    assert answer(asked_of_many(q, moved, back))[1] == ["livros"]
+
+
+def test_one_part_of_a_widened_question_is_filtered_too(hierarchy):
+    """A ring whose other members did not answer: the one part there answers what several are asked."""
+    r = registry(hierarchy, CASE + [Registration(id="elsewhere", service="svc", address="h", port=1,
+                                                 environment="prod", tags=CASE[0].tags)])
+    r.heartbeat("filmes", status="draining")
+    q = DiscoverQuery(QUERY, DEFAULT_MATCH)
+    assert answer(asked_of_many(q, r)) == answer(resolve(q, r))
+    assert answer(asked_of_many(q, r))[1] == ["livros", "romances"]

@@ -88,6 +88,21 @@ def test_expiry_at_the_ttl_then_deletion_after_deregister_after(srv, api):
     assert api.put("/v1/instances/short/heartbeat", json={}).status_code == 404  # the client re-registers
 
 
+def test_an_instance_expired_and_deleted_by_one_timer_leaves_every_follower(srv, api):
+    """With deregister_after within the ttl, one timer expires an instance and deletes it: both changes
+    reach everything that follows them (the SPARQL replica, the watches), in order."""
+    put(api, "brief", ttl=5, deregister_after=2, service="brief")
+    index = api.get("/v1/instances", params={"service": "brief"}).headers["x-semreg-index"]
+    watch = api.submit("GET", "/v1/instances", params={"service": "brief", "index": index, "wait": "60s"})
+    srv.settle()
+    srv.advance(5)
+    assert api.get("/v1/instances/brief").status_code == 404
+    assert watch.result(10).json() == []
+    ask = api.get("/sparql", params={"query": "ASK { <urn:semreg:instance:brief> ?p ?o }"},
+                  headers={"Accept": "application/sparql-results+json"})
+    assert ask.json()["boolean"] is False
+
+
 def test_heartbeats_keep_an_instance_up_and_a_late_one_brings_it_back(srv, api):
     put(api, "beating", ttl=2, deregister_after=60)
     for _ in range(10):

@@ -20,22 +20,24 @@ def test_restart_keeps_everything(start_server, tmp_path):
         assert c.put("/v1/instances/i0", json={**batch[0], "port": 1, "tags": ["ex:Filme"]}).status_code == 200
         assert c.put("/v1/instances/i1/heartbeat", json={"status": "draining"}).status_code == 200
         assert c.delete("/v1/instances/i2").status_code == 204
+        assert c.put("/v1/instances/i3", json={**batch[3], "environment": "staging"}).status_code == 200
         leased = c.put("/v1/instances/leased", json={"service": "l", "address": "h", "port": 1, "ttl": 5}).json()
-        before = {i["id"]: i for i in c.get("/v1/instances").json()}
+        before = {i["id"]: i for i in c.get("/v1/instances", params={"environment": "*"}).json()}
     assert srv.stop() == 0
 
     srv = start_server(data_dir=data)
     with srv.client() as c:
-        after = {i["id"]: i for i in c.get("/v1/instances").json()}
+        after = {i["id"]: i for i in c.get("/v1/instances", params={"environment": "*"}).json()}
         assert after.keys() == before.keys() and len(after) == 200
         assert after["i0"]["port"] == 1 and after["i0"]["tags"] == [{"s": EX + "Filme", "p": "https://w3id.org/semreg#Any",
                                                                      "o": "https://w3id.org/semreg#Any"}]
         assert after["i1"]["status"] == "draining"
+        assert after["i3"]["environment"] == "staging" and after["i4"]["environment"] == "default"
         assert after["leased"]["expires_at"] > leased["expires_at"]  # one fresh ttl on restore
         assert [o["name"] for o in c.get("/v1/ontologies").json()] == ["obras"]
         assert c.get("/v1/prefixes").json()["k"] == "http://example.org/k#"
         body = c.get("/v1/discover", params={"s": "ex:Obra", "p": "ex:temUmGenero", "o": "ex:Terror"}).json()
-        assert len(body["instances"]) == 197  # i0 changed its tags, i1 is draining, i2 is gone
+        assert len(body["instances"]) == 196  # i0 changed its tags, i1 is draining, i2 is gone, i3 is in staging
         q = ("PREFIX sr: <https://w3id.org/semreg#> SELECT (COUNT(?i) AS ?n) WHERE { ?i a sr:Instance }")
         r = c.get("/sparql", params={"query": q}, headers={"Accept": "application/sparql-results+json"})
         assert r.status_code == 200, r.text  # the SPARQL replica holds the restored registry

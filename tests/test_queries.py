@@ -23,6 +23,8 @@ def api(app_server):
             service = "books" if iid in ("livros", "romances") else iid
             assert c.put(f"/v1/instances/{iid}", json={"service": service, "address": "10.0.0.1", "port": 80,
                                                        "tags": tags, "ttl": 0, "meta": {"k": "v"}}).status_code == 201
+        assert c.put("/v1/instances/payments-staging", json={"service": "payments", "address": "10.0.0.9", "port": 80,
+                                                             "ttl": 0, "environment": "staging"}).status_code == 201
         yield c
 
 
@@ -49,6 +51,12 @@ def test_discover_by_meaning_agrees_with_the_api(api):
     assert sparql == sorted(i["id"] for i in body["instances"]) == ["filmes", "livros", "romances"]
 
 
+def test_instances_by_environment(api):
+    assert select(api, "instances-by-environment.rq") == [
+        {"environment": "default", "status": "up", "instances": "5"},
+        {"environment": "staging", "status": "up", "instances": "1"}]
+
+
 def test_subclasses_closure_includes_entailed_ones(api):
     assert [row["class"] for row in select(api, "subclasses-closure.rq")] == [
         EX + "Filme", EX + "Livro", EX + "Pintura", EX + "Romance"]
@@ -68,7 +76,7 @@ def test_replacing_an_instance_leaves_only_its_new_rdf(api):
     q2 = ("PREFIX sr: <https://w3id.org/semreg#> SELECT ?a WHERE { <urn:semreg:instance:livros> sr:address ?a }")
     assert [b["a"]["value"] for b in api.get("/sparql", params={"query": q2}, headers=JSON).json()["results"]["bindings"]] \
         == ["10.0.0.2"]
-    assert int(n) == 12  # 11 fields and one tag link; the old tags, meta and address are gone
+    assert int(n) == 13  # 12 fields and one tag link; the old tags, meta and address are gone
     assert api.delete("/v1/instances/livros").status_code == 204
     q3 = ("ASK { GRAPH <urn:semreg:registry> { <urn:semreg:instance:livros> ?p ?o } }")
     assert api.get("/sparql", params={"query": q3}, headers=JSON).json()["boolean"] is False
@@ -77,7 +85,7 @@ def test_replacing_an_instance_leaves_only_its_new_rdf(api):
 def test_every_query_file_is_tested():
     names = {p.name for p in Path(QUERIES).iterdir()}
     tested = {"instances-by-service.rq", "tags-of-instances.rq", "discover-by-meaning.rq", "subclasses-closure.rq",
-              "ontologies.rq", "delete-instance.ru"}
+              "ontologies.rq", "delete-instance.ru", "instances-by-environment.rq"}
     assert names == tested
 
 

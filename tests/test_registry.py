@@ -97,19 +97,21 @@ def test_admin_status_and_checks(registry):
 def test_replace_keeps_registration_time_and_reindexes(registry, clock):
     registry.put(reg())
     clock.advance(4)
-    inst, created = registry.put(Registration(id="a", service="other", address="h", port=1, tags=(Tag("http://x/B"),)))
+    inst, created = registry.put(Registration(id="a", service="other", address="h", port=1, tags=(Tag("http://x/B"),),
+                                              environment="staging"))
     assert not created and inst.registered_at == 0 and inst.revision == 2
     assert set(registry.catalogue.holders) == {Tag("http://x/B")}
-    assert registry.by_service == {"other": {"a"}}
+    assert registry.by_service == {"other": {"a"}} and registry.by_environment == {"staging": {"a"}}
     change = registry.changes[-1]
     assert change.reason == "replaced" and change.tags == {T, Tag("http://x/B")} and change.services == {"svc", "other"}
+    assert change.environments == {"default", "staging"}
 
 
 def test_changes_are_plain_values_that_cross_a_process(registry):
     registry.put(reg())
     registry.delete("a")
     registered, deregistered = registry.changes
-    assert registered == Change("a", "registered", 1, UP, True, frozenset({T}), frozenset({"svc"}))
+    assert registered == Change("a", "registered", 1, UP, True, frozenset({T}), frozenset({"svc"}), frozenset({"default"}))
     assert deregistered.removed and deregistered.reason == "deregistered"
     assert pickle.loads(pickle.dumps(registry.changes)) == registry.changes
 

@@ -7,7 +7,8 @@ import pyoxigraph as ox
 from semreg.store import REGISTRY
 from semreg.vocabulary import instance_nquads
 
-VIEW = {"id": "svc-1.a:b", "service": 'say "hi" \\ then\nnewline', "address": "10.0.0.1", "port": 8080,
+VIEW = {"id": "svc-1.a:b", "service": 'say "hi" \\ then\nnewline', "environment": "staging",
+        "address": "10.0.0.1", "port": 8080,
         "scheme": "http", "status": "draining", "weight": 5, "capacity": 10, "ttl": 30.0, "deregister_after": 90.0,
         "registered_at": "2026-12-01T00:00:00Z", "check": {"http": "http://10.0.0.1:8080/health"},
         "meta": {"zone": "é\r"}, "tags": [{"s": "http://ex.org/Livro", "p": "http://ex.org/temUmGenero",
@@ -18,7 +19,7 @@ EXPECTED = """
 @prefix sr: <https://w3id.org/semreg#> . @prefix rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> .
 @prefix xsd: <http://www.w3.org/2001/XMLSchema#> . @prefix ex: <http://ex.org/> .
 <urn:semreg:instance:svc-1.a:b> a sr:Instance ; sr:id "svc-1.a:b" ; sr:service "say \\"hi\\" \\\\ then\\nnewline" ;
-  sr:address "10.0.0.1" ; sr:port "8080"^^xsd:integer ; sr:scheme "http" ; sr:status "draining" ;
+  sr:environment "staging" ; sr:address "10.0.0.1" ; sr:port "8080"^^xsd:integer ; sr:scheme "http" ; sr:status "draining" ;
   sr:weight "5"^^xsd:integer ; sr:capacity "10"^^xsd:integer ; sr:ttl "30.0"^^xsd:decimal ;
   sr:deregisterAfter "90.0"^^xsd:decimal ; sr:registeredAt "2026-12-01T00:00:00Z"^^xsd:dateTime ;
   sr:checkHttp "http://10.0.0.1:8080/health" ; sr:meta [ sr:key "zone" ; sr:value "é\\r" ] ;

@@ -1,7 +1,8 @@
 """Client sub-commands against a running registry: register, deregister, heartbeat, instances,
 discover, route, watch, tags, expand, concept. (`ontology` and `sparql` live in their own modules.)
 
-Every command takes `--url` (SEMREG_URL), `--token` (SEMREG_TOKEN), `--timeout` and `--json`.
+Every command takes `--url` (SEMREG_URL), `--token` (SEMREG_TOKEN), `--environment` (SEMREG_ENVIRONMENT),
+`--timeout` and `--json`.
 """
 from __future__ import annotations
 
@@ -38,8 +39,8 @@ MATCH_HELP = "degrees to accept: a comma list of exact, narrower, broader, overl
 
 
 def registry_options(target: Any, env: Mapping[str, str], defaults: bool) -> None:
-    """`--url`, `--token`, `--timeout` and `--json`, which every client command takes on either side of its
-    name (`semreg --url U discover ...` or `semreg discover ... --url U`). The top-level parser holds the
+    """`--url`, `--token`, `--environment`, `--timeout` and `--json`, which every client command takes on
+    either side of its name (`semreg --url U discover ...` or `semreg discover ... --url U`). The top-level parser holds the
     defaults; a command's own copies hold none (`SUPPRESS`), or they would overwrite what was given before
     the command's name."""
     url, timeout = env.get("SEMREG_URL", DEFAULT_URL), env.get("SEMREG_TIMEOUT", "10")
@@ -50,6 +51,9 @@ def registry_options(target: Any, env: Mapping[str, str], defaults: bool) -> Non
     target.add_argument("--url", default=default(url), metavar="URL[,URL...]",
                         help=f"registry URL(s), tried in turn (env SEMREG_URL; default {url})")
     target.add_argument("--token", default=default(env.get("SEMREG_TOKEN")), help="bearer token (env SEMREG_TOKEN)")
+    target.add_argument("--environment", default=default(env.get("SEMREG_ENVIRONMENT") or None), metavar="NAME",
+                        help="register in and read this environment; '*' reads every one (env SEMREG_ENVIRONMENT; "
+                             "default: the registry's, 'default')")
     # kept as text until a client command runs (`client_for`), so a bad SEMREG_TIMEOUT cannot break `serve`
     target.add_argument("--timeout", default=default(timeout), metavar="S",
                         help=f"seconds per request (env SEMREG_TIMEOUT; default {timeout})")
@@ -80,7 +84,7 @@ def client_for(args: argparse.Namespace) -> Client:
     except ValueError:
         raise UsageError(f"--timeout (or SEMREG_TIMEOUT) takes seconds, not '{args.timeout}'.") from None
     try:
-        return Client(args.url, token=args.token, timeout_s=timeout_s, cache_ttl_s=0)
+        return Client(args.url, token=args.token, timeout_s=timeout_s, cache_ttl_s=0, environment=args.environment)
     except ValueError as exc:
         raise UsageError(f"--url: {exc}") from None
 

@@ -72,20 +72,21 @@ class AsyncClient(ClientBase):
     def register(self, id: str, service: str, address: str, port: int, tags: Iterable[Any] = (), ttl: float = 30,
                  weight: int = 1, capacity: int | None = None, meta: Mapping[str, str] | None = None,
                  check: Mapping[str, Any] | None = None, scheme: str = "http", deregister_after: float | None = None,
-                 load: LoadFn | None = None) -> AsyncRegistration:
+                 load: LoadFn | None = None, environment: str | None = None) -> AsyncRegistration:
         """An `AsyncRegistration`: registers on `async with` (or `await`), heartbeats every ttl/3 in a
         task, deregisters on exit. `load` may be a plain or a coroutine function."""
         body = instance_body(service, address, port, tags, ttl, weight, capacity, meta, check, scheme,
-                             deregister_after)
+                             deregister_after, environment)
         return AsyncRegistration(self, id, body, load)
 
     async def watch(self, s: str, p: str | None = None, o: str | None = None,
                     match: str | Iterable[str] | None = None, service: str | None = None, status: str | None = None,
-                    limit: int | None = None, wait_s: float = 30.0, tags: bool = False) -> AsyncIterator[dict[str, Any]]:
+                    limit: int | None = None, wait_s: float = 30.0, tags: bool = False, environment: str | None = None,
+                    meta: Mapping[str, str] | None = None) -> AsyncIterator[dict[str, Any]]:
         """Yield the current discover result, then each new one; see `Client.watch`."""
         state = WatchState(wait_s)
-        params = {"s": s, "p": p, "o": o, "match": match, "service": service, "status": status, "limit": limit,
-                  "tags": "true" if tags else None}
+        params = self._selected({"s": s, "p": p, "o": o, "match": match, "service": service, "status": status,
+                                "limit": limit, "tags": "true" if tags else None}, environment, meta)
         while True:
             result = await cast(Awaitable[dict[str, Any] | None], self._watch_step(state, params))
             if result is not None:

@@ -61,8 +61,10 @@ class ClientBase(abc.ABC):
     def __init__(self, url: str | Iterable[str] = DEFAULT_URL, token: str | None = None, timeout_s: float = 5.0, *,
                  retry: RetryPolicy | None = None, cache_ttl_s: float = 5.0, cache_jitter: float = 0.2,
                  watch_cache: bool = False, watch_wait_s: float = 30.0, clock: Callable[[], float] = time.monotonic,
-                 rng: random.Random | None = None, headers: Mapping[str, str] | None = None) -> None:
+                 rng: random.Random | None = None, headers: Mapping[str, str] | None = None,
+                 environment: str | None = None) -> None:
         self.urls = parse_urls(url)
+        self.environment = environment  # registrations and reads in it (None: the registry's default)
         self.token = token
         self.timeout_s = timeout_s
         self.clock = clock
@@ -84,20 +86,35 @@ class ClientBase(abc.ABC):
     def _start_cache_watch(self, key: Hashable, params: dict[str, Any]) -> None:
         """Keep a cached discover result current with a background watch (only with watch_cache)."""
 
+    def _selected(self, params: dict[str, Any], environment: str | None = None,
+                 meta: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """A read's parameters with its environment (the call's, else the client's) and `meta.KEY=VALUE`
+        filters."""
+        out = {**params, "environment": environment or self.environment}
+        out.update({f"meta.{k}": v for k, v in (meta or {}).items()})
+        return out
+
     # -- instances ---------------------------------------------------------------------------------
     @operation
     def put_instance(self, id: str, body: Mapping[str, Any]) -> Steps[dict[str, Any]]:
-        """Create or replace an instance from a registration body, once: no heartbeats (see `register`)."""
-        resp = yield Call("PUT", f"/v1/instances/{quote(id, safe='')}", json=dict(body))
+        """Create or replace an instance from a registration body, once: no heartbeats (see `register`). It
+        is in the client's environment unless the body names one."""
+        body = dict(body)
+        if self.environment and "environment" not in body:
+            body["environment"] = self.environment
+        resp = yield Call("PUT", f"/v1/instances/{quote(id, safe='')}", json=body)
         self.cache.expire()
         view = resp.json()
         warn_unknown_terms(view)
         return view
 
     @operation
-    def instances(self, service: str | None = None, tags: bool = True) -> Steps[list[dict[str, Any]]]:
-        """Every registered instance (of `service`, if given), in every status (without `tags`: no tag lists)."""
-        resp = yield Call("GET", "/v1/instances", params={"service": service, "tags": None if tags else "false"})
+    def instances(self, service: str | None = None, tags: bool = True, environment: str | None = None,
+                  meta: Mapping[str, str] | None = None) -> Steps[list[dict[str, Any]]]:
+        """Every registered instance (of `service`, if given) in the environment, in every status (without
+        `tags`: no tag lists); with `meta`, only those whose meta holds each pair."""
+        params = self._selected({"service": service, "tags": None if tags else "false"}, environment, meta)
+        resp = yield Call("GET", "/v1/instances", params=params)
         return resp.json()
 
     @operation
@@ -125,16 +142,19 @@ class ClientBase(abc.ABC):
     # -- discovery ---------------------------------------------------------------------------------
     @operation
     def discover(self, s: str, p: str | None = None, o: str | None = None, match: str | Iterable[str] | None = None,
-                 service: str | None = None, status: str | None = None,
-                 limit: int | None = None, tags: bool = False) -> Steps[dict[str, Any]]:
+                 service: str | None = None, status: str | None = None, limit: int | None = None,
+                 tags: bool = False, environment: str | None = None,
+                 meta: Mapping[str, str] | None = None) -> Steps[dict[str, Any]]:
         """Instances whose tags match the pattern `(s p o)`: the contract's JSON as a dict (each ranked
-        view with its best `match`; with `tags`, with its tags too).
+        view with its best `match`; with `tags`, with its tags too). In `environment` (else the client's,
+        else the registry's default; `*` for all), and with `meta`, only instances whose meta holds each
+        pair.
 
         Served from the local cache while fresh. When no registry URL can answer, the last good answer
         for the same query is returned with `"stale": True` added (and `Unreachable` raised if there is none).
         """
-        params = {"s": s, "p": p, "o": o, "match": match, "service": service, "status": status, "limit": limit,
-                  "tags": "true" if tags else None}
+        params = self._selected({"s": s, "p": p, "o": o, "match": match, "service": service, "status": status,
+                                "limit": limit, "tags": "true" if tags else None}, environment, meta)
         key = _key("discover", params)
         hit = self.cache.fresh(key)
         if hit is not None:
@@ -164,15 +184,18 @@ class ClientBase(abc.ABC):
 
     @operation
     def route(self, s: str, p: str | None = None, o: str | None = None, match: str | Iterable[str] | None = None,
-              service: str | None = None, policy: str | None = None, path: str = "") -> Steps[RouteURL]:
-        """The URL of the instance the registry picks for this request (its 307 `Location`, not followed).
+              service: str | None = None, policy: str | None = None, path: str = "", environment: str | None = None,
+              meta: Mapping[str, str] | None = None) -> Steps[RouteURL]:
+        """The URL of the instance the registry picks for this request (its 307 `Location`, not followed),
+        among those of the environment (and with `meta`) as `discover` has them.
 
         `NoInstanceAvailable` (with `retry_after`) when none is eligible. Every route is asked of the
         registry, since its balancing counts the routes it hands out; when no registry URL answers, an
         instance from earlier answers to the same query is chosen in turn and the `RouteURL` has
         `stale=True`.
         """
-        params = {"s": s, "p": p, "o": o, "match": match, "service": service, "policy": policy, "path": path or None}
+        params = self._selected({"s": s, "p": p, "o": o, "match": match, "service": service, "policy": policy,
+                                "path": path or None}, environment, meta)
         key = _key("route", {**params, "path": None})
         try:
             resp = yield Call("GET", "/v1/route", params=params, final_statuses=frozenset({503}))
@@ -199,8 +222,8 @@ class ClientBase(abc.ABC):
         entry = self.cache.last(key)
         targets: list[tuple[str, str | None]] = list(entry.value) if entry else []
         if not targets:
-            query = {k: params[k] for k in ("s", "p", "o", "match", "service")}
-            found = self.cache.last(_key("discover", {**query, "status": None, "limit": None}))
+            query = {k: v for k, v in params.items() if k not in ("policy", "path")}
+            found = self.cache.last(_key("discover", query))
             for view in (found.value.get("instances", []) if found else []):
                 if view.get("status") == "up":
                     targets.append((f"{view['scheme']}://{view['address']}:{view['port']}", view["id"]))
@@ -210,18 +233,19 @@ class ClientBase(abc.ABC):
         return RouteURL(base + path, instance_id, stale=True)
 
     @operation
-    def discover_tags(self, tags: Iterable[str | Mapping[str, str]], with_tags: bool = True) -> Steps[dict[str, Any]]:
+    def discover_tags(self, tags: Iterable[str | Mapping[str, str]], with_tags: bool = True,
+                      environment: str | None = None, meta: Mapping[str, str] | None = None) -> Steps[dict[str, Any]]:
         """Exact lookup of many tags at once, no reasoning: `{"peers": {"S P O": [view, ...]}}`."""
         resp = yield Call("POST", "/v1/discover/tags", json={"tags": list(tags)}, idempotent=True,
-                          params={"tags": None if with_tags else "false"})
+                          params=self._selected({"tags": None if with_tags else "false"}, environment, meta))
         found = resp.json()
         warn_unknown_terms(found)
         return found
 
     @operation
-    def tags(self) -> Steps[dict[str, Any]]:
-        """Every registered tag: `{"tags": [{"s", "p", "o", "instances"}]}`."""
-        resp = yield Call("GET", "/v1/tags")
+    def tags(self, environment: str | None = None, meta: Mapping[str, str] | None = None) -> Steps[dict[str, Any]]:
+        """Every registered tag of the environment: `{"tags": [{"s", "p", "o", "instances"}]}`."""
+        resp = yield Call("GET", "/v1/tags", params=self._selected({}, environment, meta))
         return resp.json()
 
     @operation

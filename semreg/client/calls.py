@@ -206,7 +206,7 @@ class WatchState:
 def instance_body(service: str, address: str, port: int, tags: Any = None, ttl: float = 30, weight: int = 1,
                   capacity: int | None = None, meta: Mapping[str, Any] | None = None,
                   check: Mapping[str, Any] | None = None, scheme: str = "http",
-                  deregister_after: float | None = None) -> dict[str, Any]:
+                  deregister_after: float | None = None, environment: str | None = None) -> dict[str, Any]:
     """The JSON of a registration, with only the fields that were given (the server fills defaults)."""
     body: dict[str, Any] = {"service": service, "address": address, "port": port, "scheme": scheme,
                             "tags": list(tags or []), "ttl": ttl, "weight": weight}
@@ -218,6 +218,8 @@ def instance_body(service: str, address: str, port: int, tags: Any = None, ttl: 
         body["check"] = dict(check)
     if deregister_after is not None:
         body["deregister_after"] = deregister_after
+    if environment is not None:
+        body["environment"] = environment
     return body
 
 

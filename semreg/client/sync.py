@@ -26,7 +26,8 @@ class Client(ClientBase):
     Keyword options: `retry` (a `RetryPolicy`), `cache_ttl_s` / `cache_jitter` (the discover cache;
     0 turns freshness caching off, the stale fallback stays), `watch_cache` (keep cached discover
     results current with background watches), `clock`, `sleep` and `rng` (injected in tests),
-    `http_transport` (an `httpx.BaseTransport`, e.g. `httpx.MockTransport`), `headers`.
+    `http_transport` (an `httpx.BaseTransport`, e.g. `httpx.MockTransport`), `headers`, `environment`
+    (registrations go to it, and reads see it, unless a call names another; default: the registry's).
     """
 
     def __init__(self, url: str | Iterable[str] = "http://127.0.0.1:8080", token: str | None = None,
@@ -81,23 +82,24 @@ class Client(ClientBase):
     def register(self, id: str, service: str, address: str, port: int, tags: Iterable[Any] = (), ttl: float = 30,
                  weight: int = 1, capacity: int | None = None, meta: Mapping[str, str] | None = None,
                  check: Mapping[str, Any] | None = None, scheme: str = "http", deregister_after: float | None = None,
-                 load: LoadFn | None = None) -> Registration:
+                 load: LoadFn | None = None, environment: str | None = None) -> Registration:
         """Register (one request, however many tags) and keep the instance alive with heartbeats every
         ttl/3 on a daemon thread; use the handle as a context manager or call `close()` to deregister."""
         body = instance_body(service, address, port, tags, ttl, weight, capacity, meta, check, scheme,
-                             deregister_after)
+                             deregister_after, environment)
         return Registration(self, id, body, load).open()
 
     def watch(self, s: str, p: str | None = None, o: str | None = None, match: str | Iterable[str] | None = None,
               service: str | None = None, status: str | None = None, limit: int | None = None,
-              wait_s: float = 30.0, tags: bool = False) -> Iterator[dict[str, Any]]:
+              wait_s: float = 30.0, tags: bool = False, environment: str | None = None,
+              meta: Mapping[str, str] | None = None) -> Iterator[dict[str, Any]]:
         """Yield the current discover result, then each new one as the registry reports a change.
 
         Raises `Unreachable` when no registry answers; close the generator to stop watching.
         """
         state = WatchState(wait_s)
-        params = {"s": s, "p": p, "o": o, "match": match, "service": service, "status": status, "limit": limit,
-                  "tags": "true" if tags else None}
+        params = self._selected({"s": s, "p": p, "o": o, "match": match, "service": service, "status": status,
+                                "limit": limit, "tags": "true" if tags else None}, environment, meta)
         while True:
             result = self._watch_step(state, params)
             if result is not None:
