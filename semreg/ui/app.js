@@ -43,8 +43,14 @@ function parseHash() {
   return { path, query: new URLSearchParams(query) };
 }
 
+// Each navigation renders into a page of its own: a view still loading or rendering when the next
+// navigation comes (a hash change during the sign-in's first render) finishes into its page, which is
+// no longer shown, instead of over the newer view.
+let routeSeq = 0;
+
 async function route() {
   if (!principal) return;
+  const seq = ++routeSeq;
   if (cleanup) { cleanup(); cleanup = null; }
   const { path, query } = parseHash();
   const found = VIEWS.map(([re, name, title]) => [re.exec(path), name, title]).find(([m]) => m);
@@ -60,18 +66,23 @@ async function route() {
   const [match, name, title] = found;
   document.title = `${title} · semreg`;
   const view = await import(`./views/${name}.js`);
-  clear(main);
+  if (seq !== routeSeq) return;
+  const page = h("div", { class: "page" });
+  clear(main, page);
   const ctx = { live, principal, may, mayChange, query, params: match.slice(1).map(decodeURIComponent),
     navigate: (hash) => { location.hash = hash; } };
   try {
-    cleanup = (await view.render(main, ctx)) || null;
+    const done = (await view.render(page, ctx)) || null;
+    if (seq !== routeSeq) { if (done) done(); return; }
+    cleanup = done;
   } catch (error) {
+    if (seq !== routeSeq) return;
     if (error instanceof ApiError && error.status === 401) return;
     const box = errorBox();
     showError(box, error);
-    main.append(box);
+    page.append(box);
   }
-  const heading = main.querySelector("h1");
+  const heading = page.querySelector("h1");
   if (heading) { heading.setAttribute("tabindex", "-1"); heading.focus({ preventScroll: true }); }
 }
 
