@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -71,9 +72,8 @@ class ChangeLog:
         waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiters.add(waiter)
         try:
-            await asyncio.wait_for(waiter, timeout_s)
-        except TimeoutError:
-            pass
+            with contextlib.suppress(TimeoutError):  # the wait ended with nothing new: answer empty
+                await asyncio.wait_for(waiter, timeout_s)
         finally:
             self._waiters.discard(waiter)
 

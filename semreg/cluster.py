@@ -292,7 +292,8 @@ class Cluster:
         self._followed.pop(member, None)
 
     def _copy(self, member: str, entries: list[tuple[Change, wire.Copy | None]]) -> None:
-        """Another member's changes, into the table of copies the SPARQL replica shows."""
+        """A member's changes (another's, or this node's own), into the table of copies the SPARQL replica
+        shows: a copy handed on, an instance removed, or the member's copy as it is now."""
         copies = self.copies
         assert copies is not None
         for c, copy in entries:
@@ -305,16 +306,13 @@ class Cluster:
 
     def local_copies(self, changes: list[Change]) -> None:
         """This node's own changes, into the same table."""
-        copies = self.copies
-        if copies is None:
+        if self.copies is None:
             return
-        for c in changes:
-            if c.reason == MOVED:
-                copies.let_go(self.node_id, c.id)
-            elif c.removed:
-                copies.removed(self.node_id, c.id, c.revision)
-            elif c.membership and (inst := self.shard.held(c.id)) is not None:
-                copies.put(self.node_id, inst.view(), inst.revision, inst.state_version)
+
+        def copy_of(c: Change) -> wire.Copy | None:
+            inst = self.shard.held(c.id) if c.membership and not c.removed else None
+            return None if inst is None else (inst.view(), inst.revision, inst.state_version)
+        self._copy(self.node_id, [(c, copy_of(c)) for c in changes])
 
     def _progressed(self, member: str, epoch: int, cursor: int) -> None:
         self._followed[member] = (epoch, cursor)

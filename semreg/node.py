@@ -156,13 +156,12 @@ class Node:
         if self.cluster is not None:
             self.cluster.local_copies(changes)
             return
-        instances = self.shard.registry.instances
         for c in changes:
             if c.reason == "moved":
                 continue  # a copy handed to its new owners: the instance itself stays
             if c.removed:
                 self.replica.remove_instance(c.id)
-            elif c.membership and (inst := instances.get(c.id)) is not None:
+            elif c.membership and (inst := self.shard.held(c.id)) is not None:
                 # not held any more: removed by a later change of the same batch (expired, then deleted)
                 self._publish_view(inst.view())
 

@@ -44,9 +44,6 @@ class ReplicaCopies:
         self._hide = hide
         self._entries: dict[str, _Entry] = {}
 
-    def __len__(self) -> int:
-        return sum(1 for e in self._entries.values() if e.shown)
-
     def shown(self) -> dict[str, Key]:
         """Every instance shown, with the key of its copy (for tests and the operator's eyes)."""
         return {iid: e.key for iid, e in self._entries.items() if e.shown}
