@@ -35,11 +35,9 @@ class AccessMiddleware:
                     principal.require_every_environment(scope["path"])
             if self.limiter.enabled and needed is not None:
                 key = principal.name if self.tokens.enabled and principal else _client(scope)
-                wait = self.limiter.take(key, self.clock())
-                if wait > 0:
-                    raise TooManyRequests(f"'{key}' is past its rate of {self.limiter.rate:g} requests a second; "
-                                          f"retry after the Retry-After header's seconds.",
-                                          retry_after_s=retry_after_s(wait))
+                refusal = over_rate(self.limiter, key, self.clock())
+                if refusal is not None:
+                    raise refusal
         except SemregError as exc:
             response = JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
             if exc.status == 401:
@@ -48,6 +46,15 @@ class AccessMiddleware:
             return
         scope.setdefault("state", {})["principal"] = principal
         await self.app(scope, receive, send)
+
+
+def over_rate(limiter: RateLimiter, key: str, now: float) -> TooManyRequests | None:
+    """The 429 for a caller past its rate (it takes one request's worth when it is not)."""
+    wait = limiter.take(key, now)
+    if wait <= 0:
+        return None
+    return TooManyRequests(f"'{key}' is past its rate of {limiter.rate:g} requests a second; retry after the "
+                           f"Retry-After header's seconds.", retry_after_s=retry_after_s(wait))
 
 
 def _header(scope, name: bytes) -> str | None:

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -14,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from semreg import console
-from semreg.access import AccessMiddleware
+from semreg.access import AccessMiddleware, over_rate
 from semreg.api import API, DISCOVER, SPARQL_GET, discover_query, discover_warnings
 from semreg.auth import Tokens, TokensFileError
 from semreg.clock import Clock
@@ -31,6 +32,7 @@ from semreg.ratelimit import RateLimiter
 from semreg.routing import Router
 from semreg.sparql import SparqlEndpoint
 from semreg.sparql_pool import QueryPool
+from semreg.sparql_service import Gate
 from semreg.store import Store
 
 log = logging.getLogger("semreg.app")
@@ -94,7 +96,49 @@ class SparqlGet:
         await self.app(scope, receive, send)
 
 
-def _on_sighup(tokens: Tokens) -> None:
+def sparql_gate(tokens: Tokens, scopes: ScopeTable, limiter: RateLimiter, endpoint: SparqlEndpoint,
+                node: Node, settings: Settings) -> Gate:
+    """What the query processes check of callers on the connections they serve (as the access gate
+    does for the route), and whether they must ask the server first (a rate limit, a cluster)."""
+    path = SPARQL_GET.path
+    return Gate(tokens=tokens, scope=scopes.required("GET", path), every_environment=scopes.every_environment("GET", path),
+                ask=limiter.enabled or node.cluster is not None, rate_limited=limiter.enabled,
+                endpoint_url=endpoint.endpoint_url, time_limit_s=endpoint.time_limit_s,
+                result_limit=endpoint.result_limit, max_body_bytes=endpoint.max_body_bytes,
+                cache_bytes=endpoint.cache.max_bytes // max(1, settings.sparql_max_workers))
+
+
+def connect_pool(pool: QueryPool, node: Node, limiter: RateLimiter, metrics: Metrics) -> None:
+    """The server's side of the requests the query processes answer on their own connections: the
+    replica's tickets and the prefixes on the shared page, the round trip, the metrics."""
+    node.replica.on_requested = pool.note_requested
+    prefixes = node.knowledge.prefixes
+    prefixes.listeners.append(pool.note_prefixes)
+    pool.note_prefixes(prefixes.version, prefixes.as_dict())
+
+    async def ask(key: str | None) -> SemregError | None:
+        if key is not None:
+            refusal = over_rate(limiter, key, node.clock.monotonic())
+            if refusal is not None:
+                return refusal
+        if node.cluster is not None:  # what other members acknowledged before this query, into the replica
+            await node.cluster.read_barrier()
+        return None
+
+    def observe(observations: list[tuple[str, int, float]]) -> None:
+        """A batch of requests a worker answered: each label set looked up once (it is most of the cost)."""
+        counts = collections.Counter((method, status) for method, status, _ in observations)
+        for (method, status), n in counts.items():
+            metrics.requests.labels(SPARQL_GET.path, method, str(status)).inc(n)
+        latency = metrics.latency.labels(SPARQL_GET.path)
+        for _, _, seconds in observations:
+            latency.observe(seconds)
+
+    pool.asker = ask
+    pool.observe = observe
+
+
+def _on_sighup(tokens: Tokens, reloaded: Callable[[], None]) -> None:
     """Reload the tokens file on SIGHUP; a broken file keeps the tokens in force and says why."""
     if not tokens.enabled:
         return
@@ -106,6 +150,8 @@ def _on_sighup(tokens: Tokens) -> None:
             tokens.reload()
         except TokensFileError as exc:
             log.error("tokens file not reloaded; the previous tokens stay in force", extra={"reason": str(exc)})
+            return
+        reloaded()
 
     try:
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
@@ -134,6 +180,10 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
         routes_by_policy=lambda: router.routes_by_policy, closure_rebuilds=lambda: node.knowledge.closure_rebuilds,
         replica_pending=lambda: node.replica.pending, pool=pool, cluster=node.cluster))
     node.knowledge.on_hierarchy(lambda hierarchy, seconds: metrics.observe_closure(seconds))
+    scopes = ScopeTable(API.endpoints, (console.PREFIX,), open_paths=("/",))
+    limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_burst)
+    connect_pool(pool, node, limiter, metrics)
+    pool.set_gate(sparql_gate(tokens, scopes, limiter, sparql, node, settings))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -142,7 +192,7 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
             node.start_joining()
         if settings.sparql_prestart:
             await pool.start()
-        _on_sighup(tokens)
+        _on_sighup(tokens, lambda: pool.set_gate(sparql_gate(tokens, scopes, limiter, sparql, node, settings)))
         try:
             yield
         finally:
@@ -153,9 +203,7 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
     app = Starlette(routes=[*API.routes(), *console.routes()], lifespan=lifespan,
                     middleware=[Middleware(InternalGate),
                                 Middleware(MetricsMiddleware, metrics=metrics),
-                                Middleware(AccessMiddleware, tokens=tokens,
-                                           scopes=ScopeTable(API.endpoints, (console.PREFIX,), open_paths=("/",)),
-                                           limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst),
+                                Middleware(AccessMiddleware, tokens=tokens, scopes=scopes, limiter=limiter,
                                            clock=node.clock.monotonic),
                                 Middleware(DiscoverFastPath, known=known, coordinator=node.coordinator,
                                            prefixes=node.knowledge.prefixes, parse=discover_query,

@@ -59,6 +59,9 @@ class Settings:
     sparql_memory_limit_mib: int = option(2048, "sparql-memory-limit", "memory a SPARQL query may take, in MiB; "
                                           "0 = no cap", metavar="MIB")
     sparql_prestart: bool = True  # start the query processes with the node, not at the first query
+    sparql_in_server: bool = option(False, "sparql-in-server", "answer /sparql on the server's event loop (the "
+                                    "queries still run in the query processes) instead of handing SPARQL "
+                                    "connections to those processes; slower, for comparison")
     max_tags_per_instance: int = option(10_000, "max-tags", "most tags an instance may have", metavar="N")
     max_batch_instances: int = option(10_000, "max-batch", "most instances a batch may hold", metavar="N")
     watch_max_wait_s: float = 300.0

@@ -11,7 +11,9 @@ ontology changes little of it), which a pass folds into one.
 It keeps what it last published (views, triples), so that `request_snapshot()` can publish a whole
 snapshot between two passes: snapshot and changes form one ordered stream, and a new query process
 starts from the snapshot and applies what follows it. `/sparql` waits for the passes pending when a
-query arrives (`pending`, `wait()`), so a client that registered and then queries sees its write.
+query arrives (`pending`, `wait()`), so a client that registered and then queries sees its write. Each
+change gets a ticket when it is asked for (`on_requested`), and each pass ends with `("ticket", n)` in
+the stream: a query process that has read ticket `n` has every change asked for up to it.
 """
 from __future__ import annotations
 
@@ -40,6 +42,8 @@ class ReplicaFeed:
         """`foreign`: quads served as they are, read at each snapshot (graphs put in the data directory
         by other tools, `Store.foreign_quads`)."""
         self.on_replica: Callable[[tuple], None] | None = None  # called on the feed's thread, in order
+        # called with each change's ticket as it is asked for (before the write is acknowledged)
+        self.on_requested: Callable[[int], None] | None = None
         self.foreign = foreign
         self._cond = threading.Condition()
         self._instances: dict[str, View | None] = {}  # id → view to publish, or None to remove
@@ -96,6 +100,8 @@ class ReplicaFeed:
         with self._cond:
             change()
             self._requested += 1
+            if self.on_requested is not None:
+                self.on_requested(self._requested)
             self._cond.notify_all()
             return self._requested
 
@@ -137,6 +143,9 @@ class ReplicaFeed:
             except Exception as exc:  # the thread must live on: a failed pass is logged, the next one runs
                 self.last_error = exc
                 log.exception("publishing replica changes failed; SPARQL may miss them until the next restart")
+            publish = self.on_replica
+            if publish is not None:
+                publish(("ticket", target))  # everything asked for up to `target` is in the stream before it
             with self._cond:
                 self.passes += 1
                 self._done = target

@@ -27,12 +27,14 @@ Time limit (`time_limit_s`, measured from the request's arrival, queueing includ
 client gets 503 with Retry-After at once, and the query stops: the process evaluating it is killed
 (`semreg.sparql_pool`). The rest of the server never evaluates SPARQL, so the registry keeps answering.
 
-Result cache: answers are kept in memory, keyed by the query, its dataset and the negotiated format,
-and served again while the replica's generation (bumped by every change) is unchanged: a read-mostly
-registry answers repeated queries without evaluating them. An answer is stored under the generation
-read before evaluation, so one computed while a write landed is never served. Entries over
-`CACHE_ENTRY_MAX_BYTES` are not kept; the whole cache is bounded by `cache_bytes`, least recently used
-first out.
+Result cache (`semreg.sparql_cache`): answers are served again while the replica's generation (bumped
+by every change) is unchanged, so a read-mostly registry answers repeated queries without evaluating
+them.
+
+This is the endpoint as an ASGI route. `semreg serve` hands a plain-HTTP connection whose first request
+is for `/sparql` to the query processes, which answer it by the same rules without the server's event
+loop (`semreg.sparql_connections`); this route serves everything else: in-process apps, and requests
+the processes cannot take.
 
 Result cap (`result_limit`): a query with more solutions or triples than the cap fails with 400 naming
 the cap and suggesting LIMIT/OFFSET; results are never silently truncated, since a client cannot tell a
@@ -40,22 +42,20 @@ truncated answer from a complete one. `None` removes the cap.
 """
 from __future__ import annotations
 
-import functools
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-import pyoxigraph
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope, Send
 
-from semreg.errors import BadRequest, SemregError
+from semreg.errors import SemregError
 from semreg.http import error_response
-from semreg.sparql_description import describe
-from semreg.sparql_formats import GRAPH, require, require_some
+from semreg.sparql_cache import ResultCache, cache_key
+from semreg.sparql_description import describe_output, valid_iri
+from semreg.sparql_formats import require_some
 from semreg.sparql_pool import Job, QueryPool
 from semreg.sparql_protocol import QueryRequest, from_params, parse_params, read_query_request
 from semreg.sparql_runner import Output
@@ -72,7 +72,6 @@ class Prefixes(Protocol):
 log = logging.getLogger("semreg.app")
 
 MiB = 1024 * 1024
-CACHE_ENTRY_MAX_BYTES = 1 * MiB
 
 
 class SparqlEndpoint:
@@ -93,10 +92,7 @@ class SparqlEndpoint:
         self.before_query = before_query
         self.endpoint_url = endpoint_url
         self.max_body_bytes = max_body_bytes
-        self.cache_bytes = cache_bytes
-        self._cache: OrderedDict[tuple, tuple[int, Output]] = OrderedDict()
-        self._cached_bytes = 0
-        self.cache_hits = 0
+        self.cache = ResultCache(cache_bytes)
         self._prefixes: tuple[int, dict[str, str] | None] = (-1, None)
 
     async def __call__(self, request: Request) -> Response:
@@ -146,31 +142,16 @@ class SparqlEndpoint:
         require_some(accept)
         if self.before_query is not None:
             await self.before_query()
-        base_iri = _valid_iri(url)
-        key = (operation.query, operation.default_graphs, operation.named_graphs, accept, base_iri)
+        base_iri = valid_iri(url)
+        key = cache_key(operation, accept, base_iri)
         self.pool.drain()  # every change published before this query, before its cache lookup
         generation = self.pool.generation
-        hit = self._cache.get(key)
-        if hit is not None and hit[0] == generation:
-            self._cache.move_to_end(key)
-            self.cache_hits += 1
-            return hit[1]
+        hit = self.cache.get(key, generation)
+        if hit is not None:
+            return hit
         output = await self.run(operation, accept, deadline, base_iri=base_iri)
-        self._remember(key, generation, output)
+        self.cache.put(key, generation, output)
         return output
-
-    def _remember(self, key: tuple, generation: int, output: Output) -> None:
-        size = len(output.body)
-        if size > CACHE_ENTRY_MAX_BYTES:
-            return
-        old = self._cache.pop(key, None)
-        if old is not None:
-            self._cached_bytes -= len(old[1].body)
-        self._cache[key] = (generation, output)
-        self._cached_bytes += size
-        while self._cached_bytes > self.cache_bytes and self._cache:
-            _, (_, dropped) = self._cache.popitem(last=False)
-            self._cached_bytes -= len(dropped.body)
 
     async def run(self, operation: QueryRequest, accept: str | None, deadline: float,
                   base_iri: str | None = None) -> Output:
@@ -190,11 +171,8 @@ class SparqlEndpoint:
         return self._prefixes
 
     def _describe(self, url: str, accept: str | None) -> Response:
-        offer = require(accept, GRAPH, "the service description")
-        iri = _valid_iri(url)
-        if iri is None:
-            raise BadRequest("the request's Host and path do not make a valid IRI for the endpoint; fix the Host header.")
-        return Response(describe(iri, offer), headers={"content-type": offer.content_type, "vary": "accept"})
+        output = describe_output(url, accept)
+        return Response(output.body, headers={"content-type": output.content_type, "vary": "accept"})
 
     def _url(self, scope: Scope, host: str | None) -> str:
         """The endpoint's URL: configured, or rebuilt from the request (the base IRI of its queries)."""
@@ -206,12 +184,3 @@ class SparqlEndpoint:
 
 async def _no_body() -> dict:
     return {"type": "http.disconnect"}
-
-
-@functools.lru_cache(maxsize=64)
-def _valid_iri(url: str) -> str | None:
-    try:
-        pyoxigraph.NamedNode(url)
-    except ValueError:
-        return None
-    return url

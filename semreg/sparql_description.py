@@ -12,7 +12,9 @@ from typing import cast
 import pyoxigraph
 from pyoxigraph import BlankNode, Literal, NamedNode, QueryResultsFormat, RdfFormat, Triple
 
-from semreg.sparql_formats import GRAPH, OFFERS, SOLUTIONS, Offer
+from semreg.errors import BadRequest
+from semreg.sparql_formats import GRAPH, OFFERS, SOLUTIONS, Offer, require
+from semreg.sparql_runner import Output
 
 SD = "http://www.w3.org/ns/sparql-service-description#"
 RDF_TYPE = NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
@@ -80,3 +82,21 @@ def describe(endpoint_url: str, offer: Offer) -> bytes:
     """The description serialised as `offer`; cached, as it changes only with the endpoint's URL."""
     rdf_format = cast(pyoxigraph.RdfFormat, offer.format)
     return cast(bytes, pyoxigraph.serialize(description_triples(endpoint_url), format=rdf_format, prefixes=PREFIXES))
+
+
+def describe_output(url: str, accept: str | None) -> Output:
+    """The service description of the endpoint at `url`, in the format `accept` prefers."""
+    offer = require(accept, GRAPH, "the service description")
+    iri = valid_iri(url)
+    if iri is None:
+        raise BadRequest("the request's Host and path do not make a valid IRI for the endpoint; fix the Host header.")
+    return Output(offer.content_type, describe(iri, offer))
+
+
+@lru_cache(maxsize=64)
+def valid_iri(url: str) -> str | None:
+    try:
+        pyoxigraph.NamedNode(url)
+    except ValueError:
+        return None
+    return url

@@ -1,13 +1,15 @@
 """The query processes of `/sparql`: a template that holds the replica, and workers forked from it.
 
-    python -m semreg.sparql_worker SOCKET     (started by `semreg.sparql_pool`; the secret is in the
-                                              environment, SEMREG_QUERY_SECRET)
+    python -m semreg.sparql_worker SOCKET SLOTS   (started by `semreg.sparql_pool`; the secret is in the
+                                                  environment, SEMREG_QUERY_SECRET)
 
 The template connects to the server's socket, loads the replica snapshot (`semreg.replica`), applies
 every change after it, and forks a worker when the server asks. A fork copies the replica in a few
 milliseconds (pages are shared until written), so a worker killed for running past the time limit is
-replaced at once. A worker connects on its own, applies the changes sent after its fork, and
-evaluates one query at a time with `semreg.sparql_runner`, under the deadline the server gives.
+replaced at once. A worker connects on its own and serves what the server gives it
+(`semreg.sparql_connections`): queries the server sends, and connections it hands over, one request
+at a time, with the changes sent after its fork applied before each query. The template also keeps
+what a fork needs besides the graphs: the last ticket, the prefixes and the gate.
 
 Every process dies with its parent (PR_SET_PDEATHSIG on Linux, and end of input otherwise), ignores
 SIGINT (the server handles Ctrl-C), and runs at a lower CPU priority (nice 5), so that queries burning
@@ -22,35 +24,34 @@ import resource
 import signal
 import socket
 import sys
-import time
-from typing import Any
 
 import pyoxigraph as ox
 
 from semreg import replica
-from semreg.errors import SemregError, Unavailable
 from semreg.frames import read_message, write_message
-from semreg.sparql_protocol import QueryRequest
-from semreg.sparql_runner import Limits, run_query
+from semreg.sparql_connections import Channel, ConnectionServer
+from semreg.sparql_service import Gate
+from semreg.sparql_shared import SharedPage
 
 log = logging.getLogger("semreg.sparql_worker")
 
 SECRET_ENV = "SEMREG_QUERY_SECRET"
-# A worker stops a streaming query itself this long before the server's deadline, so that the server
-# rarely has to kill it.
-EARLY_STOP_S = 0.05
+PAGE = "page"  # the shared page's file, beside the socket (`semreg.sparql_shared`)
 NICENESS = 5
 
 
 def main(argv: list[str]) -> int:
     path = argv[0]
     secret = os.environ.pop(SECRET_ENV, "")
+    slots = int(argv[1])
     _detach_from_terminal_signals()
     _die_with_parent()
     _lower_priority()
+    page = SharedPage(os.path.join(os.path.dirname(path), PAGE), slots)
     sock = _connect(path, ("hello", "template", 0, os.getpid(), secret))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forked workers are reaped by the kernel
     store = ox.Store()
+    state = _Stream()
     while True:
         try:
             message = read_message(sock)
@@ -62,52 +63,47 @@ def main(argv: list[str]) -> int:
         elif kind == "changes":
             replica.apply(store, message[1])
         elif kind == "fork":
-            _, worker_id, memory_limit = message
+            _, worker_id, memory_limit, slot = message
             if os.fork() == 0:
                 code = 1
                 try:
                     sock.close()
-                    code = _worker(path, secret, worker_id, memory_limit, store)
+                    code = _worker(path, secret, worker_id, memory_limit, slot, store, page, state)
                 finally:
                     os._exit(code)
         elif kind == "exit":
             return 0
+        else:
+            state.take(message)
 
 
-def _worker(path: str, secret: str, worker_id: int, memory_limit: int, store: ox.Store) -> int:
+class _Stream:
+    """What the template keeps of the stream besides the graphs, for the workers it forks."""
+
+    def __init__(self) -> None:
+        self.ticket = 0
+        self.prefix_version = 0
+        self.prefixes: dict[str, str] = {}
+        self.gate: Gate | None = None
+
+    def take(self, message: tuple) -> None:
+        kind = message[0]
+        if kind == "ticket":
+            self.ticket = message[1]
+        elif kind == "prefixes":
+            _, self.prefix_version, self.prefixes = message
+        elif kind == "gate":
+            self.gate = message[1]
+
+
+def _worker(path: str, secret: str, worker_id: int, memory_limit: int, slot: int, store: ox.Store,
+            page: SharedPage, state: _Stream) -> int:
     _die_with_parent()
     _limit_memory(memory_limit)
     sock = _connect(path, ("hello", "worker", worker_id, os.getpid(), secret))
-    prefixes: dict[str, str] = {}
-    while True:
-        try:
-            message = read_message(sock)
-        except (EOFError, OSError):
-            return 0
-        kind = message[0]
-        if kind == "query":
-            _, qid, job = message
-            if job.prefixes is not None:
-                prefixes = job.prefixes
-            write_message(sock, _evaluate(store, qid, job, prefixes))
-        elif kind == "changes":
-            replica.apply(store, message[1])
-        elif kind == "exit":
-            return 0
-
-
-def _evaluate(store: ox.Store, qid: int, job: Any, prefixes: dict[str, str]) -> tuple:
-    request = QueryRequest(job.query, tuple(ox.NamedNode(g) for g in job.default_graphs),
-                           tuple(ox.NamedNode(g) for g in job.named_graphs))
-    limits = Limits(time.monotonic() + job.time_left_s - EARLY_STOP_S, job.time_limit_s, job.result_limit)
-    try:
-        output = run_query(store, request, accept=job.accept, limits=limits, prefixes=prefixes or None,
-                           base_iri=job.base_iri)
-    except SemregError as exc:
-        return ("error", qid, exc)
-    except MemoryError:
-        return ("error", qid, Unavailable("the query needs more memory than a query may use here; narrow it."))
-    return ("result", qid, output.content_type, output.body)
+    server = ConnectionServer(Channel(sock), store, page, slot, state.gate, prefixes=state.prefixes,
+                              prefix_version=state.prefix_version, ticket=state.ticket)
+    return server.run()
 
 
 def _connect(path: str, hello: tuple) -> socket.socket:

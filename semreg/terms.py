@@ -7,7 +7,7 @@ A tag is a `Tag(s, p, o)` of full IRIs, written as text `"S P O"` (full IRIs, sp
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 import pyoxigraph
@@ -97,12 +97,15 @@ class PrefixMap:
         self._ontology: dict[str, str] = dict(ontology or {})
         self._explicit: dict[str, str] = dict(explicit or {})
         self._merged: dict[str, str] = {}
+        self.listeners: list[Callable[[int, dict[str, str]], None]] = []  # (version, map) after each change
         self._rebuild()
 
     def _rebuild(self) -> None:
         self._merged = {**self._ontology, **self._explicit, **BUILTIN_PREFIXES}
         self.version = getattr(self, "version", 0) + 1  # what a term expanded to may have changed
         self._expanded: dict[str, str] = {}
+        for listener in self.listeners:
+            listener(self.version, self.as_dict())
 
     def set_ontology_prefixes(self, prefixes: Mapping[str, str]) -> None:
         self._ontology = dict(prefixes)

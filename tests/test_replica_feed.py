@@ -26,6 +26,8 @@ def test_patches_reach_the_replica_folded_and_a_snapshot_holds_the_patched_graph
     first_published, go_on = threading.Event(), threading.Event()
 
     def publish(item: tuple) -> None:  # the feed's thread stops after its first pass until both patches wait
+        if item[0] == "ticket":
+            return
         published.append(item)
         if len(published) == 1:
             first_published.set()
@@ -69,10 +71,38 @@ def test_patches_reach_the_replica_folded_and_a_snapshot_holds_the_patched_graph
     assert snapshot is not None and closure_graph(snapshot) == want
 
 
+def test_each_pass_ends_with_the_ticket_of_every_change_it_published():
+    stream: list[tuple] = []
+    tickets: list[int] = []
+    feed = ReplicaFeed()
+    feed.on_replica = stream.append
+    feed.on_requested = tickets.append
+    feed.start()
+    try:
+        for k in range(5):
+            feed.put_ontology(f"o{k}", [t(f"s{k}", "p")])
+        feed.wait()
+        feed.put_ontology("late", [t("late", "p")])
+        feed.wait()
+    finally:
+        feed.stop()
+    assert tickets == [1, 2, 3, 4, 5, 6]  # asked for in order, before anything was published
+    assert stream[-1] == ("ticket", 6)
+    seen = 0
+    graphs: set[str] = set()
+    for item in stream:  # a ticket follows every change asked for up to it
+        if item[0] == "changes":
+            graphs |= {change[1] for change in item[1]}
+        else:
+            assert item[0] == "ticket" and item[1] > seen
+            seen = item[1]
+    assert len(graphs) == 6
+
+
 def test_a_whole_graph_replaces_the_patches_before_it():
     published: list[tuple] = []
     feed = ReplicaFeed()
-    feed.on_replica = published.append
+    feed.on_replica = lambda item: item[0] != "ticket" and published.append(item)
     feed.put_inferred([t("a", "b")])
     feed.patch_inferred([t("c", "d")], [])
     feed.put_inferred([t("e", "f")])  # e.g. a change computed from scratch

@@ -150,6 +150,19 @@ def _draining_server_class():
     return DrainingServer
 
 
+def http_protocol(app, settings) -> type | str:
+    """uvicorn's HTTP protocol, behind the hand-over of `/sparql` connections to the query processes
+    (`semreg.handoff`), unless --sparql-in-server."""
+    if settings.sparql_in_server:
+        return "auto"
+    from uvicorn.config import HTTP_PROTOCOLS
+    from uvicorn.importer import import_from_string
+
+    from semreg.handoff import Handoff
+
+    return Handoff.bind(import_from_string(HTTP_PROTOCOLS["auto"]), app.state.sparql.pool)
+
+
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -194,7 +207,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     app = create_app(settings, store=store, join_at_start=False)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None, access_log=False,
-                            lifespan="on", timeout_graceful_shutdown=10, backlog=4096)
+                            lifespan="on", timeout_graceful_shutdown=10, backlog=4096, server_header=False,
+                            http=http_protocol(app, settings))
     server = _draining_server_class()(config, app.state.node)
     # uvicorn re-raises the signal that stopped it once it has drained; after a clean drain on
     # SIGTERM the exit status should be 0, so the handler it restores and re-raises is a no-op.
