@@ -26,9 +26,9 @@ from typing import NamedTuple
 MAX_HEAD_BYTES = 64 * 1024
 MAX_HEADER_LINES = 100
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
-_TARGET = re.compile(rb"[\x21-\x7e]+")  # visible ASCII: what a URL may carry unencoded
+_TOKEN_TEXT = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_TARGET_TEXT = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what a URL may carry unencoded
 
 
 class RequestError(ValueError):
@@ -77,20 +77,21 @@ def parse_head(buffer: bytes | bytearray) -> RequestHead | None:
             return None
     if end - start > MAX_HEAD_BYTES:
         raise RequestError(431, f"the request head is longer than {MAX_HEAD_BYTES} bytes.")
-    raw = bytes(buffer[start:end])
-    lines = raw.split(b"\r\n") if b"\n" not in raw.replace(b"\r\n", b"") else [
-        line[:-1] if line.endswith(b"\r") else line for line in raw.split(b"\n")]
+    text = bytes(buffer[start:end]).decode("latin-1")
+    lines = text.split("\r\n")
+    if "\n" in text and any("\n" in line for line in lines):  # bare LFs somewhere
+        lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
     if len(lines) > MAX_HEADER_LINES + 1:
         raise RequestError(431, f"the request has more than {MAX_HEADER_LINES} header fields.")
     method, target, version = _request_line(lines[0])
     headers: dict[str, str] = {}
     for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        if not colon or not _TOKEN.fullmatch(name):
+        name, colon, value = line.partition(":")
+        if not colon or not _TOKEN_TEXT.fullmatch(name):
             raise RequestError(400, f"malformed header line {line[:80]!r}.")
-        key = name.decode("ascii").lower()
-        text = value.strip(b" \t").decode("latin-1")
-        headers[key] = f"{headers[key]}, {text}" if key in headers else text
+        key = name.lower()
+        value = value.strip(" \t")
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
     chunked, length = _framing(headers) if ("transfer-encoding" in headers or "content-length" in headers) else (
         False, 0)
     connection = headers.get("connection")
@@ -117,19 +118,18 @@ def _bare_lf_end(buffer: bytes | bytearray, start: int) -> tuple[int, int]:
     return -1, 0
 
 
-def _request_line(line: bytes) -> tuple[str, str, str]:
-    parts = line.split(b" ")
-    if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1]:
-        raise RequestError(400, f"malformed request line {line[:80]!r}.")
-    version = parts[2]
-    if version not in (b"HTTP/1.1", b"HTTP/1.0"):
-        if version.startswith(b"HTTP/"):
-            raise RequestError(505, f"{version.decode('latin-1')} is not served here; speak HTTP/1.1.")
-        raise RequestError(400, f"malformed request line {line[:80]!r}.")
-    target = parts[1]
-    if not _TARGET.fullmatch(target):
+def _request_line(line: str) -> tuple[str, str, str]:
+    parts = line.split(" ")
+    if len(parts) != 3 or not _TOKEN_TEXT.fullmatch(parts[0]) or not parts[1]:
+        raise RequestError(400, f"malformed request line {line[:80].encode('latin-1')!r}.")
+    method, target, version = parts
+    if version != "HTTP/1.1" and version != "HTTP/1.0":
+        if version.startswith("HTTP/"):
+            raise RequestError(505, f"{version} is not served here; speak HTTP/1.1.")
+        raise RequestError(400, f"malformed request line {line[:80].encode('latin-1')!r}.")
+    if not _TARGET_TEXT.fullmatch(target):
         raise RequestError(400, "the request target has characters a URL cannot carry; percent-encode them.")
-    return parts[0].decode("ascii"), target.decode("ascii"), version.decode("ascii")
+    return method, target, version
 
 
 def _framing(headers: dict[str, str]) -> tuple[bool, int]:

@@ -58,6 +58,7 @@ HANDBACK_S = 0.1
 DEMOTE_S = 0.25
 LOWEST_PRIORITY = 19
 WRITE_TIMEOUT_S = 30.0
+READ_BYTES = 16 * 1024
 METRICS_EVERY_S = 1.0
 METRICS_BATCH = 512
 DEFER_LIMIT = 64  # batches of changes kept unapplied; past it they are applied while idle
@@ -256,7 +257,7 @@ class ConnectionServer:
             self.channel.send(("closed", [conn_id]))
             return
         sock = socket.socket(fileno=self.channel.fds.popleft())
-        sock.settimeout(WRITE_TIMEOUT_S)
+        sock.setblocking(False)  # with a timeout, CPython would poll before every recv and send
         conn = _Conn(conn_id, sock, data)
         with self.lock:
             self.conns[conn_id] = conn
@@ -271,7 +272,7 @@ class ConnectionServer:
             if self.conns.get(conn.id) is not conn:
                 return  # handed back by the watcher meanwhile
         try:
-            data = conn.sock.recv(1 << 16, socket.MSG_DONTWAIT)
+            data = conn.sock.recv(READ_BYTES)
         except BlockingIOError:
             return
         except OSError:
@@ -341,8 +342,18 @@ class ConnectionServer:
         return reply
 
     def _write(self, conn: _Conn, data: bytes) -> None:
+        """All of `data`; a client that reads too slowly for `WRITE_TIMEOUT_S` loses its connection."""
+        view = memoryview(data)
+        deadline = None
         try:
-            conn.sock.sendall(data)
+            while view:
+                try:
+                    view = view[conn.sock.send(view):]
+                except BlockingIOError:
+                    deadline = deadline or time.monotonic() + WRITE_TIMEOUT_S
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not select.select([], [conn.sock], [], left)[1]:
+                        raise TimeoutError("the client stopped reading") from None
         except OSError:
             self._close(conn)
 

@@ -6,6 +6,7 @@ under the name the client asked for, in the format it stands for.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 from pyoxigraph import QueryResultsFormat, RdfFormat
@@ -65,6 +66,7 @@ _MEDIA_TYPES = {kind: tuple(offer.media_type for offer in offers) for kind, offe
 _BY_MEDIA_TYPE = {kind: {offer.media_type: offer for offer in offers} for kind, offers in OFFERS.items()}
 
 
+@lru_cache(maxsize=256)  # clients send the same few Accept headers, twice a query
 def negotiate(accept: str | None, kind: str) -> Offer | None:
     """The offer of `kind` the client prefers, or None when it accepts none of them."""
     chosen = negotiation.negotiate(accept, _MEDIA_TYPES[kind])

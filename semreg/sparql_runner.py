@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from collections.abc import Callable, Iterator
 from typing import IO, Any, NamedTuple, cast
@@ -149,10 +150,32 @@ def _evaluate(store: pyoxigraph.Store, request: QueryRequest, prefixes: dict[str
     elif not keywords.dataset:
         dataset = ({"use_default_graph_as_union": True} if visible is None
                    else {"default_graph": list(visible), "named_graphs": list(visible)})
+    known = _prefixes_used(query, prefixes)
     try:
-        return store.query(query, base_iri=base_iri, prefixes=prefixes, **dataset)
+        try:
+            return store.query(query, base_iri=base_iri, prefixes=known, **dataset)
+        except SyntaxError:
+            if known == prefixes:
+                raise
+            return store.query(query, base_iri=base_iri, prefixes=prefixes, **dataset)  # every one, to be sure
     except SyntaxError as exc:
         raise BadRequest(f"the query is not valid SPARQL: {exc}", syntax_error=str(exc)) from exc
+
+
+_IRI = re.compile(r"<[^<>\s]*>")
+_PREFIXED = re.compile(r"([\w.\-]*):")
+
+
+def _prefixes_used(query: str, prefixes: dict[str, str] | None) -> dict[str, str] | None:
+    """The server's prefixes a query may name: pyoxigraph converts the whole map on every query (about
+    1 µs a prefix), and most queries name none of them (full IRIs, or their own PREFIX). A prefix this
+    lexical guess misses makes a syntax error, and the query is parsed again with every prefix."""
+    if not prefixes:
+        return None
+    rest = _IRI.sub("", query) if "<" in query else query
+    if ":" not in rest:
+        return None
+    return {name: prefixes[name] for name in set(_PREFIXED.findall(rest)) if name in prefixes} or None
 
 
 def _serialize_solutions(results: QuerySolutions, offer: Offer, guard: _Guard) -> bytes:

@@ -18,6 +18,7 @@ that a query that would take all the memory fails in its own process instead.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import resource
@@ -64,6 +65,7 @@ def main(argv: list[str]) -> int:
             replica.apply(store, message[1])
         elif kind == "fork":
             _, worker_id, memory_limit, slot = message
+            gc.freeze()  # a fork's collections skip what it inherits, and so leave those pages shared
             if os.fork() == 0:
                 code = 1
                 try:
