@@ -15,8 +15,9 @@ process it killed.
   After `DEMOTE_S` it drops the process to the lowest CPU priority. A process that had a long query
   retires once it is over (a fresh fork is cheaper than the priority back).
 - **Read-your-writes.** Before a query the process compares what it has taken in with the page the
-  server shares (`semreg.sparql_shared`), and reads the server's changes until it has everything
-  acknowledged before the query arrived. Changes wait, unapplied, until a query needs them.
+  server shares (`semreg.sparql_shared`); when it is behind it asks the server for the changes it holds
+  back (`("flush", ticket)`) and reads them until it has everything acknowledged before the query
+  arrived. Changes wait, in the server and then unapplied here, until a query needs them.
 - **Idle connections** close after `KEEP_ALIVE_S` (uvicorn's default); a connection is closed with
   `shutdown`, which ends it for the server's descriptor too, and the server is told.
 - **Metrics.** Requests are counted here and sent to the server about once a second.
@@ -24,8 +25,8 @@ process it killed.
 Messages from the server: `("conn", id, data)` with the connection's descriptor; `("changes", ...)`,
 `("ticket", n)`, `("prefixes", version, map)`, `("gate", Gate)`, `("query", qid, job)`,
 `("answer", seq, error)`, `("retire",)`, `("exit",)`. To the server: `("back", [(id, data)], reason)`,
-`("closed", [id])`, `("long", conn, seq, deadline)`, `("ask", seq, key)`, `("metrics", [...])`,
-`("result" | "error", qid, ...)`.
+`("closed", [id])`, `("long", conn, seq, deadline)`, `("flush", ticket)`, `("ask", seq, key)`,
+`("metrics", [...])`, `("result" | "error", qid, ...)`.
 """
 from __future__ import annotations
 
@@ -138,6 +139,7 @@ class ConnectionServer:
         self.prefix_version = prefix_version
         self.ticket = ticket  # the last ticket received: every change at or below it is in `deferred` or applied
         self.generation = 0  # batches applied (the result cache's key)
+        self.asked_ticket = 0
         self.deferred: list[Any] = []
         self.conns: dict[int, _Conn] = {}
         self.selector = selectors.DefaultSelector()
@@ -233,6 +235,9 @@ class ConnectionServer:
             requested, prefixes = self.page.wanted()
             if self.ticket >= requested and self.prefix_version >= prefixes:
                 break
+            if requested > self.ticket and requested > self.asked_ticket:
+                self.asked_ticket = requested
+                self.channel.send(("flush", requested))  # the server holds changes back until asked
             left = deadline - time.monotonic()
             if left <= 0:
                 raise time_limit_error(self._time_limit())

@@ -8,9 +8,11 @@ pyoxigraph cannot cancel a query, and a thread cannot be stopped, so queries run
   new template; everything published before it is contained in it), `("changes", [...])`,
   `("ticket", n)` (every change the feed was asked for up to `n` is in the stream before it),
   `("prefixes", version, map)` and `("gate", Gate)`. `drain()` hands them to the processes on the event
-  loop: workers at once (they apply changes just before their next query, so a registry with no SPARQL
-  traffic pays for one copy, not one per process, and not during a burst of writes), the template once
-  writes pause (`QUIET_S`), before it forks, or every `DEFER_LIMIT_BYTES`. `note_requested(n)` and
+  loop. Changes and tickets wait: the template's until writes pause (`QUIET_S`), before it forks, or
+  every `DEFER_LIMIT_BYTES`; a worker's until a query needs them (a query sent to it, or a worker asking
+  with `("flush", ticket)`). A worker that falls `DEFER_LIMIT_BYTES` behind while nobody queries it is
+  replaced by a fresh fork. A registry with no SPARQL traffic pays for one copy, not one per process,
+  and not during a burst of writes. `note_requested(n)` and
   `note_prefixes(...)` write the shared page (`semreg.sparql_shared`) before a write is acknowledged,
   so a process knows what a query must have seen without asking.
 - **Queries the server sends** (`evaluate`, the ASGI route): each takes one idle worker. With none idle,
@@ -129,8 +131,11 @@ class _Process:
     channel: socket.socket | None = None  # a second handle on the process's socket: frames out, descriptors too
     outbox: collections.deque = field(default_factory=collections.deque)  # [frame, descriptor or -1]
     writing: bool = False
-    deferred: list[bytes] = field(default_factory=list)  # what the template applies once writes pause
+    # Changes held back: the template's until writes pause; a worker's until a query needs them (it asks:
+    # `wants`, the ticket it waits for, until which every change goes to it at once) or they pile up.
+    deferred: list[bytes] = field(default_factory=list)
     deferred_bytes: int = 0
+    wants: int = 0
     current: _Pending | None = None
     prefixes_version: int = -1
     idle_since: float = 0.0
@@ -419,9 +424,41 @@ class QueryPool:
             template = self._template
             if template is not None and template.state == "live":
                 self._defer_to_template(template, frame)
+            held = kind in ("changes", "ticket")
+            stale: list[_Process] = []
             for worker in self._workers.values():
-                if worker.state != "dead":
-                    worker.send(frame)
+                if worker.state == "dead":
+                    continue
+                if not held:
+                    worker.send(frame)  # prefixes and the gate go at once
+                    continue
+                worker.deferred.append(frame)
+                worker.deferred_bytes += len(frame)
+                if worker.wants:
+                    self._flush(worker)
+                elif worker.deferred_bytes > DEFER_LIMIT_BYTES and not worker.retiring:
+                    stale.append(worker)
+                if kind == "ticket" and item[1] >= worker.wants:
+                    worker.wants = 0
+            for worker in stale:
+                self._replace(worker)
+
+    def _replace(self, worker: _Process) -> None:
+        """A worker that fell `DEFER_LIMIT_BYTES` behind while nobody queried it: a fresh fork of the
+        template (which applies changes once for all) is cheaper than every worker catching up. One
+        evaluating takes them instead; one that is not leaves, sending its connections back."""
+        page = self._page
+        if worker.state == "busy" or (page is not None and worker.slot >= 0 and page.evaluating(worker.slot)):
+            self._flush(worker)
+            return
+        worker.retiring = True
+        worker.deferred.clear()
+        worker.deferred_bytes = 0
+        if worker.state == "starting" or worker.channel is None:
+            self._retire(worker, kill=True)
+        else:
+            worker.send(encode(("retire",)))
+        self._grow()
 
     def _defer_to_template(self, template: _Process, frame: bytes) -> None:
         """The template applies changes once the registry has been quiet for `QUIET_S`, before it forks
@@ -488,6 +525,7 @@ class QueryPool:
         worker.state = "busy"
         worker.current = pending
         pending.worker = worker
+        self._flush(worker)  # every change published before the query, in front of it
         qid = self._next_qid
         self._next_qid += 1
         worker.send(encode(("query", qid, job)))
@@ -720,6 +758,9 @@ class QueryPool:
             self._closed_conns(process, message[1])
         elif kind == "long":
             self._long(process, message[1], message[2], message[3])
+        elif kind == "flush":  # a query waits for the changes up to this ticket
+            process.wants = max(process.wants, message[1])
+            self._flush(process)
         elif kind == "ask":
             assert self._loop is not None
             self._loop.create_task(self._ask(process, message[1], message[2]))

@@ -136,6 +136,27 @@ def test_an_idle_worker_takes_in_every_change_that_came_while_it_waited():
     run(main())
 
 
+def test_an_idle_worker_far_behind_is_replaced_by_a_fork_that_sees_every_change(monkeypatch):
+    monkeypatch.setattr("semreg.sparql_pool.DEFER_LIMIT_BYTES", 2000)
+
+    async def main():
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=1)
+        try:
+            assert count(await ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }")) == 10
+            [worker] = pool.pids()[1:]
+            forked = pool.forked
+            for k in range(40):  # each change held for the idle worker until it has fallen too far behind
+                added = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:i{k}"), n("p"), ox.Literal("x" * 50), REGISTRY)]
+                pool.publish(("changes", [replica.instances_change([], added)]))
+            await until(lambda: pool.forked > forked, what="a fresh fork")
+            await until(lambda: not alive(worker), what="the stale worker gone")
+            answer = await ask(pool, f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}")
+            assert count(answer) == 40
+        finally:
+            await pool.close()
+    run(main())
+
+
 def test_a_query_past_its_deadline_gets_503_and_its_process_is_killed_and_replaced():
     async def main():
         pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=1)
@@ -315,4 +336,53 @@ def test_stop_answers_everything_at_once_and_leaves_no_process():
             await until(lambda pid=pid: not alive(pid), what=f"process {pid} gone")
         with pytest.raises(Unavailable):
             await ask(pool, "ASK {}")
+    run(main())
+
+
+def test_a_stale_worker_hands_its_connections_over_and_they_see_every_change(monkeypatch):
+    """A connection the pool adopted survives its worker's replacement, and its next query sees the changes."""
+    import socket
+
+    from semreg.auth import Tokens
+    from semreg.sparql_service import Gate
+
+    monkeypatch.setattr("semreg.sparql_pool.DEFER_LIMIT_BYTES", 2000)
+
+    async def main():
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=2)
+        pool.set_gate(Gate(Tokens(None), None, False, False, False, None, 5.0, None, 1 << 20, 1 << 20))
+        listener = socket.create_server(("127.0.0.1", 0))
+        client = socket.create_connection(listener.getsockname())
+        served, _ = listener.accept()
+        loop = asyncio.get_running_loop()
+
+        async def query(text: str) -> dict:
+            request = f"GET /sparql?query={text} HTTP/1.1\r\nHost: t\r\n\r\n".encode()
+            await loop.sock_sendall(client, request)
+            data = b""
+            while b"\r\n\r\n" not in data or len(data.partition(b"\r\n\r\n")[2]) < int(
+                    data.split(b"content-length: ")[1].split(b"\r\n")[0]):
+                data += await loop.sock_recv(client, 65536)
+            return orjson.loads(data.partition(b"\r\n\r\n")[2])
+
+        try:
+            await pool.start()
+            await until(lambda: pool.ready, what="a worker ready")
+            client.setblocking(False)
+            assert pool.adopt(served, b"")
+            count_all = f"SELECT%20(COUNT(*)%20AS%20%3Fn)%20%7B%20GRAPH%20%3C{REGISTRY.value}%3E%20%7B%3Fs%20%3Fp%20%3Fo%7D%20%7D"
+            assert count(await query(count_all)) == 0
+            [worker] = pool.pids()[1:]
+            for k in range(40):
+                added = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:i{k}"), n("p"), ox.Literal("x" * 50), REGISTRY)]
+                pool.publish(("changes", [replica.instances_change([], added)]))
+                pool.note_requested(k + 1)
+                pool.publish(("ticket", k + 1))
+            await until(lambda: not alive(worker), what="the stale worker gone")
+            assert count(await query(count_all)) == 40  # the same connection, in a fresh fork
+            assert worker not in pool.pids()
+        finally:
+            client.close()
+            listener.close()
+            await pool.close()
     run(main())
