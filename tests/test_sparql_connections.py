@@ -130,7 +130,9 @@ BATTERY = [
     post("/sparql", b"INSERT DATA {}", "application/sparql-update"),
     post("/sparql", b"<x/>", "application/xml"),
     post("/sparql", b"", None),
-    post("/sparql", b"x" * (2 * 1024 * 1024), "application/sparql-query"),
+    # a body over the limit is refused on its Content-Length, before it is sent (so the refusal cannot
+    # race the upload)
+    post("/sparql", b"", "application/sparql-query").replace(b"Content-Length: 0", b"Content-Length: 2097152"),
     post(q("ASK {}").replace("query=", "default-graph-uri=urn%3Ax&query="), b"", None),
 ]
 COMPARED = ("content-type", "vary", "retry-after", "www-authenticate")
