@@ -17,7 +17,9 @@ framing. Everything else a node answers goes through uvicorn. The rules kept (RF
 """
 from __future__ import annotations
 
+import contextlib
 import re
+import socket
 import time
 from email.utils import formatdate
 from http import HTTPStatus
@@ -235,3 +237,11 @@ def encode_response(status: int, headers: list[tuple[bytes, bytes]], body: bytes
     if not head_only:
         out.append(body)
     return b"".join(out)
+
+
+def end_connection(sock: socket.socket) -> None:
+    """End the connection for every process holding a descriptor of it (`shutdown`), then close this one.
+    A peer that has already gone makes `shutdown` fail, which changes nothing."""
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import array
 import collections
+import contextlib
 import logging
 import os
 import select
@@ -39,6 +40,7 @@ import selectors
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pyoxigraph as ox
@@ -46,7 +48,7 @@ import pyoxigraph as ox
 from semreg import replica
 from semreg.errors import PayloadTooLarge, SemregError, Unavailable
 from semreg.frames import FrameBuffer, encode
-from semreg.http1_server import CONTINUE, RequestError, RequestHead, chunked_body, encode_response, parse_head
+from semreg.http1_server import CONTINUE, RequestError, RequestHead, chunked_body, encode_response, end_connection, parse_head
 from semreg.sparql_protocol import QueryRequest
 from semreg.sparql_runner import Limits, run_query, time_limit_error
 from semreg.sparql_service import EARLY_STOP_S, METHODS, PATH, Gate, QueryService, Reply, error_reply
@@ -231,20 +233,26 @@ class ConnectionServer:
     # -- the replica --------------------------------------------------------------------------------------
     def sync(self, deadline: float) -> None:
         """Take in every change and prefix acknowledged before now (the `Replica` of `QueryService`)."""
-        while True:
+
+        def caught_up() -> bool:
             requested, prefixes = self.page.wanted()
-            if self.ticket >= requested and self.prefix_version >= prefixes:
-                break
             if requested > self.ticket and requested > self.asked_ticket:
                 self.asked_ticket = requested
                 self.channel.send(("flush", requested))  # the server holds changes back until asked
+            return self.ticket >= requested and self.prefix_version >= prefixes
+
+        self._wait_for_server(caught_up, deadline, "the server stopped while the query waited for its changes")
+        self._apply()
+
+    def _wait_for_server(self, done: Callable[[], bool], deadline: float, stopped: str) -> None:
+        """Read the server's messages until `done()`; 503 at the deadline, or when the server has gone."""
+        while not done():
             left = deadline - time.monotonic()
             if left <= 0:
                 raise time_limit_error(self._time_limit())
             if not self.channel.receive(left):
-                raise Unavailable("the server stopped while the query waited for its changes; try again.")
+                raise Unavailable(f"{stopped}; try again.")
             self._handle_inbox()
-        self._apply()
 
     def _apply(self) -> None:
         for changes in self.deferred:
@@ -368,7 +376,6 @@ class ConnectionServer:
         error.status = exc.status
         reply = error_reply(error)
         self._write(conn, encode_response(reply.status, reply.headers, reply.body, keep_alive=False))
-        self.observations.append(("GET", exc.status, 0.0))
         self._close(conn)
 
     def _close(self, conn: _Conn) -> None:
@@ -376,11 +383,7 @@ class ConnectionServer:
             if self.conns.pop(conn.id, None) is None:
                 return
             self.selector.unregister(conn.sock)
-        try:
-            conn.sock.shutdown(socket.SHUT_RDWR)  # ends it for the server's descriptor too
-        except OSError:
-            pass
-        conn.sock.close()
+        end_connection(conn.sock)
         self.channel.send(("closed", [conn.id]))
 
     def _give_back(self, conns: list[_Conn], reason: str) -> None:
@@ -425,13 +428,7 @@ class ConnectionServer:
         self.asked += 1
         seq = self.asked
         self.channel.send(("ask", seq, key))
-        while seq not in self.answers:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise time_limit_error(self._time_limit())
-            if not self.channel.receive(left):
-                raise Unavailable("the server stopped while the query waited; try again.")
-            self._handle_inbox()
+        self._wait_for_server(lambda: seq in self.answers, deadline, "the server stopped while the query waited")
         return self.answers.pop(seq)
 
     # -- evaluation, watched --------------------------------------------------------------------------
@@ -474,8 +471,8 @@ class ConnectionServer:
             if self.current is current:
                 try:
                     os.setpriority(os.PRIO_PROCESS, os.getpid(), LOWEST_PRIORITY)  # the thread evaluating
-                except OSError:
-                    pass
+                except OSError as exc:
+                    log.warning("a long query's process could not lower its priority", extra={"error": str(exc)})
             return
 
     # -- metrics ----------------------------------------------------------------------------------------
@@ -486,10 +483,8 @@ class ConnectionServer:
         if force or len(self.observations) >= METRICS_BATCH or now - self.flushed_at >= METRICS_EVERY_S:
             observations, self.observations = self.observations, []
             self.flushed_at = now
-            try:
+            with contextlib.suppress(OSError):  # the server has gone: the loop sees it at its next read
                 self.channel.send(("metrics", observations))
-            except OSError:
-                pass
 
 
 def evaluate(store: ox.Store, qid: int, job: Any, prefixes: dict[str, str]) -> tuple:

@@ -62,7 +62,7 @@ import pyoxigraph as ox
 from semreg import replica
 from semreg.errors import SemregError, Unavailable
 from semreg.frames import FrameBuffer, encode
-from semreg.http1_server import encode_response
+from semreg.http1_server import encode_response, end_connection
 from semreg.sparql_runner import Output, time_limit_error
 from semreg.sparql_service import Reply, error_reply
 from semreg.sparql_shared import SharedPage
@@ -341,10 +341,10 @@ class QueryPool:
             self._kill(worker)
         self._workers.clear()
         for conn, _ in self._homeless:
-            _shut(conn.sock)
+            end_connection(conn.sock)
         self._homeless.clear()
         for conn in list(self._conns.values()):
-            _shut(conn.sock)
+            end_connection(conn.sock)
         self._conns.clear()
         if self._template is not None:
             self._kill(self._template)
@@ -664,11 +664,12 @@ class QueryPool:
             if conn is None:
                 continue
             if evaluating is not None and evaluating.conn == conn_id:
+                # one non-blocking send: a few hundred bytes fit an idle connection's buffer, and the event
+                # loop must not wait on a client that stopped reading
                 with contextlib.suppress(OSError):
-                    conn.sock.setblocking(True)
-                    conn.sock.settimeout(1.0)
-                    conn.sock.sendall(encode_response(reply.status, reply.headers, reply.body, keep_alive=False))
-            _shut(conn.sock)
+                    conn.sock.setblocking(False)
+                    conn.sock.send(encode_response(reply.status, reply.headers, reply.body, keep_alive=False))
+            end_connection(conn.sock)
         process.conns.clear()
 
     async def _ask(self, process: _Process, seq: int, key: str | None) -> None:
@@ -897,12 +898,6 @@ class QueryPool:
 def _fail(pending: _Pending, error: SemregError) -> None:
     if not pending.future.done():
         pending.future.set_exception(error)
-
-
-def _shut(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
-    sock.close()
 
 
 def _wait_gone(pids: list[int], timeout_s: float) -> None:

@@ -62,13 +62,17 @@ class Raw:
         body, self.buffer = self.buffer[:length], self.buffer[length:]
         return head, body
 
-    def closed(self) -> bool:
-        """The server has closed the connection (read until end of input)."""
+    def closed(self, timeout_s: float = 10.0) -> bool:
+        """Whether the server ends the connection within `timeout_s`: end of input (or a reset) after
+        whatever it still sends; False if it keeps the connection open that long."""
+        self.sock.settimeout(timeout_s)
         try:
             while self._fill():
-                pass
-        except OSError:
-            pass
+                pass  # a response still on its way; the end follows it
+        except ConnectionResetError:
+            return True
+        except TimeoutError:
+            return False
         return True
 
     def close(self) -> None:

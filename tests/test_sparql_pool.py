@@ -36,6 +36,17 @@ def job(query: str, time_limit_s: float = 5.0, prefixes: dict[str, str] | None =
     return Job(query, (), (), accept, None, prefixes, time_limit_s, time_limit_s, None)
 
 
+def publish_instances(pool: QueryPool, count: int, tickets: bool = False) -> None:
+    """`count` one-quad instances into the registry graph, a batch each (with the feed's tickets, as
+    the node publishes them, when `tickets`)."""
+    for k in range(count):
+        added = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:i{k}"), n("p"), ox.Literal("x" * 50), REGISTRY)]
+        pool.publish(("changes", [replica.instances_change([], added)]))
+        if tickets:
+            pool.note_requested(k + 1)
+            pool.publish(("ticket", k + 1))
+
+
 async def ask(pool: QueryPool, query: str, time_limit_s: float = 5.0, **kw) -> dict:
     output = await pool.evaluate(job(query, time_limit_s, **kw), 0, time.monotonic() + time_limit_s)
     return orjson.loads(output.body)
@@ -125,9 +136,7 @@ def test_an_idle_worker_takes_in_every_change_that_came_while_it_waited():
             assert count(await ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }")) == 10
             [worker] = pool.pids()[1:]
             forked = pool.forked
-            for k in range(100):  # more batches than a worker keeps unapplied: it applies them while idle
-                added = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:i{k}"), n("p"), ox.Literal("x" * 50), REGISTRY)]
-                pool.publish(("changes", [replica.instances_change([], added)]))
+            publish_instances(pool, 100)  # more batches than a worker keeps unapplied: it applies them while idle
             answer = await ask(pool, f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}")
             assert count(answer) == 100
             assert pool.pids()[1:] == [worker] and pool.forked == forked  # the same process, caught up
@@ -145,9 +154,7 @@ def test_an_idle_worker_far_behind_is_replaced_by_a_fork_that_sees_every_change(
             assert count(await ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }")) == 10
             [worker] = pool.pids()[1:]
             forked = pool.forked
-            for k in range(40):  # each change held for the idle worker until it has fallen too far behind
-                added = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:i{k}"), n("p"), ox.Literal("x" * 50), REGISTRY)]
-                pool.publish(("changes", [replica.instances_change([], added)]))
+            publish_instances(pool, 40)  # each change held for the idle worker until it has fallen too far behind
             await until(lambda: pool.forked > forked, what="a fresh fork")
             await until(lambda: not alive(worker), what="the stale worker gone")
             answer = await ask(pool, f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}")
@@ -373,11 +380,7 @@ def test_a_stale_worker_hands_its_connections_over_and_they_see_every_change(mon
             count_all = f"SELECT%20(COUNT(*)%20AS%20%3Fn)%20%7B%20GRAPH%20%3C{REGISTRY.value}%3E%20%7B%3Fs%20%3Fp%20%3Fo%7D%20%7D"
             assert count(await query(count_all)) == 0
             [worker] = pool.pids()[1:]
-            for k in range(40):
-                added = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:i{k}"), n("p"), ox.Literal("x" * 50), REGISTRY)]
-                pool.publish(("changes", [replica.instances_change([], added)]))
-                pool.note_requested(k + 1)
-                pool.publish(("ticket", k + 1))
+            publish_instances(pool, 40, tickets=True)
             await until(lambda: not alive(worker), what="the stale worker gone")
             assert count(await query(count_all)) == 40  # the same connection, in a fresh fork
             assert worker not in pool.pids()
