@@ -313,9 +313,11 @@ class QueryPool:
 
     @property
     def ready(self) -> bool:
-        """Whether a worker is there to take a connection now."""
-        return (not self._closed and self._gate is not None
-                and any(w.state in ("idle", "busy") and not w.retiring for w in self._workers.values()))
+        """Whether connections can be taken: the template is live, so a worker is there or can be forked
+        (a connection waits for it; sending some to the server's route meanwhile would split a burst
+        between two paths with two sets of limits)."""
+        template = self._template
+        return not self._closed and self._gate is not None and template is not None and template.state == "live"
 
     def stop(self) -> None:
         """Answer every query now with 503 and kill the processes (safe to call twice)."""
