@@ -1,20 +1,11 @@
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-SHARED = ROOT.parent / "shared"
-DATA = SHARED / "data"
-ONTOLOGIES = ROOT / "ontologies"
-
-sys.path.insert(0, str(HERE))
-
-from inprocess import InProcess  # noqa: E402
-from server import ServerProcess  # noqa: E402
+from support.inprocess import InProcess
+from support.paths import ONTOLOGIES
+from support.server import ServerProcess
 
 
 @pytest.fixture
@@ -38,17 +29,6 @@ def start_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def module_server(tmp_path_factory):
-    """One fresh on-disk server process shared by a test module (for what needs a process)."""
-    base = tmp_path_factory.mktemp("module-server")
-    server = ServerProcess(base / "data")
-    try:
-        yield server.start(base / "logs")
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
 def app_server():
     """The app in this process over ASGI, on a fake clock, shared by a test module."""
     server = InProcess()
@@ -56,6 +36,16 @@ def app_server():
         yield server.start()
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def api(app_server):
+    """A client of the module's in-process app, with the case study's ontology (obras) uploaded."""
+    c = app_server.client()
+    r = c.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
+              headers={"Content-Type": "text/turtle"})
+    assert r.status_code == 201, r.text
+    return c
 
 
 @pytest.fixture
@@ -78,8 +68,8 @@ def in_process():
 def app_worker(thread) -> bool:
     """A worker of an in-process app's loop or of a browser's: started on demand, stopped with the app or
     the browser (which may be the module's), so not a leak of the test that happened to start it."""
-    from browser import BROWSER_THREAD_PREFIX
-    from inprocess import THREAD_PREFIX
+    from support.browser import BROWSER_THREAD_PREFIX
+    from support.inprocess import THREAD_PREFIX
 
     return thread.name.startswith((THREAD_PREFIX + "-worker", BROWSER_THREAD_PREFIX))
 

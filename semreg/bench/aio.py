@@ -4,9 +4,9 @@ wrk repeats one request; these scenarios need many connections that each wait (1
 a schedule (heartbeats spread evenly over their period) or a server (the target of active health
 checks). Everything runs on one event loop in a daemon thread (`LoopThread`), so a scenario stays a
 plain function that can run wrk meanwhile. HTTP goes over raw asyncio streams with a minimal
-HTTP/1.1 client (`Connection`, framed by `semreg.http1`): httpx, and h11 too, cost more per request
+HTTP/1.1 client (`Connection`, framed by `semreg.http1.client`): httpx, and h11 too, cost more per request
 and per connection than the bench process can spare at 10,000 connections or 1,000 requests a second
-on a shared machine (the figures are in `semreg.http1`).
+on a shared machine (the figures are in `semreg.http1.client`).
 
 The pure parts: `heartbeat_due` (the schedule), `latency_stats` (nearest-rank percentiles),
 `parse_metrics` (Prometheus text), `vmrss_bytes` (/proc/<pid>/status).
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from semreg.http1 import encode_request, read_body, read_head
+from semreg.http1.client import encode_request, read_body, read_head
 
 T = TypeVar("T")
 
@@ -140,7 +140,7 @@ def latency_stats(samples_s: Sequence[float]) -> dict:
             "min_ms": round(ms[0], 2), "max_ms": round(ms[-1], 2)}
 
 
-# -- HTTP/1.1 (framed by semreg.http1) ------------------------------------------------------------------------
+# -- HTTP/1.1 (framed by semreg.http1.client) ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Response:
     status: int

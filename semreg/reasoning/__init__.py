@@ -1,0 +1,8 @@
+"""Reasoning over ontologies, pure: the OWL 2 RL rules (`rules`), their closure kept up to date
+(`closure`, `reasoner`), the hierarchy index matching runs on (`hierarchy`, `reindex`), what a queried
+term expands to (`expansion`), degrees and ranking (`matching`), why a tag matched (`explanation`) and
+the known terms (`lexicon`).
+
+May import: `semreg.rdf` and the top-level `errors`. Must not import storage, the registry, SPARQL, the
+cluster or HTTP, nor read the clock: every function here is a function of the triples it is given.
+"""

@@ -1,0 +1,10 @@
+"""The SPARQL 1.1 endpoint's machinery: the protocol operation (`protocol`), representations
+(`formats`), the lexical scan (`scan`), evaluation within limits (`runner`), the result cache
+(`cache`), the service description (`description`); the replica the queries read and what feeds it
+(`replica`, `feed`, `queries`); the query processes (`worker`, `pool`, `connections`, `service`,
+`shared_page`, `frames`) and the hand-over of connections to them (`handoff`).
+
+May import: `semreg.access` (tokens), `semreg.storage`, `semreg.rdf`, `semreg.http1` and the top-level
+modules. Must not import the cluster, the registry's coordinator or HTTP (`semreg.http`): the ASGI route
+over this machinery is `semreg.http.sparql`.
+"""
