@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Set up and run semreg from a fresh checkout, with nothing but Python installed.
 
-    python3 dev.py serve   # virtualenv + dependencies, then a server on ./semreg-data with the example ontology
-    python3 dev.py test    # virtualenv + dependencies + system packages (etcd, wrk, chromium), then the whole suite
+    python3 dev.py serve          # virtualenv + dependencies, then a server on ./semreg-data with the example ontology
+    python3 dev.py test           # virtualenv + dependencies + system packages (etcd, wrk, chromium), then the whole suite
+    python3 dev.py test --quick   # the inner loop: lint, layers, and the tests that start no process of their own
 
 Both are idempotent: a second run reuses the virtualenv and installs only what changed.
 """
@@ -74,15 +75,29 @@ def cmd_serve(args: list[str]) -> int:
     return 0
 
 
+def checks(env: dict[str, str], typed: bool) -> bool:
+    """ruff, then (the full command only) mypy, then the layers between semreg's rooms (import-linter)."""
+    steps = [[BIN / "ruff", "check", "semreg", "tests", "dev.py"], *([[BIN / "mypy"]] if typed else []),
+             [BIN / "lint-imports"]]
+    return all(run(step, cwd=ROOT, env=env) == 0 for step in steps)
+
+
 def cmd_test(args: list[str]) -> int:
+    quick = args[:1] == ["--quick"]
+    if quick:
+        args = args[1:]
     ensure_venv("test,bench")
-    ensure_system_packages()
+    if not quick:
+        ensure_system_packages()
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    if not args:
-        if run([BIN / "ruff", "check", "semreg", "tests", "dev.py"], cwd=ROOT, env=env) != 0:
+    if quick:
+        # The tests that start no process of their own (tests/conftest.py fails one that does): pure parts and
+        # the app in this process. Marked `process` are the rest: servers, the command line, etcd, a browser.
+        if not checks(env, typed=False):
             return 1
-        if run([BIN / "mypy"], cwd=ROOT, env=env) != 0:
-            return 1
+        return run([PY, "-m", "pytest", "-q", "-m", "not process", "--no-processes", *args], cwd=ROOT, env=env)
+    if not args and not checks(env, typed=True):
+        return 1
     code = run([PY, "-m", "pytest", "-q", *args], cwd=ROOT, env=env)
     if code != 0 or args:
         return code

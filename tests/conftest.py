@@ -1,11 +1,34 @@
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 from support.inprocess import InProcess
 from support.paths import ONTOLOGIES
 from support.server import ServerProcess
+
+
+# The query processes of an in-process app's /sparql: part of the app under test, not a process of the test's.
+APP_PROCESSES = ("semreg.sparql.worker",)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--no-processes", action="store_true",
+                     help="fail any test that starts a process of its own (what `dev.py test --quick` promises)")
+
+
+def pytest_configure(config):
+    if config.getoption("--no-processes"):
+        sys.addaudithook(_refuse_processes)
+
+
+def _refuse_processes(event: str, args: tuple) -> None:
+    if event == "subprocess.Popen" and not any(name in map(str, args[1] or ()) for name in APP_PROCESSES):
+        raise RuntimeError(f"this test starts a process ({' '.join(map(str, args[1] or ()))[:120]}): mark it "
+                           "@pytest.mark.process, or keep it in this process")
+    if event in ("os.fork", "os.posix_spawn", "os.exec", "os.system"):
+        raise RuntimeError(f"this test starts a process ({event}): mark it @pytest.mark.process")
 
 
 @pytest.fixture

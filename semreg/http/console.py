@@ -19,7 +19,7 @@ from semreg.http.responses import JSONResponse
 from semreg.rdf import media
 from semreg.sparql import queries
 
-UI_DIR = Path(__file__).resolve().parent / "ui"
+UI_DIR = Path(__file__).resolve().parents[1] / "ui"  # semreg/ui
 PREFIX = "/ui"
 # CodeMirror sets styles on its elements, hence 'unsafe-inline' for styles (never for scripts).
 POLICY = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "

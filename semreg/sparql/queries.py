@@ -6,7 +6,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-_CANDIDATES = (Path(__file__).resolve().parents[1] / "queries", Path(sys.prefix) / "share" / "semreg" / "queries")
+_CANDIDATES = (Path(__file__).resolve().parents[2] / "queries", Path(sys.prefix) / "share" / "semreg" / "queries")
 
 
 @cache

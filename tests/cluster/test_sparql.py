@@ -23,7 +23,7 @@ from support.server import wait_for
 
 from semreg.bench.localcluster import LocalCluster
 
-pytestmark = pytest.mark.multiprocess
+pytestmark = pytest.mark.process
 
 PREFIXES = """PREFIX sr: <https://w3id.org/semreg#>
 PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>

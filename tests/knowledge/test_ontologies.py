@@ -94,7 +94,7 @@ def test_changes_over_http_end_where_a_fresh_server_starts():
         assert concepts(c, WATCHED) == changed_concepts
 
 
-@pytest.mark.multiprocess
+@pytest.mark.process
 def test_a_restart_computes_the_patched_closure_graph_again(start_server, tmp_path):
     """A restart computes the closure graph from the recorded ontologies: it is the graph the changes
     patched, blank nodes included (each document's are labelled by its digest, the same on every parse)."""

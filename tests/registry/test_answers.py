@@ -106,7 +106,7 @@ def test_ten_thousand_matching_tags_of_one_instance_answer_in_under_a_megabyte(i
         assert [v["id"] for v in body["instances"]] == ["big"]
 
 
-@pytest.mark.multiprocess
+@pytest.mark.process
 def test_the_big_answer_leaves_the_server_responsive(start_server):
     node = start_server("--ontology", str(ONTOLOGIES / "obras.ttl"), data_dir=None)
     with httpx.Client(base_url=node.url, timeout=60) as http:

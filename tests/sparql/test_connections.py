@@ -22,7 +22,7 @@ from support.server import wait_for
 
 from semreg.http1.client import Head, parse_head
 
-pytestmark = pytest.mark.multiprocess
+pytestmark = pytest.mark.process
 
 RUNAWAY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }"
 JSON = "application/sparql-results+json"

@@ -15,7 +15,7 @@ from semreg.sparql import replica
 from semreg.sparql.pool import LONG_QUERY_S, Job, QueryPool
 from semreg.storage.store import RECORDS, REGISTRY
 
-pytestmark = pytest.mark.multiprocess
+pytestmark = pytest.mark.process
 
 EX = "http://ex.org/"
 RUNAWAY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }"

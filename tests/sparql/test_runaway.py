@@ -18,7 +18,7 @@ from support.paths import ONTOLOGIES
 from support.processes import stat, tree
 from support.server import wait_for
 
-pytestmark = pytest.mark.multiprocess
+pytestmark = pytest.mark.process
 
 RUNAWAY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -20,7 +20,7 @@ from support.paths import DATA
 from support.server import ServerProcess
 from support.w3c import HttpRequest, ProtocolTest, SyntaxTest, protocol_tests, syntax_tests, write_graphs
 
-pytestmark = pytest.mark.multiprocess
+pytestmark = pytest.mark.process
 
 SUITE = DATA / "sparql11-tests"
 PROTOCOL = protocol_tests(SUITE / "protocol" / "manifest.ttl")

@@ -17,7 +17,7 @@ from support.browser import BROWSER_THREAD_PREFIX, Watched, check_accessibility,
 from support.paths import ONTOLOGIES
 from support.server import ServerProcess
 
-pytestmark = pytest.mark.multiprocess
+pytestmark = pytest.mark.process
 
 ADMIN = "console-admin-token"
 WRITER = "console-team-token"
