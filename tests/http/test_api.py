@@ -190,12 +190,12 @@ def test_a_prefix_an_ontology_declares_is_redefined_only_on_purpose(api, caplog)
     assert api.put("/v1/prefixes/ex", json={"iri": EX}).status_code == 201, "the same namespace contradicts nothing"
     assert api.delete("/v1/prefixes/ex").status_code == 204
 
-    with caplog.at_level(logging.INFO, "semreg.knowledge.knowledge"):
+    with caplog.at_level(logging.INFO, "semreg.knowledge"):
         assert api.put("/v1/prefixes/ex", params={"force": "true"}, json={"iri": "http://other/"}).status_code == 201
         assert obra() == "http://other/Obra"
         assert api.delete("/v1/prefixes/ex").status_code == 204
     assert obra() == EX + "Obra", "without the client prefix, the ontology's declaration is back"
-    logged = [(r.getMessage(), r.__dict__) for r in caplog.records if r.name == "semreg.knowledge.knowledge"]
+    logged = [(r.getMessage(), r.__dict__) for r in caplog.records if r.name == "semreg.knowledge"]
     (set_msg, set_), (del_msg, del_) = logged[-2:]
     assert set_msg == "prefix set" and (set_["prefix"], set_["iri"], set_["previous"], set_["forced"]) == (
         "ex", "http://other/", EX, True) and set_["declared_by"] == ["obras"] and set_["by"] == "anonymous"
