@@ -91,11 +91,13 @@ def cmd_test(args: list[str]) -> int:
         ensure_system_packages()
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     if quick:
-        # The tests that start no process of their own (tests/conftest.py fails one that does): pure parts and
-        # the app in this process. Marked `process` are the rest: servers, the command line, etcd, a browser.
+        # The tests that start no process of their own (tests/conftest.py fails one that does) and take less than
+        # a few seconds: pure parts and the app in this process. Left to the full command: `process` (servers, the
+        # command line, etcd, a browser) and `slow` (large ontologies against owlrl, long properties).
         if not checks(env, typed=False):
             return 1
-        return run([PY, "-m", "pytest", "-q", "-m", "not process", "--no-processes", *args], cwd=ROOT, env=env)
+        return run([PY, "-m", "pytest", "-q", "-m", "not process and not slow", "--no-processes", *args],
+                   cwd=ROOT, env=env)
     if not args and not checks(env, typed=True):
         return 1
     code = run([PY, "-m", "pytest", "-q", *args], cwd=ROOT, env=env)

@@ -8,7 +8,6 @@ from support.inprocess import InProcess
 from support.paths import ONTOLOGIES
 from support.server import ServerProcess
 
-
 # The query processes of an in-process app's /sparql: part of the app under test, not a process of the test's.
 APP_PROCESSES = ("semreg.sparql.worker",)
 
@@ -21,6 +20,18 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     if config.getoption("--no-processes"):
         sys.addaudithook(_refuse_processes)
+
+
+# Fixtures that start processes (servers, a ring, etcd): a test using one is marked `process`. A module adds
+# its own in `PROCESS_FIXTURES`; a test that starts one itself carries the mark.
+PROCESS_FIXTURES = frozenset({"start_server", "ring"})
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        starters = PROCESS_FIXTURES | frozenset(getattr(item.module, "PROCESS_FIXTURES", ()))
+        if starters & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.process)
 
 
 def _refuse_processes(event: str, args: tuple) -> None:

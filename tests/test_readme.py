@@ -14,6 +14,8 @@ import sys
 import pytest
 from support.paths import ONTOLOGIES, ROOT
 
+pytestmark = pytest.mark.process
+
 README = ROOT / "README.md"
 SERVED = "http://127.0.0.1:8080"  # the address the README's commands name (dev.py serve's)
 READER_PAUSE_S = 180.0  # reading the next paragraph, then typing the command

@@ -124,6 +124,7 @@ def test_bad_tokens_file_is_a_clear_error(tmp_path, content, fragment):
     assert fragment in str(caught.value) and str(path) in str(caught.value)
 
 
+@pytest.mark.process
 def test_serve_refuses_a_bad_tokens_file_with_its_sentence(tmp_path):
     path = tmp_path / "tokens.json"
     path.write_text("{broken")
@@ -132,6 +133,7 @@ def test_serve_refuses_a_bad_tokens_file_with_its_sentence(tmp_path):
     assert out.returncode == 2 and "not JSON" in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.process
 def test_refuses_non_loopback_without_tokens():
     out = subprocess.run([sys.executable, "-m", "semreg", "serve", "--memory", "--host", "0.0.0.0", "--port", "1"],
                          capture_output=True, text=True, timeout=60)

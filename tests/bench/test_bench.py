@@ -312,6 +312,7 @@ def test_cli_registers_bench():
     assert args.command == "bench" and args.quick and callable(args.run)
 
 
+@pytest.mark.process
 def test_missing_wrk_is_a_clear_error(tmp_path):
     env = {**os.environ, "PATH": str(tmp_path)}  # no wrk on this PATH
     done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--only", "sparql", "--json"], cwd=ROOT, env=env,
@@ -429,6 +430,7 @@ def test_heartbeater_and_watch_crowd_against_the_local_target():
 
 # -- the peers, under wrk ------------------------------------------------------------------------------------
 @pytest.mark.slow
+@pytest.mark.process
 def test_etcd_and_oxigraph_under_wrk(tmp_path):
     """etcd's range read and the Oxigraph server's query, each under one short wrk run; all stopped after."""
     for tool in ("etcd", "wrk", "oxigraph"):
@@ -458,6 +460,7 @@ def test_etcd_and_oxigraph_under_wrk(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
+@pytest.mark.process
 def test_quick_run_of_the_answer_scenarios():
     """many-tags, cold-discovery and sparql at --quick sizes: the JSON shape and the checks, never the timings."""
     done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only",
@@ -480,6 +483,7 @@ def test_quick_run_of_the_answer_scenarios():
 # -- end to end -------------------------------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.timeout(120)
+@pytest.mark.process
 def test_quick_run_prints_one_json_object():
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", "register-1000-tags,closure",
@@ -504,6 +508,7 @@ def test_quick_run_prints_one_json_object():
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
+@pytest.mark.process
 def test_quick_run_of_the_load_scenarios():
     """watches, health-checks and heartbeat-load at --quick sizes: the JSON shape, never the timings."""
     started = time.monotonic()
@@ -542,6 +547,7 @@ def test_quick_run_of_the_load_scenarios():
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
+@pytest.mark.process
 def test_quick_run_of_the_ring_scenario():
     """Three nodes and etcd beside one node at --quick sizes: the same answers, two copies of each record."""
     done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", "ring", "--json"], cwd=ROOT,

@@ -14,6 +14,8 @@ import pytest
 from support.paths import DATA, ONTOLOGIES
 from support.server import ServerProcess, free_port, wait_for
 
+pytestmark = pytest.mark.process
+
 EX = "http://example.org/obras#"
 SR_ANY = "https://w3id.org/semreg#Any"
 

@@ -426,6 +426,8 @@ def test_discover_cache_is_fresh_then_refreshed_then_served_stale():
 
 
 # == against a real server ==========================================================================
+PROCESS_FIXTURES = {"srv"}  # a real server (tests/conftest.py marks the tests that use it `process`)
+
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
     """One on-disk server with the obras ontology, shared by the tests that do not stop it."""
@@ -644,6 +646,7 @@ def test_unreachable_when_every_url_is_dead():
     assert len(err.value.errors) == 4 and {u for u, _ in err.value.errors} == set(urls)
 
 
+@pytest.mark.process
 def test_stale_cache_when_the_server_is_stopped(start_server):
     server = start_server("--ontology", str(OBRAS))
     clock = FakeClock()
@@ -667,6 +670,7 @@ def test_stale_cache_when_the_server_is_stopped(start_server):
         c.close()
 
 
+@pytest.mark.process
 def test_reregisters_after_a_memory_store_restart(start_server):
     server = start_server(data_dir=None)
     c = Client(server.url, retry=RetryPolicy(cooldown_s=0.5, backoff_base_s=0.02), cache_ttl_s=0)
@@ -699,6 +703,7 @@ def test_watch_cache_keeps_a_cached_result_current(srv):
         assert all(r.url.params.get("index") for r in sent), "only the watch went to the server"
 
 
+@pytest.mark.process
 def test_token_is_sent_and_a_refusal_is_an_api_error(start_server, tmp_path):
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps({"tokens": [{"name": "admin", "token": "t-admin", "scopes": ["admin"]}]}))
@@ -785,6 +790,7 @@ def test_async_watch_cache_and_streamed_upload(srv, tmp_path):
     asyncio.run(main())
 
 
+@pytest.mark.process
 def test_async_failover_breaker_and_stale_cache(start_server):
     server = start_server("--ontology", str(OBRAS))
     dead = f"http://127.0.0.1:{free_port()}"
@@ -814,6 +820,7 @@ def test_async_failover_breaker_and_stale_cache(start_server):
     asyncio.run(main())
 
 
+@pytest.mark.process
 def test_async_reregisters_after_a_memory_store_restart(start_server):
     server = start_server(data_dir=None)
 

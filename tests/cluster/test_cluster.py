@@ -10,12 +10,15 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 from support.inprocess import InProcess
 from support.ring import body, load, upload
 from support.server import wait_for
 
 from semreg.bench.localcluster import ClusterNode, LocalCluster
 from semreg.cluster.ring import Ring
+
+pytestmark = pytest.mark.process
 
 VOLATILE = ("registered_at", "expires_at")
 QUERIES = [{"s": "ex:Obra", "p": "ex:temUmGenero", "o": "ex:Terror"},

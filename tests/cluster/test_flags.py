@@ -56,6 +56,7 @@ def test_a_short_or_missing_secret_is_refused(tmp_path):
         cluster_settings(settings(cluster_secret_file=tmp_path / "absent"))
 
 
+@pytest.mark.process
 def test_serve_refuses_a_cluster_node_without_a_secret_before_starting():
     out = subprocess.run([sys.executable, "-m", "semreg", "serve", "--memory", "--port", "1",
                           "--etcd", "http://127.0.0.1:2"], capture_output=True, text=True, timeout=60)

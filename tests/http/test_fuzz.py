@@ -19,6 +19,7 @@ from semreg.reasoning.matching import DEGREES, combine, parse_match
 
 
 @pytest.mark.slow
+@pytest.mark.process
 def test_schemathesis_finds_no_server_error_or_schema_violation(start_server, tmp_path):
     srv = start_server("--ontology", str(ONTOLOGIES / "obras.ttl"))
     exe = Path(sys.executable).with_name("schemathesis")

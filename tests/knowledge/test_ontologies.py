@@ -81,6 +81,7 @@ def apply(c, steps) -> None:
             assert c.put(f"/v1/ontologies/{name}", content=content, headers=headers).status_code in (200, 201)
 
 
+@pytest.mark.slow
 def test_changes_over_http_end_where_a_fresh_server_starts():
     """The closure graph SPARQL reads and the concepts discovery reads, after uploads, a replacement
     and deletions patched in, are those of a server given the remaining ontologies at once."""

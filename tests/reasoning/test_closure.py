@@ -37,6 +37,7 @@ changes = st.lists(st.tuples(st.sampled_from("abc"), st.one_of(st.none(), ontolo
                    min_size=1, max_size=6)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 @given(changes)
 def test_any_sequence_of_changes_gives_the_fresh_closure(steps):

@@ -103,6 +103,7 @@ def expected_index(reasoner: Reasoner) -> tuple[set[tuple[str, str]], set[tuple[
     return below, same
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 @given(ontologies(terms=(5, 20)))
 def test_the_index_is_the_closure(text):
@@ -125,6 +126,7 @@ changes = st.lists(st.tuples(st.sampled_from("ab"), st.one_of(st.none(), ontolog
                    min_size=1, max_size=5)
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 @given(changes)
 def test_the_incremental_index_is_the_full_one(steps):

@@ -59,6 +59,7 @@ changes = st.lists(st.tuples(st.sampled_from("abc"), st.one_of(st.none(), ontolo
                    min_size=1, max_size=6)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 @given(changes)
 def test_generated_changes_patch_to_the_fresh_result(steps):
@@ -68,6 +69,7 @@ def test_generated_changes_patch_to_the_fresh_result(steps):
     run(reasoner, steps, {}, set(map(str, reasoner.inferred())))
 
 
+@pytest.mark.slow
 def test_real_ontologies_change_to_the_fresh_result():
     """schema.org, then small ontologies beside it (SOSA and SSN share terms; FOAF meets schema.org's
     http terms through its own), replaced and withdrawn in turn."""

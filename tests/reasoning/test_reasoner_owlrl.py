@@ -58,8 +58,12 @@ def check(name: str, predicate: str) -> None:
         print(f"{name}: {len(pairs)} triples owlrl has by a known difference ({known})")
 
 
+# The large ones take seconds each (owlrl is the slow side): in the full suite only.
+LARGE = ("goodrelations", "sosa+ssn+foaf", "schema.org")
+
+
 @pytest.mark.parametrize("predicate", sorted(COMPARED), ids=lambda p: p.split("#")[-1])
-@pytest.mark.parametrize("name", list(REAL))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in LARGE else n for n in REAL])
 def test_real_ontologies_agree_with_owlrl(name, predicate):
     check(name, predicate)
 
@@ -123,6 +127,7 @@ def test_the_issue_example_agrees_with_owlrl():
 GENERATED = 560  # examples drawn; some repeat, and at least 500 must be distinct
 
 
+@pytest.mark.slow
 def test_generated_ontologies_agree_with_owlrl():
     """At least 500 distinct generated ontologies, each compared in full (about a minute, owlrl's time)."""
     seen: dict[str, list] = {}

@@ -197,6 +197,7 @@ def test_every_rule_is_named_after_the_profile():
         assert left_out not in names
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ontologies(terms=(5, 12)))
 def test_traced_and_untraced_rules_agree(text):

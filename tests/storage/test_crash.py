@@ -7,6 +7,8 @@ import time
 import httpx
 import pytest
 
+pytestmark = pytest.mark.process
+
 
 @pytest.mark.slow
 def test_acknowledged_writes_survive_sigkill(start_server, tmp_path):

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import pyoxigraph as ox
+import pytest
 from support.paths import DATA, ONTOLOGIES
+
+pytestmark = pytest.mark.process
 
 EX = "http://example.org/obras#"
 
