@@ -57,7 +57,8 @@ from semreg.http.responses import error_response
 from semreg.sparql.cache import ResultCache, cache_key
 from semreg.sparql.description import describe_output, valid_iri
 from semreg.sparql.formats import require_some
-from semreg.sparql.pool import Job, QueryPool
+from semreg.sparql.job import Job
+from semreg.sparql.pool import QueryPool
 from semreg.sparql.protocol import QueryRequest, from_params, parse_params, query_request
 from semreg.sparql.runner import Output
 

@@ -3,11 +3,12 @@
 `semreg serve` hands a connection whose first request is for `/sparql` to a query process (with the
 bytes read so far): from then on the process reads its requests, evaluates them on its replica and writes
 the answers, and the server's event loop never sees them. A process holds several connections and serves
-them one request at a time. The server keeps its own descriptor of each, so that it can answer for a
-process it killed.
+them one request at a time (`semreg.sparql.served_connections`), talks to the server through its end of
+their socket (`semreg.sparql.channel`), and runs the loop below.
 
-- **A request that is not `GET`/`POST /sparql`** on such a connection sends the connection back to the
-  server with its unread bytes ("other"), where uvicorn answers it as any other.
+- **The loop** waits on the channel and the connections at once; between reads it answers connections
+  handed over with a whole request already read, runs the queries the server sent (`evaluate`), applies
+  the changes once more than `DEFER_LIMIT` batches wait, closes idle connections and sends the metrics.
 - **A long query.** A watcher thread notices an evaluation still running after `HANDBACK_S` (or half the
   time limit, when that is shorter): it sends the process's other connections back to the server with
   what was read of them ("moved"), so that nothing waits behind the query, and says so ("long"), so that
@@ -18,26 +19,15 @@ process it killed.
   server shares (`semreg.sparql.shared_page`); when it is behind it asks the server for the changes it holds
   back (`("flush", ticket)`) and reads them until it has everything acknowledged before the query
   arrived. Changes wait, in the server and then unapplied here, until a query needs them.
-- **Idle connections** close after `KEEP_ALIVE_S` (uvicorn's default); a connection is closed with
-  `shutdown`, which ends it for the server's descriptor too, and the server is told.
 - **Metrics.** Requests are counted here and sent to the server about once a second.
-
-Messages from the server: `("conn", id, data)` with the connection's descriptor; `("changes", ...)`,
-`("ticket", n)`, `("prefixes", version, map)`, `("gate", Gate)`, `("query", qid, job)`,
-`("answer", seq, error)`, `("retire",)`, `("exit",)`. To the server: `("back", [(id, data)], reason)`,
-`("closed", [id])`, `("long", conn, seq, deadline)`, `("flush", ticket)`, `("ask", seq, key)`,
-`("metrics", [...])`, `("result" | "error", qid, ...)`.
 """
 from __future__ import annotations
 
-import array
 import collections
 import contextlib
 import logging
 import os
-import select
 import selectors
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -45,89 +35,27 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from semreg.errors import PayloadTooLarge, SemregError, Unavailable
-from semreg.http1.server import CONTINUE, RequestError, RequestHead, chunked_body, encode_response, end_connection, parse_head
+from semreg.errors import SemregError, Unavailable
 from semreg.sparql import replica
-from semreg.sparql.frames import FrameBuffer, encode
+from semreg.sparql.channel import Channel
+from semreg.sparql.job import Job
 from semreg.sparql.protocol import QueryRequest
 from semreg.sparql.runner import Limits, run_query, time_limit_error
-from semreg.sparql.service import EARLY_STOP_S, METHODS, PATH, Gate, QueryService, Reply, error_reply
+from semreg.sparql.served_connections import Conn, ServedConnections
+from semreg.sparql.service import EARLY_STOP_S, Gate, QueryService
 from semreg.sparql.shared_page import SharedPage
 
 log = logging.getLogger("semreg.sparql_connections")
 
-KEEP_ALIVE_S = 5.0
 HANDBACK_S = 0.1
 DEMOTE_S = 0.25
 LOWEST_PRIORITY = 19
-WRITE_TIMEOUT_S = 30.0
-READ_BYTES = 16 * 1024
 METRICS_EVERY_S = 1.0
 METRICS_BATCH = 512
 DEFER_LIMIT = 64  # batches of changes kept unapplied; past it they are applied while idle
-MAX_FDS = 64
 
 
-class _FramingError(SemregError):
-    """A request this process cannot frame (its status set from `RequestError`)."""
-
-
-class Channel:
-    """The process's end of its socket to the server: pickled frames both ways, descriptors inward."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.frames = FrameBuffer()
-        self.fds: collections.deque[int] = collections.deque()
-        self.inbox: collections.deque[Any] = collections.deque()
-        self.lock = threading.Lock()  # two threads send
-
-    def fileno(self) -> int:
-        return self.sock.fileno()
-
-    def send(self, message: Any) -> None:
-        with self.lock:
-            self.sock.sendall(encode(message))
-
-    def receive(self, timeout: float | None = None) -> bool:
-        """Read what the server sent (waiting up to `timeout`); False once it has gone."""
-        if timeout is not None:
-            ready, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
-            if not ready:
-                return True
-        try:
-            data, ancillary, _, _ = self.sock.recvmsg(1 << 18, socket.CMSG_SPACE(MAX_FDS * 4))
-        except (ConnectionError, OSError):
-            return False
-        for level, kind, payload in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds = array.array("i")
-                fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
-                self.fds.extend(fds)
-        if not data:
-            return False
-        self.inbox.extend(self.frames.feed(data))
-        return True
-
-
-class _Conn:
-    __slots__ = ("id", "sock", "buffer", "idle_since", "continued", "host", "client")
-
-    def __init__(self, conn_id: int, sock: socket.socket, data: bytes) -> None:
-        self.id = conn_id
-        self.sock = sock
-        self.buffer = bytearray(data)
-        self.idle_since = time.monotonic()
-        self.continued = False
-        try:
-            host, port = sock.getsockname()[:2]
-            self.host = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
-            self.client = sock.getpeername()[0]
-        except OSError:
-            self.host, self.client = "localhost", "unknown"
-
-
-class ConnectionServer:
+class ConnectionServer(ServedConnections):
     def __init__(self, channel: Channel, store: ox.Store, page: SharedPage, slot: int, gate: Gate | None,
                  prefixes: dict[str, str] | None = None, prefix_version: int = 0, ticket: int = 0) -> None:
         self.channel = channel
@@ -143,7 +71,7 @@ class ConnectionServer:
         self.generation = 0  # batches applied (the result cache's key)
         self.asked_ticket = 0
         self.deferred: list[Any] = []
-        self.conns: dict[int, _Conn] = {}
+        self.conns: dict[int, Conn] = {}
         self.selector = selectors.DefaultSelector()
         self.selector.register(channel.sock, selectors.EVENT_READ, None)
         self.lock = threading.Lock()  # who owns the connections: the loop or the watcher handing them back
@@ -154,7 +82,7 @@ class ConnectionServer:
         self.exiting = False
         self.jobs: collections.deque[Any] = collections.deque()
         self.job_prefixes: dict[str, str] | None = None
-        self.waiting: collections.deque[_Conn] = collections.deque()  # adopted with a request already read
+        self.waiting: collections.deque[Conn] = collections.deque()  # adopted with a request already read
         self.answers: dict[int, Any] = {}
         self.asked = 0
         self.observations: list[tuple[str, int, float]] = []
@@ -263,151 +191,6 @@ class ConnectionServer:
     def _time_limit(self) -> float:
         return self.service.gate.time_limit_s if self.service is not None else 10.0
 
-    # -- connections --------------------------------------------------------------------------------------
-    def _adopt(self, conn_id: int, data: bytes) -> None:
-        if not self.channel.fds:
-            log.error("a connection came without its descriptor; it is dropped", extra={"conn": conn_id})
-            self.channel.send(("closed", [conn_id]))
-            return
-        sock = socket.socket(fileno=self.channel.fds.popleft())
-        sock.setblocking(False)  # with a timeout, CPython would poll before every recv and send
-        conn = _Conn(conn_id, sock, data)
-        with self.lock:
-            self.conns[conn_id] = conn
-            self.selector.register(sock, selectors.EVENT_READ, conn)
-        if self.retiring:
-            self._give_back([conn], "moved")
-        elif conn.buffer:
-            self.waiting.append(conn)  # answered by the loop, never inside another request's wait
-
-    def _readable(self, conn: _Conn) -> None:
-        with self.lock:
-            if self.conns.get(conn.id) is not conn:
-                return  # handed back by the watcher meanwhile
-        try:
-            data = conn.sock.recv(READ_BYTES)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self._close(conn)
-            return
-        conn.buffer += data
-        self._process(conn)
-
-    def _process(self, conn: _Conn) -> None:
-        """Answer every whole request in the connection's buffer, in order."""
-        while conn.buffer and self.conns.get(conn.id) is conn:
-            try:
-                head = parse_head(conn.buffer)
-                if head is None:
-                    return
-                if head.path != PATH or head.method not in METHODS or self.service is None or self.retiring:
-                    self._give_back([conn], "other" if not self.retiring else "moved")
-                    return
-                body = self._body(conn, head)
-                if body is None:
-                    return
-            except RequestError as exc:
-                self._refuse(conn, exc)
-                return
-            conn.continued = False
-            reply = self._answer(conn, head, body[0])
-            del conn.buffer[:body[1]]
-            self._write(conn, encode_response(reply.status, reply.headers, reply.body, keep_alive=head.keep_alive))
-            if not head.keep_alive:
-                self._close(conn)
-                return
-            conn.idle_since = time.monotonic()
-
-    def _body(self, conn: _Conn, head: RequestHead) -> tuple[bytes, int] | None:
-        """(body, end of the request in the buffer), or None until the whole body is in."""
-        assert self.service is not None
-        limit = self.service.gate.max_body_bytes
-        if head.chunked:
-            whole = chunked_body(conn.buffer, head.size, limit)
-        else:
-            if head.length > limit:
-                raise RequestError(413, f"the request body is {head.length} bytes; the limit is {limit} bytes.")
-            end = head.size + head.length
-            whole = (bytes(conn.buffer[head.size:end]), end) if len(conn.buffer) >= end else None
-        if whole is None and head.expect_continue and not conn.continued:
-            conn.continued = True
-            self._write(conn, CONTINUE)
-        return whole
-
-    def _answer(self, conn: _Conn, head: RequestHead, body: bytes) -> Reply:
-        assert self.service is not None
-        started = time.monotonic()
-        deadline = started + self.service.gate.time_limit_s
-        self._begin(conn.id, started, deadline)
-        try:
-            reply = self.service.respond(head, body, host=head.headers.get("host") or conn.host, client=conn.client,
-                                         deadline=deadline, replica=self, ask=self._ask)
-        except Exception:  # a failure of this code, not of the query: the client still gets an answer
-            log.exception("unexpected error answering a SPARQL request")
-            reply = Reply(500, [(b"content-type", b"application/json")],
-                          b'{"error":"the server failed to handle this request; the log says why."}')
-        finally:
-            self._end()
-        self.observations.append((head.method, reply.status, time.monotonic() - started))
-        return reply
-
-    def _write(self, conn: _Conn, data: bytes) -> None:
-        """All of `data`; a client that reads too slowly for `WRITE_TIMEOUT_S` loses its connection."""
-        view = memoryview(data)
-        deadline = None
-        try:
-            while view:
-                try:
-                    view = view[conn.sock.send(view):]
-                except BlockingIOError:
-                    deadline = deadline or time.monotonic() + WRITE_TIMEOUT_S
-                    left = deadline - time.monotonic()
-                    if left <= 0 or not select.select([], [conn.sock], [], left)[1]:
-                        raise TimeoutError("the client stopped reading") from None
-        except OSError:
-            self._close(conn)
-
-    def _refuse(self, conn: _Conn, exc: RequestError) -> None:
-        error = (PayloadTooLarge(exc.message, limit_bytes=self.service.gate.max_body_bytes)
-                 if exc.status == 413 and self.service is not None else _FramingError(exc.message))
-        error.status = exc.status
-        reply = error_reply(error)
-        self._write(conn, encode_response(reply.status, reply.headers, reply.body, keep_alive=False))
-        self._close(conn)
-
-    def _close(self, conn: _Conn) -> None:
-        with self.lock:
-            if self.conns.pop(conn.id, None) is None:
-                return
-            self.selector.unregister(conn.sock)
-        end_connection(conn.sock)
-        self.channel.send(("closed", [conn.id]))
-
-    def _give_back(self, conns: list[_Conn], reason: str) -> None:
-        """Send connections back to the server with what was read of them (the caller may hold the lock)."""
-        back = []
-        for conn in conns:
-            if self.conns.pop(conn.id, None) is None:
-                continue
-            self.selector.unregister(conn.sock)
-            back.append((conn.id, bytes(conn.buffer)))
-            conn.sock.close()  # the server's descriptor keeps the connection open
-        if back:
-            self.channel.send(("back", back, reason))
-
-    def _expire_idle(self) -> None:
-        if not self.conns:
-            return
-        now = time.monotonic()
-        if now - self.swept_at < 1.0:
-            return
-        self.swept_at = now
-        for conn in [c for c in self.conns.values() if now - c.idle_since > KEEP_ALIVE_S]:
-            self._close(conn)
-
     # -- the server's queries (sent over the channel) ---------------------------------------------------
     def _job(self, message: Any) -> None:
         _, qid, job = message
@@ -487,8 +270,8 @@ class ConnectionServer:
                 self.channel.send(("metrics", observations))
 
 
-def evaluate(store: ox.Store, qid: int, job: Any, prefixes: dict[str, str]) -> tuple:
-    """A query the server sent (`semreg.sparql.pool.Job`), evaluated: the message that answers it."""
+def evaluate(store: ox.Store, qid: int, job: Job, prefixes: dict[str, str]) -> tuple:
+    """A query the server sent, evaluated: the message that answers it."""
     request = QueryRequest(job.query, tuple(ox.NamedNode(g) for g in job.default_graphs),
                            tuple(ox.NamedNode(g) for g in job.named_graphs))
     limits = Limits(time.monotonic() + job.time_left_s - EARLY_STOP_S, job.time_limit_s, job.result_limit)

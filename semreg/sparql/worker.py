@@ -29,7 +29,8 @@ import sys
 import pyoxigraph as ox
 
 from semreg.sparql import replica
-from semreg.sparql.connections import Channel, ConnectionServer
+from semreg.sparql.channel import Channel
+from semreg.sparql.connections import ConnectionServer
 from semreg.sparql.frames import read_message, write_message
 from semreg.sparql.service import Gate
 from semreg.sparql.shared_page import SharedPage

@@ -12,7 +12,8 @@ import pytest
 
 from semreg.errors import BadRequest, Unavailable
 from semreg.sparql import replica
-from semreg.sparql.pool import LONG_QUERY_S, Job, QueryPool
+from semreg.sparql.job import Job
+from semreg.sparql.pool import LONG_QUERY_S, QueryPool
 from semreg.storage.store import RECORDS, REGISTRY
 
 pytestmark = pytest.mark.process
@@ -146,7 +147,7 @@ def test_an_idle_worker_takes_in_every_change_that_came_while_it_waited():
 
 
 def test_an_idle_worker_far_behind_is_replaced_by_a_fork_that_sees_every_change(monkeypatch):
-    monkeypatch.setattr("semreg.sparql.pool.DEFER_LIMIT_BYTES", 2000)
+    monkeypatch.setattr("semreg.sparql.pool_stream.DEFER_LIMIT_BYTES", 2000)
 
     async def main():
         pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=1)
@@ -353,7 +354,7 @@ def test_a_stale_worker_hands_its_connections_over_and_they_see_every_change(mon
     from semreg.access.tokens import Tokens
     from semreg.sparql.service import Gate
 
-    monkeypatch.setattr("semreg.sparql.pool.DEFER_LIMIT_BYTES", 2000)
+    monkeypatch.setattr("semreg.sparql.pool_stream.DEFER_LIMIT_BYTES", 2000)
 
     async def main():
         pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=2)
