@@ -1,7 +1,7 @@
 """A read barrier shared by the reads that wait on it at once.
 
 Before a node of a ring answers a SPARQL query it must have read every other node's change log as far
-as it went when the query arrived (`semreg.cluster.cluster.Cluster.caught_up`): one round of small requests,
+as it went when the query arrived (`semreg.cluster.followers.Followers.read_barrier`): one round of small requests,
 one to each member. Reads arriving together share a round, as etcd batches its ReadIndex requests:
 a caller is covered by a round that started after it arrived, so it waits for the round in flight only
 when that one started later than itself, and otherwise for the next one, which starts as soon as the

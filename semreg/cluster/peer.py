@@ -158,7 +158,7 @@ class RemoteShard:
         return content, head.headers.get("content-type", "text/turtle")
 
     def subscribe(self, listener: Any) -> None:
-        """A remote shard's changes come through the cluster's followers (`semreg.cluster.cluster`)."""
+        """A remote shard's changes come through the cluster's followers (`semreg.cluster.followers`)."""
 
 
 def _error(status: int, content: bytes) -> str:

@@ -1,7 +1,7 @@
 """Which copy of each instance the SPARQL replica shows, when copies come from every node of a ring.
 
 In a cluster every node's replica holds the whole registry graph, not only the records its shard owns:
-each node follows every other node's change log (`semreg.cluster.cluster`), and each logged change of an
+each node follows every other node's change log (`semreg.cluster.followers`), and each logged change of an
 instance carries that node's copy of it. Copies of one instance arrive from each of its owners, in any
 order, late or twice; this table keeps, per instance, the newest copy seen (by revision, then state
 version, as `semreg.registry.discovery.newest` orders copies) and which members hold it, and tells the replica
