@@ -6,9 +6,11 @@ import collections
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.datastructures import State
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -20,13 +22,14 @@ from semreg.clock import Clock
 from semreg.config import Settings
 from semreg.errors import SemregError
 from semreg.http import console
-from semreg.http.api import API, DISCOVER, SPARQL_GET, discover_query, discover_warnings
 from semreg.http.endpoints import Endpoint, ScopeTable
 from semreg.http.fastpath import DiscoverFastPath, KnownQueries
 from semreg.http.gate import AccessMiddleware, over_rate
 from semreg.http.internal import InternalGate
 from semreg.http.metrics import Metrics, MetricsMiddleware, Sources
 from semreg.http.responses import JSONResponse, error_response
+from semreg.http.routes import API, DISCOVER, SPARQL_GET
+from semreg.http.routes.discovery import discover_query, discover_warnings
 from semreg.http.sparql import SparqlEndpoint
 from semreg.node import Node
 from semreg.registry.health import HealthChecker
@@ -171,6 +174,28 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
     node.on_stopping.append(pool.stop)
     router = Router(node.coordinator, verbose=settings.verbose_routing)
     known = KnownQueries()
+    metrics = node_metrics(node, router, pool)
+    scopes = ScopeTable(API.endpoints, (console.PREFIX,), open_paths=("/",))
+    limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_burst)
+    connect_pool(pool, node, limiter, metrics)
+
+    def gate() -> Gate:
+        """The query processes' gate, of the tokens in force (made again when SIGHUP reloads them)."""
+        return sparql_gate(tokens, scopes, limiter, sparql, node, settings)
+
+    pool.set_gate(gate())
+    app = Starlette(routes=[*API.routes(), *console.routes()],
+                    lifespan=node_lifespan(node, pool, settings, tokens, gate, join_at_start),
+                    middleware=middleware(node, metrics, tokens, scopes, limiter, known, sparql),
+                    exception_handlers={SemregError: _semreg_error, HTTPException: _http_error,
+                                        Exception: _unexpected})
+    hand_to_handlers(app.state, node, settings, tokens=tokens, router=router, metrics=metrics, known=known,
+                     sparql=sparql)
+    return app
+
+
+def node_metrics(node: Node, router: Router, pool: QueryPool) -> Metrics:
+    """The node's metrics: the sources read at each scrape, and the closure's rebuilds as they happen."""
     metrics = Metrics()
     shard = node.shard
     metrics.attach(Sources(
@@ -180,10 +205,13 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
         routes_by_policy=lambda: router.routes_by_policy, closure_rebuilds=lambda: node.knowledge.closure_rebuilds,
         replica_pending=lambda: node.replica.pending, pool=pool, cluster=node.cluster))
     node.knowledge.on_hierarchy(lambda hierarchy, seconds: metrics.observe_closure(seconds))
-    scopes = ScopeTable(API.endpoints, (console.PREFIX,), open_paths=("/",))
-    limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_burst)
-    connect_pool(pool, node, limiter, metrics)
-    pool.set_gate(sparql_gate(tokens, scopes, limiter, sparql, node, settings))
+    return metrics
+
+
+def node_lifespan(node: Node, pool: QueryPool, settings: Settings, tokens: Tokens, gate: Callable[[], Gate],
+                  join_at_start: bool) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """The app's life: the node opens (and joins, and the query processes start, when asked), SIGHUP reloads
+    the tokens (and the query processes' gate); at the end the query processes close before the node."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -192,7 +220,7 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
             node.start_joining()
         if settings.sparql_prestart:
             await pool.start()
-        _on_sighup(tokens, lambda: pool.set_gate(sparql_gate(tokens, scopes, limiter, sparql, node, settings)))
+        _on_sighup(tokens, lambda: pool.set_gate(gate()))
         try:
             yield
         finally:
@@ -200,18 +228,25 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
             await node.close()
             log.info("node stopped")
 
-    app = Starlette(routes=[*API.routes(), *console.routes()], lifespan=lifespan,
-                    middleware=[Middleware(InternalGate),
-                                Middleware(MetricsMiddleware, metrics=metrics),
-                                Middleware(AccessMiddleware, tokens=tokens, scopes=scopes, limiter=limiter,
-                                           clock=node.clock.monotonic),
-                                Middleware(DiscoverFastPath, known=known, coordinator=node.coordinator,
-                                           prefixes=node.knowledge.prefixes, parse=discover_query,
-                                           warnings=lambda q: discover_warnings(node.knowledge, q), route=DISCOVER),
-                                Middleware(SparqlGet, endpoint=sparql, route=SPARQL_GET)],
-                    exception_handlers={SemregError: _semreg_error, HTTPException: _http_error,
-                                        Exception: _unexpected})
-    state = app.state
+    return lifespan
+
+
+def middleware(node: Node, metrics: Metrics, tokens: Tokens, scopes: ScopeTable, limiter: RateLimiter,
+               known: KnownQueries, sparql: SparqlEndpoint) -> list[Middleware]:
+    """The middleware, outermost first: the node-to-node routes, the metrics, the access gate, then the short
+    paths of `GET /v1/discover` and `GET /sparql` (inside the gate and the metrics)."""
+    return [Middleware(InternalGate),
+            Middleware(MetricsMiddleware, metrics=metrics),
+            Middleware(AccessMiddleware, tokens=tokens, scopes=scopes, limiter=limiter, clock=node.clock.monotonic),
+            Middleware(DiscoverFastPath, known=known, coordinator=node.coordinator, prefixes=node.knowledge.prefixes,
+                       parse=discover_query, warnings=lambda q: discover_warnings(node.knowledge, q), route=DISCOVER),
+            Middleware(SparqlGet, endpoint=sparql, route=SPARQL_GET)]
+
+
+def hand_to_handlers(state: State, node: Node, settings: Settings, *, tokens: Tokens, router: Router,
+                     metrics: Metrics, known: KnownQueries, sparql: SparqlEndpoint) -> None:
+    """The node's parts, where the handlers find them (`request.app.state`, see `semreg.http.routes`)."""
+    shard = node.shard
     state.node = node
     state.coordinator = node.coordinator
     state.knowledge = node.knowledge
@@ -228,4 +263,4 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
     state.cluster = node.cluster
     state.changelog = node.changelog
     state.cluster_secret = node.cluster.secret if node.cluster is not None else ""
-    return app
+    state.endpoints = API

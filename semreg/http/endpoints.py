@@ -10,6 +10,8 @@ of `/openapi.json` (`openapi_paths`). A handler is declared with the decorator o
                replies=[Reply(200, TagsView, headers=INDEX_HEADER)])
     async def tags(request): ...
 
+The router's table joins such collections in the order it tries them (`Endpoints.joined`).
+
 A request may carry only the query parameters its route declares: any other is a 400 naming it (as an
 unknown JSON field is), so a misspelt parameter never goes silently unused. A route that takes a family
 of parameters declares it once by its prefix, `Param("meta.", prefix=True)` for `meta.KEY=VALUE`; a
@@ -128,6 +130,16 @@ class Endpoints:
 
     def __init__(self) -> None:
         self.endpoints: list[Endpoint] = []
+
+    @classmethod
+    def joined(cls, *parts: Endpoints, first: Sequence[tuple[str, str]] = ()) -> Endpoints:
+        """One table of these, in their order, but for the routes `first` names by (method, path): they lead,
+        in that order."""
+        every = [e for part in parts for e in part.endpoints]
+        lead = [next(e for e in every if (e.method, e.path) == key) for key in first]
+        table = cls()
+        table.endpoints = lead + [e for e in every if (e.method, e.path) not in first]
+        return table
 
     def route(self, method: str, path: str, *, scope: str | None, summary: str, params: Sequence[Param] = (),
               body: type[BaseModel] | dict[str, Any] | None = None, body_required: bool = True,

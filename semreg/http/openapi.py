@@ -1,5 +1,5 @@
 """`/openapi.json`, generated from the route declarations (`semreg.http.endpoints`, the table in
-`semreg.http.api`) and the pydantic models the handlers validate with (`semreg.http.schemas`), so the
+`semreg.http.routes`) and the pydantic models the handlers validate with (`semreg.http.schemas`), so the
 published contract cannot drift from what the server enforces."""
 from __future__ import annotations
 

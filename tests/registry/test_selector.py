@@ -107,8 +107,8 @@ def test_an_instance_keeps_its_environment_in_its_record():
 
 
 def test_every_read_of_instances_declares_the_environment_and_the_meta_prefix():
-    from semreg.http.api import API
     from semreg.http.openapi import document
+    from semreg.http.routes import API
 
     reads = [("GET", "/v1/discover"), ("POST", "/v1/discover/tags"), ("GET", "/v1/tags"), ("GET", "/v1/instances"),
              ("GET", "/v1/route")]
