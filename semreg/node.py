@@ -1,5 +1,5 @@
 """One registry node, wired: the store and its writer thread, what every node holds whole
-(`semreg.knowledge.knowledge`), this node's shard (`semreg.registry.shard`), the coordinator over the shards
+(`semreg.knowledge.knowledge`), this node's shard (`semreg.registry.local_shard`), the coordinator over the shards
 (`semreg.registry.coordinator`), and the feed of the SPARQL replica (`semreg.sparql.feed`). No HTTP here, and no
 logic of its own beyond the order things start and stop in.
 
@@ -25,9 +25,9 @@ from semreg.knowledge.knowledge import Knowledge
 from semreg.registry.changelog import ChangeLog
 from semreg.registry.coordinator import Coordinator
 from semreg.registry.health import HealthChecker
+from semreg.registry.local_shard import LocalShard
 from semreg.registry.placement import Single
 from semreg.registry.registry import Change
-from semreg.registry.shard import LocalShard
 from semreg.sparql.feed import ReplicaFeed
 from semreg.storage.store import Store
 

@@ -21,7 +21,8 @@ from semreg.cluster.peer import RemoteShard
 from semreg.cluster.placement import RingPlacement
 from semreg.cluster.ring import Ring
 from semreg.errors import SemregError
-from semreg.registry.shard import LocalShard, ShardUnavailable
+from semreg.registry.local_shard import LocalShard
+from semreg.registry.shard import ShardUnavailable
 
 log = logging.getLogger("semreg.cluster")
 

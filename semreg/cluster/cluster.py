@@ -39,8 +39,9 @@ from semreg.cluster.ring import Ring
 from semreg.cluster.shared import SharedKnowledge
 from semreg.cluster.statuses import Statuses
 from semreg.registry.coordinator import Coordinator
+from semreg.registry.local_shard import LocalShard
 from semreg.registry.registry import Change
-from semreg.registry.shard import LocalShard, ShardUnavailable
+from semreg.registry.shard import ShardUnavailable
 
 log = logging.getLogger("semreg.cluster")
 

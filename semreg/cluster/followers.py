@@ -24,8 +24,9 @@ from semreg.cluster.placement import RingPlacement
 from semreg.cluster.replica_copies import ReplicaCopies
 from semreg.errors import SemregError
 from semreg.registry.coordinator import Coordinator
+from semreg.registry.local_shard import LocalShard
 from semreg.registry.registry import Change
-from semreg.registry.shard import LocalShard, ShardUnavailable
+from semreg.registry.shard import ShardUnavailable
 
 log = logging.getLogger("semreg.cluster")
 

@@ -18,7 +18,7 @@ from typing import Any
 from semreg.cluster.membership import FAULTY, Membership, View
 from semreg.cluster.peer import RemoteShard
 from semreg.cluster.ring import Ring
-from semreg.registry.shard import LocalShard
+from semreg.registry.local_shard import LocalShard
 
 
 class RingPlacement:

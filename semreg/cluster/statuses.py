@@ -11,8 +11,9 @@ import asyncio
 
 from semreg.cluster.placement import RingPlacement
 from semreg.errors import SemregError
+from semreg.registry.local_shard import LocalShard
 from semreg.registry.registry import DELETED, STATUS, Change
-from semreg.registry.shard import LocalShard, ShardUnavailable
+from semreg.registry.shard import ShardUnavailable
 
 STATUS_REASONS = frozenset({"status", "check", "expired"})
 

@@ -23,8 +23,8 @@ from semreg.http.requests import read_body
 from semreg.http.responses import JSONResponse, error_response
 from semreg.rdf.terms import Tag
 from semreg.registry.instances import Registration
+from semreg.registry.local_shard import LocalShard
 from semreg.registry.selector import Selector
-from semreg.registry.shard import LocalShard
 
 INTERNAL = Endpoints()
 PREFIX = "/internal/v1"

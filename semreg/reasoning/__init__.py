@@ -4,5 +4,6 @@ term expands to (`expansion`), degrees and ranking (`matching`), why a tag match
 the known terms (`lexicon`).
 
 May import: `semreg.rdf` and the top-level `errors`. Must not import storage, the registry, SPARQL, the
-cluster or HTTP, nor read the clock: every function here is a function of the triples it is given.
+cluster or HTTP, the network or the clock: what it computes is a function of the triples it is given
+(the reasoner times its own work, to report it).
 """

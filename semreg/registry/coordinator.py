@@ -32,10 +32,11 @@ from semreg.registry import discovery
 from semreg.registry.catalogue import Match
 from semreg.registry.discovery import newest
 from semreg.registry.instances import UP, Registration
+from semreg.registry.local_shard import LocalShard
 from semreg.registry.placement import Placement
 from semreg.registry.registry import REMOVALS, Change
 from semreg.registry.selector import Selector
-from semreg.registry.shard import LocalShard, ShardUnavailable
+from semreg.registry.shard import ShardUnavailable
 from semreg.registry.watch import Topic, WatchHub
 
 

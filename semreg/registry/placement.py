@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from semreg.registry.shard import LocalShard
+from semreg.registry.local_shard import LocalShard
 
 LOCAL = "local"
 
