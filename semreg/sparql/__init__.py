@@ -7,6 +7,6 @@
 (`connections`, `channel`, `served_connections`) and the hand-over of connections to them (`handoff`).
 
 May import: `semreg.access` (tokens), `semreg.storage`, `semreg.rdf`, `semreg.http1` and the top-level
-modules. Must not import the cluster, the registry's coordinator or HTTP (`semreg.http`): the ASGI route
-over this machinery is `semreg.http.sparql`.
+modules. Must not import the registry, the knowledge or the reasoning (it reads RDF, not their objects),
+the cluster, or HTTP (`semreg.http`, Starlette): the ASGI route over this machinery is `semreg.http.sparql`.
 """
