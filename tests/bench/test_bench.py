@@ -17,13 +17,29 @@ import pyoxigraph as ox
 import pytest
 from support.paths import ROOT
 
-from semreg.bench import aio, configure, stores, wrk
+from semreg.bench import configure, stores, wrk
+from semreg.bench.aio.connection import Response, read_response
+from semreg.bench.aio.crowd import WatchCrowd
+from semreg.bench.aio.heartbeats import Heartbeater, heartbeat_due
+from semreg.bench.aio.loop import LoopThread
+from semreg.bench.aio.target import HealthTarget
 from semreg.bench.context import median_figures
 from semreg.bench.dataset import Dataset, class_iri, property_iri
 from semreg.bench.peers import BenchError, Peers, find_tool
+from semreg.bench.readings import (
+    log_details,
+    max_open_files,
+    open_files_limit,
+    parse_metrics,
+    process_open_files_limit,
+    process_rss_bytes,
+    vmrss_bytes,
+)
 from semreg.bench.report import Target, lookup
-from semreg.bench.scenarios import SCENARIOS, ms_summary, watch_groups
+from semreg.bench.scenarios import SCENARIOS
+from semreg.bench.scenarios.watches import watch_groups
 from semreg.bench.settings import from_args
+from semreg.bench.stats import latency_stats, ms_summary, percentile
 
 # -- wrk reports, captured from wrk 4.1.0 (Debian bookworm) ---------------------------------------------------
 ETCD_RANGE = """\
@@ -260,7 +276,7 @@ def test_the_thesis_client_matches_as_the_default_degrees_do():
     import owlrl
     import rdflib
 
-    from semreg.bench.thesis import ANY, CASE_STUDY_ONTOLOGY, EX, SUBCLASS, below, matches
+    from semreg.bench.scenarios.thesis import ANY, CASE_STUDY_ONTOLOGY, EX, SUBCLASS, below, matches
 
     graph = rdflib.Graph().parse(CASE_STUDY_ONTOLOGY)
     owlrl.DeductiveClosure(owlrl.OWLRL_Semantics).expand(graph)
@@ -272,7 +288,7 @@ def test_the_thesis_client_matches_as_the_default_degrees_do():
 
 
 def test_the_thesis_table_puts_ours_beside_theirs_and_says_where_k_was_capped():
-    from semreg.bench.thesis import THESIS, render
+    from semreg.bench.scenarios.thesis import THESIS, render
 
     rows = [{"table": table, "nodes": nodes, "cells": {str(k): {"ms": 1.5, "thesis_ms": ms, "k": min(k, nodes)}
                                                        for k, ms in theirs.items()}}
@@ -325,7 +341,7 @@ def test_missing_wrk_is_a_clear_error(tmp_path):
 # -- the load the bench process makes itself (semreg.bench.aio) -------------------------------------------------
 def test_heartbeats_are_spread_evenly_and_each_instance_beats_once_a_period():
     n, period = 5000, 5.0
-    schedule = [aio.heartbeat_due(k, n, period) for k in range(3 * n)]
+    schedule = [heartbeat_due(k, n, period) for k in range(3 * n)]
     dues = [due for due, _ in schedule]
     assert dues == sorted(dues) and dues[0] == 0.0
     gaps = {round(b - a, 9) for a, b in zip(dues, dues[1:])}
@@ -335,20 +351,20 @@ def test_heartbeats_are_spread_evenly_and_each_instance_beats_once_a_period():
     assert sorted(first_round) == list(range(n))  # every instance once a period
     beats_of_7 = [due for due, index in schedule if index == 7]
     assert beats_of_7 == pytest.approx([7 * period / n, period + 7 * period / n, 2 * period + 7 * period / n])
-    assert aio.heartbeat_due(n - 1, n, period)[0] < period  # the last of a round is due before the next round
+    assert heartbeat_due(n - 1, n, period)[0] < period  # the last of a round is due before the next round
 
 
 def test_vmrss_and_open_files_limit_from_proc():
     status = "Name:\tpython\nVmPeak:\t  400000 kB\nVmRSS:\t  370220 kB\nRssAnon:\t  300000 kB\n"
-    assert aio.vmrss_bytes(status) == 370220 * 1024
-    assert aio.vmrss_bytes("Name:\tkthreadd\n") is None
+    assert vmrss_bytes(status) == 370220 * 1024
+    assert vmrss_bytes("Name:\tkthreadd\n") is None
     limits = ("Limit                     Soft Limit           Hard Limit           Units     \n"
               "Max open files            1024                 20000                files     \n")
-    assert aio.max_open_files(limits) == 1024
-    assert aio.max_open_files("Max open files            unlimited            unlimited            files\n") is None
-    assert aio.process_rss_bytes(os.getpid()) > 0
-    assert aio.process_open_files_limit(os.getpid()) == aio.open_files_limit()
-    assert aio.process_rss_bytes(None) is None
+    assert max_open_files(limits) == 1024
+    assert max_open_files("Max open files            unlimited            unlimited            files\n") is None
+    assert process_rss_bytes(os.getpid()) > 0
+    assert process_open_files_limit(os.getpid()) == open_files_limit()
+    assert process_rss_bytes(None) is None
 
 
 def test_parse_metrics_and_log_details():
@@ -358,7 +374,7 @@ semreg_watches 9900.0
 semreg_instances{status="critical"} 3.0
 semreg_checks_total 1.2345e+04
 """
-    series = aio.parse_metrics(text)
+    series = parse_metrics(text)
     assert series == {"semreg_watches": 9900.0, 'semreg_instances{status="critical"}': 3.0,
                       "semreg_checks_total": 12345.0}
     log = "\n".join([
@@ -367,18 +383,18 @@ semreg_checks_total 1.2345e+04
         '{"level":"info","msg":"check passing","instance":"a","detail":"HTTP 200"}',
         'not json, check failing',
         '{"level":"info","msg":"check failing","instance":"c","detail":"HTTP 503"}'])
-    assert aio.log_details(log, "check failing") == {"ReadTimeout: ": 2, "HTTP 503": 1}
+    assert log_details(log, "check failing") == {"ReadTimeout: ": 2, "HTTP 503": 1}
 
 
 def test_wake_statistics():
-    assert aio.latency_stats([]) == {"n": 0}
+    assert latency_stats([]) == {"n": 0}
     samples = [n / 1000 for n in range(1, 101)]  # 1..100 ms
-    stats = aio.latency_stats(samples)
+    stats = latency_stats(samples)
     assert stats == {"n": 100, "p50_ms": 50.0, "p99_ms": 99.0, "min_ms": 1.0, "max_ms": 100.0}
-    assert aio.latency_stats([0.002])["p99_ms"] == 2.0
-    assert aio.percentile([1.0, 2.0, 3.0], 0) == 1.0 and aio.percentile([1.0, 2.0, 3.0], 100) == 3.0
+    assert latency_stats([0.002])["p99_ms"] == 2.0
+    assert percentile([1.0, 2.0, 3.0], 0) == 1.0 and percentile([1.0, 2.0, 3.0], 100) == 3.0
     with pytest.raises(ValueError):
-        aio.percentile([], 50)
+        percentile([], 50)
 
 
 def test_watch_groups_are_round_robin():
@@ -390,11 +406,11 @@ def test_watch_groups_are_round_robin():
 
 def test_responses_read_back_to_back():
     """The bench's client reads whole responses (framing itself is tested in test_http1.py)."""
-    async def read(raw: bytes) -> list[aio.Response]:
+    async def read(raw: bytes) -> list[Response]:
         reader = asyncio.StreamReader()
         reader.feed_data(raw)
         reader.feed_eof()
-        return [await aio.read_response(reader) for _ in range(3)]
+        return [await read_response(reader) for _ in range(3)]
 
     first, second, third = asyncio.run(read(b"HTTP/1.1 200 OK\r\nX-Semreg-Index: 17\r\nContent-Length: 2\r\n\r\nok"
                                             b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -407,9 +423,9 @@ def test_responses_read_back_to_back():
 
 def test_heartbeater_and_watch_crowd_against_the_local_target():
     """The schedule runs for real against the bench's own HTTP target, which answers 200 to anything."""
-    with aio.LoopThread() as loop, aio.HealthTarget(loop) as target:
+    with LoopThread() as loop, HealthTarget(loop) as target:
         assert httpx.get(target.url + "/health").text == "ok"
-        beater = aio.Heartbeater(target.url, [f"i{n}" for n in range(20)], period_s=0.2, connections=4)
+        beater = Heartbeater(target.url, [f"i{n}" for n in range(20)], period_s=0.2, connections=4)
         running = loop.spawn(beater.run())
         time.sleep(0.5)
         beater.stop()
@@ -417,7 +433,7 @@ def test_heartbeater_and_watch_crowd_against_the_local_target():
         assert stats.failed == 0 and stats.statuses == {"200": stats.ok}
         assert 40 <= stats.ok <= 70 and stats.ok == beater.scheduled  # 100 a second for half a second
         assert target.hits >= stats.ok and target.connections <= 5
-        crowd = aio.WatchCrowd(target.url, [(n % 3, f"/v1/discover?s=x&n={n}") for n in range(50)], concurrency=8)
+        crowd = WatchCrowd(target.url, [(n % 3, f"/v1/discover?s=x&n={n}") for n in range(50)], concurrency=8)
         loop.run(crowd.start())
         deadline = time.monotonic() + 10
         while len(crowd.wakes) < 50 and time.monotonic() < deadline:

@@ -27,7 +27,8 @@ from semreg.bench import stores
 from semreg.bench.context import BenchContext, expect
 from semreg.bench.peers import BenchError
 from semreg.bench.report import Target
-from semreg.bench.scenarios import ms_summary, scenario, thousand_tags
+from semreg.bench.scenarios.common import scenario, thousand_tags
+from semreg.bench.stats import ms_summary
 
 # The thesis's figures, in ms: (table, nodes) -> {k: ms}
 THESIS = {
