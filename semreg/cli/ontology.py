@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from semreg.cli.commands import client_for, command, common_options
+from semreg.cli.common import client_for, command, common_options
 from semreg.cli.output import UsageError, print_json, say, table
 from semreg.client.calls import Progress
 from semreg.rdf import media

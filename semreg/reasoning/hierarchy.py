@@ -22,7 +22,7 @@ triples between IRIs:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -178,6 +178,33 @@ Rows = Mapping[str, Iterable[tuple[str, str, bool]]]  # predicate → (subject, 
 def index(rows: Rows, labels: dict[str, str]) -> Hierarchy:
     """The hierarchy of a closure: `rows` are its hierarchy triples between IRIs by predicate."""
     groups = {p: list(rows.get(p, ())) for p in HIERARCHY_PREDICATES}
+    meta, meta_like = _meta_terms(groups)
+    kinds = _kinds(groups, meta_like, class_types_of(meta_like), meta)
+    edges, asserted_edges, equivalent_pairs, terms = _edges(groups, meta | meta_like | {NOTHING}, kinds)
+    find = _union_find(equivalent_pairs)
+    rep, members = _classes(terms, find)
+    up_sets, down_sets = _relations(edges, members, find)
+    asserted_up, asserted_down = _asserted_relations(asserted_edges, find)
+    return Hierarchy(
+        rep=rep,
+        members={r: frozenset(m) for r, m in members.items()},
+        up={r: frozenset(v) for r, v in up_sets.items()},
+        down={r: frozenset(v) for r, v in down_sets.items()},
+        asserted_up={r: frozenset(v) for r, v in asserted_up.items()},
+        asserted_down={r: frozenset(v) for r, v in asserted_down.items()},
+        kinds=kinds,
+        labels=labels,
+        asserted_parents={k: frozenset(v) for k, v in asserted_edges.items()},
+        meta_like=frozenset(meta_like),
+    )
+
+
+# -- the steps of `index` -------------------------------------------------------------------------------
+Groups = dict[str, list[tuple[str, str, bool]]]  # `Rows` read once: predicate → (subject, object, asserted)
+
+
+def _meta_terms(groups: Groups) -> tuple[set[str], set[str]]:
+    """The RDF/RDFS/OWL/XSD terms named in the rows, and the terms declared equivalent to one of them."""
     named: set[str] = set()
     for group in groups.values():
         named.update(s for s, _, _ in group)
@@ -192,9 +219,13 @@ def index(rows: Rows, labels: dict[str, str]) -> Hierarchy:
                 meta_like.add(o)
             if o in meta:
                 meta_like.add(s)
-    kinds = _kinds(groups, meta_like, class_types_of(meta_like), meta)
-    out = meta | meta_like | {NOTHING}
+    return meta, meta_like
 
+
+def _edges(groups: Groups, out: set[str], kinds: dict[str, str]
+           ) -> tuple[dict[str, set[str]], dict[str, set[str]], list[tuple[str, str]], set[str]]:
+    """The index's edges between the terms not `out` (each term → the terms above it, entailed and asserted
+    only), its equivalent pairs, and every term in either."""
     edges: dict[str, set[str]] = {}
     asserted_edges: dict[str, set[str]] = {}
     equivalent_pairs: list[tuple[str, str]] = []
@@ -215,17 +246,25 @@ def index(rows: Rows, labels: dict[str, str]) -> Hierarchy:
             above.add(o)
             if is_asserted:
                 asserted_edges.setdefault(s, set()).add(o)
+    return edges, asserted_edges, equivalent_pairs, terms
 
-    find = _union_find(equivalent_pairs)
+
+def _classes(terms: set[str], find: Callable[[str], str]) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """The equivalence classes of `terms`: each term not its class's representative → the representative,
+    and each representative → its members."""
     members: dict[str, set[str]] = {}
     rep: dict[str, str] = {}
     for term in terms:
         r = find(term)
-        if r == term:
-            members.setdefault(r, set()).add(term)
-        else:
-            members.setdefault(r, set()).add(term)
+        members.setdefault(r, set()).add(term)
+        if r != term:
             rep[term] = r
+    return rep, members
+
+
+def _relations(edges: dict[str, set[str]], members: dict[str, set[str]], find: Callable[[str], str]
+               ) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Each class → the classes above it, and below it (every class has both, maybe empty)."""
     up_sets: dict[str, set[str]] = {r: set() for r in members}
     for a, ups in edges.items():
         ra = find(a)
@@ -238,6 +277,12 @@ def index(rows: Rows, labels: dict[str, str]) -> Hierarchy:
     for r, above_r in up_sets.items():
         for a in above_r:
             down_sets[a].add(r)
+    return up_sets, down_sets
+
+
+def _asserted_relations(asserted_edges: dict[str, set[str]], find: Callable[[str], str]
+                        ) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Each class → the classes one asserted step above it, and below it (only those that have one)."""
     asserted_up: dict[str, set[str]] = {}
     asserted_down: dict[str, set[str]] = {}
     for a, ups in asserted_edges.items():
@@ -247,18 +292,7 @@ def index(rows: Rows, labels: dict[str, str]) -> Hierarchy:
             if ra != rb:
                 asserted_up.setdefault(ra, set()).add(rb)
                 asserted_down.setdefault(rb, set()).add(ra)
-    return Hierarchy(
-        rep=rep,
-        members={r: frozenset(m) for r, m in members.items()},
-        up={r: frozenset(v) for r, v in up_sets.items()},
-        down={r: frozenset(v) for r, v in down_sets.items()},
-        asserted_up={r: frozenset(v) for r, v in asserted_up.items()},
-        asserted_down={r: frozenset(v) for r, v in asserted_down.items()},
-        kinds=kinds,
-        labels=labels,
-        asserted_parents={k: frozenset(v) for k, v in asserted_edges.items()},
-        meta_like=frozenset(meta_like),
-    )
+    return asserted_up, asserted_down
 
 
 def class_types_of(meta_like: Iterable[str]) -> set[str]:

@@ -15,7 +15,7 @@ there is no shortcut and `update` returns None.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from semreg.reasoning.hierarchy import (
@@ -90,8 +90,32 @@ def update(h: Hierarchy, rows: Rows, changed: Iterable[tuple[str, str, str]], re
     if any(p in EQUIVALENCES and (is_meta(s) or is_meta(o)) for s, p, o in changed):
         return None
     meta_like = h.meta_like
-    class_types = class_types_of(meta_like)
+    kinds, touched = _kinds_after(h, rows, changed, class_types_of(meta_like))
+    out = _left_out(meta_like)
+    passing = _passing(out, kinds)
+    revisit, classes = _revisit(h, rows, touched, out, _in_index(rows, out, kinds))
+    new_rep = {m: min(comp) for m, comp in classes.items()}
+    old_reps = {r for t in revisit if (r := _old_rep(h, t)) is not None}
+    new_reps = set(new_rep.values())
+    rep_now = _rep_now(h, new_rep)
+    recompute = _to_recompute(h, rows, revisit, new_rep, new_reps, rep_now, passing)
+    gone = old_reps - new_reps
+    above = _above(h, rows, classes, rep_now, passing)
+    up, down = _patched(h.up, h.down, recompute, gone, lambda r: above(r, False), keep_empty=True)
+    asserted_up, asserted_down = _patched(h.asserted_up, h.asserted_down, recompute, gone,
+                                          lambda r: above(r, True), keep_empty=False)
+    return Hierarchy(rep=_rep_after(h, revisit, new_rep), members=_members_after(h, old_reps, new_reps, classes),
+                     up=up, down=down, asserted_up=asserted_up, asserted_down=asserted_down, kinds=kinds,
+                     labels=_labels_after(h, rows, relabelled),
+                     asserted_parents=_asserted_parents_after(h, rows, revisit, out, passing), meta_like=meta_like)
 
+
+# -- the steps of `update` ------------------------------------------------------------------------------
+def _kinds_after(h: Hierarchy, rows: Rows, changed: list[tuple[str, str, str]], class_types: set[str]
+                 ) -> tuple[dict[str, str], set[str]]:
+    """The kinds after the change, and the touched terms: those in a changed triple, and the types of those
+    whose kind changed."""
+    meta_like = h.meta_like
     kinds = dict(h.kinds)
     touched = {s for s, _, _ in changed} | {o for _, _, o in changed}
     for t in list(touched):
@@ -105,7 +129,11 @@ def update(h: Hierarchy, rows: Rows, changed: Iterable[tuple[str, str, str]], re
             kinds.pop(t, None)
         else:
             kinds[t] = k
+    return kinds, touched
 
+
+def _left_out(meta_like: frozenset[str]) -> Callable[[str], bool]:
+    """`excluded`, remembered for each term asked about (one update asks about the same hubs again and again)."""
     left_out: dict[str, bool] = {}
 
     def out(t: str) -> bool:
@@ -114,9 +142,19 @@ def update(h: Hierarchy, rows: Rows, changed: Iterable[tuple[str, str, str]], re
             hit = left_out[t] = excluded(t, meta_like)
         return hit
 
+    return out
+
+
+def _passing(out: Callable[[str], bool], kinds: dict[str, str]) -> Callable[[str, str, str], bool]:
+    """Whether a triple is an edge of the index: between terms it keeps, and of rdf:type only from an individual."""
     def passing(s: str, p: str, o: str) -> bool:
         return not out(s) and not out(o) and (p != TYPE or kinds.get(s) == INDIVIDUAL)
 
+    return passing
+
+
+def _in_index(rows: Rows, out: Callable[[str], bool], kinds: dict[str, str]) -> Callable[[str], bool]:
+    """Whether a term is in the index after the change: kept, and in an edge or equivalence with a kept term."""
     def in_index(t: str) -> bool:
         if out(t):
             return False
@@ -128,21 +166,31 @@ def update(h: Hierarchy, rows: Rows, changed: Iterable[tuple[str, str, str]], re
             return True
         return any(kinds.get(s) == INDIVIDUAL and not out(s) for s in rows.subjects(t, TYPE))
 
-    def old_rep(t: str) -> str | None:
-        return h.rep.get(t, t) if t in h.rep or t in h.members else None
+    return in_index
 
-    def component(t: str) -> frozenset[str]:
-        found, todo = {t}, [t]
-        while todo:
-            x = todo.pop()
-            for p in EQUIVALENCES:
-                for y in (*rows.objects(x, p), *rows.subjects(x, p)):
-                    if y not in found and not out(y):
-                        found.add(y)
-                        todo.append(y)
-        return frozenset(found)
 
-    # the terms whose equivalence class may change: the touched ones and every class they were or are in
+def _old_rep(h: Hierarchy, t: str) -> str | None:
+    """The representative of `t`'s class before the change; None when `t` was not in the index."""
+    return h.rep.get(t, t) if t in h.rep or t in h.members else None
+
+
+def _component(rows: Rows, t: str, out: Callable[[str], bool]) -> frozenset[str]:
+    """The equivalence class of `t` now: a walk along equivalences, through kept terms."""
+    found, todo = {t}, [t]
+    while todo:
+        x = todo.pop()
+        for p in EQUIVALENCES:
+            for y in (*rows.objects(x, p), *rows.subjects(x, p)):
+                if y not in found and not out(y):
+                    found.add(y)
+                    todo.append(y)
+    return frozenset(found)
+
+
+def _revisit(h: Hierarchy, rows: Rows, touched: set[str], out: Callable[[str], bool], in_index: Callable[[str], bool]
+             ) -> tuple[set[str], dict[str, frozenset[str]]]:
+    """The terms whose equivalence class may change: the touched ones and every class they were or are in;
+    and of each of them in the index now, its class now."""
     revisit: set[str] = set()
     classes: dict[str, frozenset[str]] = {}
     todo = list(touched)
@@ -151,27 +199,39 @@ def update(h: Hierarchy, rows: Rows, changed: Iterable[tuple[str, str, str]], re
         if t in revisit:
             continue
         revisit.add(t)
-        r = old_rep(t)
+        r = _old_rep(h, t)
         if r is not None:
             todo.extend(h.members.get(r, ()))
         if t not in classes and in_index(t):
-            comp = component(t)
+            comp = _component(rows, t, out)
             for m in comp:
                 classes[m] = comp
             todo.extend(comp)
-    new_rep = {m: min(comp) for m, comp in classes.items()}
+    return revisit, classes
 
+
+def _rep_now(h: Hierarchy, new_rep: dict[str, str]) -> Callable[[str], str]:
+    """A term's representative after the change (revisited terms have theirs in `new_rep`)."""
     def rep_now(x: str) -> str:
         return new_rep[x] if x in new_rep else h.rep.get(x, x)
 
-    old_reps = {r for r in map(old_rep, revisit) if r is not None}
-    new_reps = set(new_rep.values())
-    moved = [y for y in revisit if old_rep(y) != new_rep.get(y)]
+    return rep_now
+
+
+def _to_recompute(h: Hierarchy, rows: Rows, revisit: set[str], new_rep: dict[str, str], new_reps: set[str],
+                  rep_now: Callable[[str], str], passing: Callable[[str, str, str], bool]) -> set[str]:
+    """The classes whose ancestors are computed again: every class revisited, and the classes with an edge
+    into a term whose class changed."""
+    moved = [y for y in revisit if _old_rep(h, y) != new_rep.get(y)]
     recompute = set(new_reps)
     for y in moved:
         recompute.update(rep_now(s) for p in EDGES for s in rows.subjects(y, p) if passing(s, p, y))
-    gone = old_reps - new_reps
+    return recompute
 
+
+def _above(h: Hierarchy, rows: Rows, classes: dict[str, frozenset[str]], rep_now: Callable[[str], str],
+           passing: Callable[[str, str, str], bool]) -> Callable[[str, bool], frozenset[str]]:
+    """The classes above a class after the change (with `asserted`, one asserted step above)."""
     def above(r: str, asserted: bool) -> frozenset[str]:
         members = classes.get(r) or h.members.get(r, frozenset((r,)))
         ups = {rep_now(o) for m in members for p, o in _edges_out(rows, m)
@@ -179,20 +239,34 @@ def update(h: Hierarchy, rows: Rows, changed: Iterable[tuple[str, str, str]], re
         ups.discard(r)
         return frozenset(ups)
 
-    up, down = _patched(h.up, h.down, recompute, gone, lambda r: above(r, False), keep_empty=True)
-    asserted_up, asserted_down = _patched(h.asserted_up, h.asserted_down, recompute, gone,
-                                          lambda r: above(r, True), keep_empty=False)
+    return above
+
+
+def _members_after(h: Hierarchy, old_reps: set[str], new_reps: set[str], classes: dict[str, frozenset[str]]
+                   ) -> dict[str, frozenset[str]]:
+    """`h.members` with the revisited classes as they were dropped and as they are now put in."""
     members = dict(h.members)
     for r in old_reps:
         members.pop(r, None)
     for r in new_reps:
         members[r] = classes[r]
+    return members
+
+
+def _rep_after(h: Hierarchy, revisit: set[str], new_rep: dict[str, str]) -> dict[str, str]:
+    """`h.rep` with each revisited term mapped to its class's representative now (none if it is one)."""
     rep = dict(h.rep)
     for y in revisit:
         if y in new_rep and new_rep[y] != y:
             rep[y] = new_rep[y]
         else:
             rep.pop(y, None)
+    return rep
+
+
+def _asserted_parents_after(h: Hierarchy, rows: Rows, revisit: set[str], out: Callable[[str], bool],
+                            passing: Callable[[str, str, str], bool]) -> dict[str, frozenset[str]]:
+    """`h.asserted_parents` with each revisited term's asserted edges now."""
     asserted_parents = dict(h.asserted_parents)
     for t in revisit:
         parents = frozenset() if out(t) else frozenset(
@@ -201,6 +275,11 @@ def update(h: Hierarchy, rows: Rows, changed: Iterable[tuple[str, str, str]], re
             asserted_parents[t] = parents
         else:
             asserted_parents.pop(t, None)
+    return asserted_parents
+
+
+def _labels_after(h: Hierarchy, rows: Rows, relabelled: set[str]) -> dict[str, str]:
+    """`h.labels` with each relabelled term's label now."""
     labels = dict(h.labels)
     for t in relabelled:
         name = rows.label(t)
@@ -208,9 +287,7 @@ def update(h: Hierarchy, rows: Rows, changed: Iterable[tuple[str, str, str]], re
             labels.pop(t, None)
         else:
             labels[t] = name
-    return Hierarchy(rep=rep, members=members, up=up, down=down, asserted_up=asserted_up,
-                     asserted_down=asserted_down, kinds=kinds, labels=labels, asserted_parents=asserted_parents,
-                     meta_like=meta_like)
+    return labels
 
 
 def _patched(up: dict[str, frozenset[str]], down: dict[str, frozenset[str]], recompute: set[str], gone: set[str],
