@@ -24,6 +24,8 @@ SHARED = ROOT.parent / "shared"
 # Debian packages the tests and benchmarks drive as real peers, and the browser the console's tests
 # drive (Playwright's own browser downloads cannot be had here; Debian's chromium can).
 SYSTEM_PACKAGES = {"etcd": "etcd-server", "wrk": "wrk", "chromium": "chromium"}
+# The suite on every core, a test file to a worker (module fixtures start one server, not one per worker).
+PARALLEL = ["-n", "auto", "--dist", "loadfile"]
 # Contract examples shipped beside the project, run against the installed `semreg` once each part works.
 CONFORMANCE_MARKERS = ["core", "live", "access", "answers"]
 
@@ -96,11 +98,11 @@ def cmd_test(args: list[str]) -> int:
         # command line, etcd, a browser) and `slow` (large ontologies against owlrl, long properties).
         if not checks(env, typed=False):
             return 1
-        return run([PY, "-m", "pytest", "-q", "-m", "not process and not slow", "--no-processes", *args],
+        return run([PY, "-m", "pytest", "-q", *PARALLEL, "-m", "not process and not slow", "--no-processes", *args],
                    cwd=ROOT, env=env)
     if not args and not checks(env, typed=True):
         return 1
-    code = run([PY, "-m", "pytest", "-q", *args], cwd=ROOT, env=env)
+    code = run([PY, "-m", "pytest", "-q", *(args or PARALLEL)], cwd=ROOT, env=env)
     if code != 0 or args:
         return code
     if not (SHARED / "conformance").is_dir():

@@ -17,9 +17,32 @@ def pytest_addoption(parser):
                      help="fail any test that starts a process of its own (what `dev.py test --quick` promises)")
 
 
+_refusing = False  # set while a test runs (its fixtures included) under --no-processes
+
+
 def pytest_configure(config):
     if config.getoption("--no-processes"):
         sys.addaudithook(_refuse_processes)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    global _refusing
+    _refusing = item.config.getoption("--no-processes")
+    try:
+        return (yield)
+    finally:
+        _refusing = False
+
+
+def _refuse_processes(event: str, args: tuple) -> None:
+    if not _refusing:
+        return
+    if event == "subprocess.Popen" and not any(name in map(str, args[1] or ()) for name in APP_PROCESSES):
+        raise RuntimeError(f"this test starts a process ({' '.join(map(str, args[1] or ()))[:120]}): mark it "
+                           "@pytest.mark.process, or keep it in this process")
+    if event in ("os.fork", "os.posix_spawn", "os.exec", "os.system"):
+        raise RuntimeError(f"this test starts a process ({event}): mark it @pytest.mark.process")
 
 
 # Fixtures that start processes (servers, a ring, etcd): a test using one is marked `process`. A module adds
@@ -32,14 +55,6 @@ def pytest_collection_modifyitems(items):
         starters = PROCESS_FIXTURES | frozenset(getattr(item.module, "PROCESS_FIXTURES", ()))
         if starters & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.process)
-
-
-def _refuse_processes(event: str, args: tuple) -> None:
-    if event == "subprocess.Popen" and not any(name in map(str, args[1] or ()) for name in APP_PROCESSES):
-        raise RuntimeError(f"this test starts a process ({' '.join(map(str, args[1] or ()))[:120]}): mark it "
-                           "@pytest.mark.process, or keep it in this process")
-    if event in ("os.fork", "os.posix_spawn", "os.exec", "os.system"):
-        raise RuntimeError(f"this test starts a process ({event}): mark it @pytest.mark.process")
 
 
 @pytest.fixture
