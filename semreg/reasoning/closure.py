@@ -13,7 +13,7 @@
   scm-cls's `owl:Nothing ⊑ c`, its object) in subject or object position, so these seeds reach every
   instance that concludes a withdrawn fact from facts still there; what comes back is then inserted.
 So the result never depends on the order of changes: it is the least fixpoint of the rules over what is
-asserted now (`tests/test_closure.py` compares every sequence of changes with a fresh computation).
+asserted now (`tests/reasoning/test_closure.py` compares every sequence of changes with a fresh computation).
 
 Terms are interned as integers (the vocabulary of `semreg.reasoning.rules.triggers` first, at fixed ids). Triples whose
 subject is a literal, or whose predicate is not an IRI, take part in reasoning but are not RDF: they

@@ -14,7 +14,7 @@ term equivalent to an RDF/RDFS/OWL term, or withdraws such a declaration (it cha
 meta-classes, everywhere).
 
 owlrl is the reference: the tests compare the two, pair by pair, on real ontologies and on generated
-ones (`tests/test_reasoner_owlrl.py`).
+ones (`tests/reasoning/test_reasoner_owlrl.py`).
 """
 from __future__ import annotations
 

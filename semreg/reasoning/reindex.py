@@ -9,7 +9,7 @@ small upload changes a few hundred hierarchy triples. Everything in the index is
 So the terms to revisit are those in a changed triple (added, removed, or asserted where it was only
 entailed, or the reverse), their old and new equivalence classes, and the classes with an edge into a
 term whose class changed. The result is exactly what `index()` builds from the same closure
-(`tests/test_hierarchy.py` compares the two after every change). A change that makes a term
+(`tests/reasoning/test_hierarchy.py` compares the two after every change). A change that makes a term
 equivalent to an RDF/RDFS/OWL term, or stops it being so, changes what is left out everywhere: then
 there is no shortcut and `update` returns None.
 """

@@ -108,7 +108,7 @@ def key_of_owlrl(pair: Pair, closed: rdflib.Graph, asserted: rdflib.Graph) -> bo
 
 
 # Where semreg knowingly differs from owlrl on the compared triples (README, "Reasoning"); each is a test
-# of its own in tests/test_rules.py. A pair explained by one of these is not a disagreement.
+# of its own in tests/reasoning/test_rules.py. A pair explained by one of these is not a disagreement.
 KNOWN_DIFFERENCES = {
     "owlrl types an IRI asserted of a datatype by the datatypes above it": datatype_of_an_iri,
     "owlrl's prp-key compares every key but the last": key_of_owlrl,

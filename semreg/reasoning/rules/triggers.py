@@ -67,7 +67,7 @@ ANNOTATION_PROPERTIES = tuple(RDFS + n for n in ("label", "comment", "seeAlso", 
     OWL + n for n in ("deprecated", "versionInfo", "priorVersion", "backwardCompatibleWith", "incompatibleWith"))
 
 # dt-type1: the OWL 2 RL datatypes (owlrl's OWL_RL_Datatypes), and what each is below (its
-# OWL_Datatype_Subsumptions), by local name. `tests/test_rules.py` checks both against owlrl.
+# OWL_Datatype_Subsumptions), by local name. `tests/reasoning/test_rules.py` checks both against owlrl.
 _XSD_TYPES = ("integer decimal nonNegativeInteger nonPositiveInteger negativeInteger positiveInteger long int short "
               "byte unsignedLong unsignedInt unsignedShort unsignedByte float double string normalizedString token "
               "language Name NCName NMTOKEN boolean hexBinary base64Binary anyURI dateTimeStamp dateTime time date")
@@ -136,7 +136,7 @@ def consequences(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     """Append to `out` the conclusions of every rule instance with (s, p, o) as a premise.
 
     It runs once per fact inserted or withdrawn, so the tables are spelt out here; `traced` runs the
-    same ones through `triggered`, naming the rule of each conclusion (`tests/test_rules.py` checks
+    same ones through `triggered`, naming the rule of each conclusion (`tests/reasoning/test_rules.py` checks
     that the two agree).
     """
     fns = BY_PREDICATE.get(p)
