@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Set up and run semreg from a fresh checkout, with nothing but Python installed.
 
-    python3 dev.py serve   # virtualenv + dependencies, then a server on ./semreg-data with the example ontology
-    python3 dev.py test    # virtualenv + dependencies + system packages (etcd, wrk, chromium), then the whole suite
+    python3 dev.py serve          # virtualenv + dependencies, then a server on ./semreg-data with the example ontology
+    python3 dev.py test           # virtualenv + dependencies + system packages (etcd, wrk, chromium), then the whole suite
+    python3 dev.py test --quick   # the inner loop: lint, layers, and the tests that start no process of their own
 
 Both are idempotent: a second run reuses the virtualenv and installs only what changed.
 """
@@ -23,6 +24,8 @@ SHARED = ROOT.parent / "shared"
 # Debian packages the tests and benchmarks drive as real peers, and the browser the console's tests
 # drive (Playwright's own browser downloads cannot be had here; Debian's chromium can).
 SYSTEM_PACKAGES = {"etcd": "etcd-server", "wrk": "wrk", "chromium": "chromium"}
+# The suite on every core, a test file to a worker (module fixtures start one server, not one per worker).
+PARALLEL = ["-n", "auto", "--dist", "loadfile"]
 # Contract examples shipped beside the project, run against the installed `semreg` once each part works.
 CONFORMANCE_MARKERS = ["core", "live", "access", "answers"]
 
@@ -74,16 +77,32 @@ def cmd_serve(args: list[str]) -> int:
     return 0
 
 
+def checks(env: dict[str, str], typed: bool) -> bool:
+    """ruff, then (the full command only) mypy, then the layers between semreg's rooms (import-linter)."""
+    steps = [[BIN / "ruff", "check", "semreg", "tests", "dev.py"], *([[BIN / "mypy"]] if typed else []),
+             [BIN / "lint-imports"]]
+    return all(run(step, cwd=ROOT, env=env) == 0 for step in steps)
+
+
 def cmd_test(args: list[str]) -> int:
+    quick = args[:1] == ["--quick"]
+    if quick:
+        args = args[1:]
     ensure_venv("test,bench")
-    ensure_system_packages()
+    if not quick:
+        ensure_system_packages()
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    if not args:
-        if run([BIN / "ruff", "check", "semreg", "tests", "dev.py"], cwd=ROOT, env=env) != 0:
+    if quick:
+        # The tests that start no process of their own (tests/conftest.py fails one that does) and take less than
+        # a few seconds: pure parts and the app in this process. Left to the full command: `process` (servers, the
+        # command line, etcd, a browser) and `slow` (large ontologies against owlrl, long properties).
+        if not checks(env, typed=False):
             return 1
-        if run([BIN / "mypy"], cwd=ROOT, env=env) != 0:
-            return 1
-    code = run([PY, "-m", "pytest", "-q", *args], cwd=ROOT, env=env)
+        return run([PY, "-m", "pytest", "-q", *PARALLEL, "-m", "not process and not slow", "--no-processes", *args],
+                   cwd=ROOT, env=env)
+    if not args and not checks(env, typed=True):
+        return 1
+    code = run([PY, "-m", "pytest", "-q", *(args or PARALLEL)], cwd=ROOT, env=env)
     if code != 0 or args:
         return code
     if not (SHARED / "conformance").is_dir():

@@ -1,4 +1,4 @@
-"""The one error hierarchy of semreg, mapped to HTTP statuses once, in `semreg.api`.
+"""The one error hierarchy of semreg, mapped to HTTP statuses once, in `semreg.http.app` (`semreg.http.responses`).
 
     SemregError                 base; `status` is the HTTP status it maps to
     ├── BadRequest              400: the client sent something malformed or invalid

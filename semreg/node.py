@@ -1,6 +1,6 @@
 """One registry node, wired: the store and its writer thread, what every node holds whole
-(`semreg.knowledge`), this node's shard (`semreg.shard`), the coordinator over the shards
-(`semreg.coordinator`), and the feed of the SPARQL replica (`semreg.replica_feed`). No HTTP here, and no
+(`semreg.knowledge.knowledge`), this node's shard (`semreg.registry.local_shard`), the coordinator over the shards
+(`semreg.registry.coordinator`), and the feed of the SPARQL replica (`semreg.sparql.feed`). No HTTP here, and no
 logic of its own beyond the order things start and stop in.
 
 Store operations run on one writer thread, in submission order; reasoning runs on worker threads, so
@@ -16,20 +16,20 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from semreg import heap
-from semreg.changelog import ChangeLog
 from semreg.clock import Clock, LoopClock
-from semreg.cluster import Cluster
+from semreg.cluster.cluster import Cluster
+from semreg.cluster.kv import EtcdKV, parse_endpoints
+from semreg.cluster.replica_copies import ReplicaCopies
 from semreg.config import Settings
-from semreg.coordinator import Coordinator
-from semreg.health import HealthChecker
-from semreg.knowledge import Knowledge
-from semreg.kv import EtcdKV, parse_endpoints
-from semreg.placement import Single
-from semreg.registry import Change
-from semreg.replica_copies import ReplicaCopies
-from semreg.replica_feed import ReplicaFeed
-from semreg.shard import LocalShard
-from semreg.store import Store
+from semreg.knowledge.knowledge import Knowledge
+from semreg.registry.changelog import ChangeLog
+from semreg.registry.coordinator import Coordinator
+from semreg.registry.health import HealthChecker
+from semreg.registry.local_shard import LocalShard
+from semreg.registry.placement import Single
+from semreg.registry.registry import Change
+from semreg.sparql.feed import ReplicaFeed
+from semreg.storage.store import Store
 
 log = logging.getLogger("semreg.node")
 

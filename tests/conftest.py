@@ -4,17 +4,57 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.inprocess import InProcess
+from support.paths import ONTOLOGIES
+from support.server import ServerProcess
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-SHARED = ROOT.parent / "shared"
-DATA = SHARED / "data"
-ONTOLOGIES = ROOT / "ontologies"
+# The query processes of an in-process app's /sparql: part of the app under test, not a process of the test's.
+APP_PROCESSES = ("semreg.sparql.worker",)
 
-sys.path.insert(0, str(HERE))
 
-from inprocess import InProcess  # noqa: E402
-from server import ServerProcess  # noqa: E402
+def pytest_addoption(parser):
+    parser.addoption("--no-processes", action="store_true",
+                     help="fail any test that starts a process of its own (what `dev.py test --quick` promises)")
+
+
+_refusing = False  # set while a test runs (its fixtures included) under --no-processes
+
+
+def pytest_configure(config):
+    if config.getoption("--no-processes"):
+        sys.addaudithook(_refuse_processes)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    global _refusing
+    _refusing = item.config.getoption("--no-processes")
+    try:
+        return (yield)
+    finally:
+        _refusing = False
+
+
+def _refuse_processes(event: str, args: tuple) -> None:
+    if not _refusing:
+        return
+    if event == "subprocess.Popen" and not any(name in map(str, args[1] or ()) for name in APP_PROCESSES):
+        raise RuntimeError(f"this test starts a process ({' '.join(map(str, args[1] or ()))[:120]}): mark it "
+                           "@pytest.mark.process, or keep it in this process")
+    if event in ("os.fork", "os.posix_spawn", "os.exec", "os.system"):
+        raise RuntimeError(f"this test starts a process ({event}): mark it @pytest.mark.process")
+
+
+# Fixtures that start processes (servers, a ring, etcd): a test using one is marked `process`. A module adds
+# its own in `PROCESS_FIXTURES`; a test that starts one itself carries the mark.
+PROCESS_FIXTURES = frozenset({"start_server", "ring"})
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        starters = PROCESS_FIXTURES | frozenset(getattr(item.module, "PROCESS_FIXTURES", ()))
+        if starters & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.process)
 
 
 @pytest.fixture
@@ -38,17 +78,6 @@ def start_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def module_server(tmp_path_factory):
-    """One fresh on-disk server process shared by a test module (for what needs a process)."""
-    base = tmp_path_factory.mktemp("module-server")
-    server = ServerProcess(base / "data")
-    try:
-        yield server.start(base / "logs")
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
 def app_server():
     """The app in this process over ASGI, on a fake clock, shared by a test module."""
     server = InProcess()
@@ -56,6 +85,16 @@ def app_server():
         yield server.start()
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def api(app_server):
+    """A client of the module's in-process app, with the case study's ontology (obras) uploaded."""
+    c = app_server.client()
+    r = c.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
+              headers={"Content-Type": "text/turtle"})
+    assert r.status_code == 201, r.text
+    return c
 
 
 @pytest.fixture
@@ -78,8 +117,8 @@ def in_process():
 def app_worker(thread) -> bool:
     """A worker of an in-process app's loop or of a browser's: started on demand, stopped with the app or
     the browser (which may be the module's), so not a leak of the test that happened to start it."""
-    from browser import BROWSER_THREAD_PREFIX
-    from inprocess import THREAD_PREFIX
+    from support.browser import BROWSER_THREAD_PREFIX
+    from support.inprocess import THREAD_PREFIX
 
     return thread.name.startswith((THREAD_PREFIX + "-worker", BROWSER_THREAD_PREFIX))
 

@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from support.paths import ROOT
 
 from semreg import config
 from semreg.cli import serve

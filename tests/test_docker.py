@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from conftest import ROOT
+from support.paths import ROOT
 
-from semreg.auth import Tokens
+from semreg.access.tokens import Tokens
 from semreg.cli import serve
 from semreg.config import Settings
 

@@ -12,7 +12,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ONTOLOGIES, ROOT
+from support.paths import ONTOLOGIES, ROOT
+
+pytestmark = pytest.mark.process
 
 README = ROOT / "README.md"
 SERVED = "http://127.0.0.1:8080"  # the address the README's commands name (dev.py serve's)

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from semreg.instances import Instance, Registration
 from semreg.logs import JsonFormatter
+from semreg.registry.instances import Instance, Registration
 from semreg.timefmt import now_rfc3339, rfc3339
 
 

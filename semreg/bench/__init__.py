@@ -7,12 +7,18 @@
     dataset.py    the synthetic ontology and instances, with the discovery query's known answer
     context.py    what a scenario gets: lazy peers, data loading, interleaved wrk runs
     stores.py     the same data into etcd and the Oxigraph server
-    scenarios.py  the scenarios (`@scenario`), each `fn(ctx) -> figures`
-    aio.py        load made in the bench process on asyncio: long polls, heartbeats, a health-check target
+    scenarios/    the scenarios (`@scenario`), each `fn(ctx) -> figures`, a module a family; SCENARIOS
+    aio/          load made in the bench process on asyncio: long polls, heartbeats, a health-check target
+    readings.py   what the bench reads off a process: /proc (memory, open files), metrics, its log
+    stats.py      summaries of durations (nearest-rank percentiles)
     report.py     targets, machine info, tables
 
 Figures are reported (medians, ratios, and whether each target was met), never asserted: the exit
 status is 0 when every scenario ran, 1 when one failed, 2 for bad flags or a missing tool.
+
+May import, of semreg, only `semreg.http1.client` (the framing of its own HTTP/1.1 load) and the
+package's place on disk: the servers it measures are separate processes, driven over HTTP as any
+client would drive them. Only the command line (`semreg.cli.bench`) imports it.
 """
 from __future__ import annotations
 

@@ -200,7 +200,7 @@ class BenchContext:
 
     def metrics(self, http: httpx.Client) -> dict[str, float]:
         """The server's /metrics as {series: value}."""
-        from semreg.bench.aio import parse_metrics
+        from semreg.bench.readings import parse_metrics
 
         return parse_metrics(expect(http.get("/metrics")).text)
 

@@ -18,7 +18,8 @@ from rich.console import Console
 from semreg.bench import report
 from semreg.bench.context import BenchContext
 from semreg.bench.peers import BenchError, MissingTool, Peers, find_tool
-from semreg.bench.scenarios import SCENARIOS, Scenario
+from semreg.bench.scenarios import SCENARIOS
+from semreg.bench.scenarios.common import Scenario
 from semreg.bench.settings import BenchSettings, from_args
 from semreg.bench.ui import Steps
 

@@ -1,6 +1,14 @@
-"""The `semreg` command: one sub-command per module in `COMMANDS`.
+"""The `semreg` command: the sub-commands of the modules in `COMMANDS`.
 
-Each module has `add_parser(subparsers)`, which registers its sub-command(s) and sets `run(args) -> int`.
+Each module has `add_parser(subparsers)`, which registers its sub-command(s) and sets `run(args) -> int`:
+`serve` (a node), `bench`, `registration` (register, deregister, heartbeat), `reading` (instances,
+discover, route, watch, tags, expand, concept), `ontology` and `sparql`. What the client commands share
+(the registry options, a sub-command's parser, its client) is in `common`; tables, JSON and exit codes in
+`output`.
+
+May import every room: it is the top one (the client library for the client commands; the benchmark,
+the configuration, the store, the cluster's endpoints, SPARQL's hand-off and the HTTP app for `serve` and
+`bench`), except `semreg.node`, which only the HTTP app factory wires.
 """
 from __future__ import annotations
 
@@ -10,11 +18,12 @@ import os
 import sys
 from collections.abc import Mapping
 
-COMMANDS = ("semreg.cli.serve", "semreg.cli.bench", "semreg.cli.commands", "semreg.cli.ontology", "semreg.cli.sparql")
+COMMANDS = ("semreg.cli.serve", "semreg.cli.bench", "semreg.cli.registration", "semreg.cli.reading", "semreg.cli.ontology",
+            "semreg.cli.sparql")
 
 
 def build_parser(env: Mapping[str, str] = os.environ) -> argparse.ArgumentParser:
-    from semreg.cli.commands import registry_options
+    from semreg.cli.common import registry_options
 
     parser = argparse.ArgumentParser(prog="semreg", description="A semantic service registry.")
     parser.add_argument("--version", action="version", version=f"semreg {_version()}")

@@ -9,10 +9,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from semreg import media
-from semreg.cli.commands import client_for, command, common_options
+from semreg.cli.common import client_for, command, common_options
 from semreg.cli.output import UsageError, print_json, say, table
 from semreg.client.calls import Progress
+from semreg.rdf import media
 
 LARGE_BYTES = 1024 * 1024  # files from this size get a progress bar when stderr is a terminal
 

@@ -76,7 +76,7 @@ def cluster_settings(settings: Settings) -> Settings:
     """Check a cluster node's flags and fill in what defaults to the listening address; ValueError says why."""
     from urllib.parse import urlsplit
 
-    from semreg.kv import parse_endpoints
+    from semreg.cluster.kv import parse_endpoints
 
     parse_endpoints(settings.etcd)
     if settings.cluster_secret_file is None:
@@ -152,13 +152,13 @@ def _draining_server_class():
 
 def http_protocol(app, settings) -> type | str:
     """uvicorn's HTTP protocol, behind the hand-over of `/sparql` connections to the query processes
-    (`semreg.handoff`), unless --sparql-in-server."""
+    (`semreg.sparql.handoff`), unless --sparql-in-server."""
     if settings.sparql_in_server:
         return "auto"
     from uvicorn.config import HTTP_PROTOCOLS
     from uvicorn.importer import import_from_string
 
-    from semreg.handoff import Handoff
+    from semreg.sparql.handoff import Handoff
 
     return Handoff.bind(import_from_string(HTTP_PROTOCOLS["auto"]), app.state.sparql.pool)
 
@@ -167,8 +167,8 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from semreg import logs
-    from semreg.app import create_app
-    from semreg.store import Store, StoreError
+    from semreg.http.app import create_app
+    from semreg.storage.store import Store, StoreError
 
     settings = settings_from(args)
     logs.configure(settings.log_level, settings.log_format)
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     if settings.tokens_file is not None:
-        from semreg.auth import Tokens, TokensFileError
+        from semreg.access.tokens import Tokens, TokensFileError
 
         try:
             Tokens(settings.tokens_file)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from semreg.cli.commands import client_for, command, common_options, curies
+from semreg.cli.common import client_for, command, common_options, curies
 from semreg.cli.output import UsageError, print_json, sparql_table
 
 # SELECT/ASK get results in the first type, CONSTRUCT/DESCRIBE a graph in the second: the server

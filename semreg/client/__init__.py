@@ -25,6 +25,9 @@ Errors (all `SemregClientError`): `ApiError` (status, message, body) for 4xx/5xx
 `NotFound` (404) and `NoInstanceAvailable` (503 from routing, `retry_after`); `Unreachable` when
 every URL failed. A registration or query that names a term no uploaded ontology knows succeeds with
 an `UnknownTermWarning` (Python's `warnings`) per term, saying which known term is close.
+
+Of semreg, the client imports only `semreg.rdf.media` (one table of RDF media types with the server and
+the command line); it must not import any room of the server (a contract in pyproject.toml).
 """
 from semreg.client.aio import AsyncClient
 from semreg.client.cache import LookupCache

@@ -11,8 +11,8 @@ from typing import Any, Self
 
 import httpx
 
-from semreg import media
 from semreg.client.errors import ApiError, NoInstanceAvailable, NotFound, SemregClientError
+from semreg.rdf import media
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 

@@ -1,0 +1,104 @@
+"""Heartbeats on a schedule: the load of the heartbeat-load scenario.
+
+`heartbeat_due` is the schedule (pure): every instance once a period, the period's heartbeats spread
+evenly. A `Heartbeater` keeps to it over a few keep-alive connections and counts what came back
+(`HeartbeatStats`), including how late each heartbeat left.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from semreg.bench.aio.connection import TRANSPORT_ERRORS, Connection
+
+
+def heartbeat_due(k: int, instances: int, period_s: float) -> tuple[float, int]:
+    """The k-th heartbeat of the run: (seconds after the start it is due, instance index).
+
+    Every instance beats once a period, instance i at offset i·period/n in it, so the n heartbeats
+    of a period are spread evenly (n/period a second) and each instance's are exactly a period apart.
+    """
+    rounds, index = divmod(k, instances)
+    return rounds * period_s + index * period_s / instances, index
+
+
+@dataclass
+class HeartbeatStats:
+    ok: int = 0
+    failed: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    lateness_s: list[float] = field(default_factory=list)  # send time minus due time, per heartbeat
+    critical_answers: int = 0  # heartbeats whose answer said the instance had been critical
+
+
+class Heartbeater:
+    """`PUT /v1/instances/{id}/heartbeat` for every id once a period, spread evenly (`heartbeat_due`),
+    over `connections` keep-alive connections. A heartbeat is sent at its due time or, when every
+    connection is busy, as soon as one is free; its lateness is recorded."""
+
+    def __init__(self, url: str, ids: Sequence[str], period_s: float, connections: int = 16,
+                 headers: Mapping[str, str] | None = None) -> None:
+        self.url = url
+        self.ids = list(ids)
+        self.period_s = period_s
+        self.connections = connections
+        self.headers = {"Content-Type": "application/json", **(headers or {})}
+        self.stats = HeartbeatStats()
+        self.scheduled = 0
+        self._stopping = False
+        self.started = 0.0
+
+    def stop(self) -> None:
+        """From any thread: no more heartbeats are scheduled; the ones queued are still sent."""
+        self._stopping = True
+
+    async def run(self) -> HeartbeatStats:
+        self._stopping = False
+        queue: asyncio.Queue[tuple[int, float] | None] = asyncio.Queue()
+        workers = [asyncio.get_running_loop().create_task(self._worker(queue)) for _ in range(self.connections)]
+        self.started = start = time.perf_counter()
+        k = 0
+        try:
+            while not self._stopping:
+                now = time.perf_counter()
+                while True:
+                    due, index = heartbeat_due(k, len(self.ids), self.period_s)
+                    if start + due > now:
+                        break
+                    queue.put_nowait((index, start + due))
+                    k += 1
+                    self.scheduled = k
+                await asyncio.sleep(min(0.05, max(0.002, start + due - now)))  # ≥ 2 ms: a few due at once
+        finally:
+            for _ in workers:
+                queue.put_nowait(None)
+            await asyncio.gather(*workers, return_exceptions=True)
+        return self.stats
+
+    async def _worker(self, queue: asyncio.Queue) -> None:
+        conn = Connection(self.url, self.headers)
+        n = 0
+        try:
+            while (item := await queue.get()) is not None:
+                index, due = item
+                self.stats.lateness_s.append(time.perf_counter() - due)
+                n += 1
+                body = b'{"load": %d}' % (n % 10)
+                try:
+                    response = await conn.request("PUT", f"/v1/instances/{self.ids[index]}/heartbeat", body)
+                except TRANSPORT_ERRORS as exc:
+                    self.stats.failed += 1
+                    self.stats.errors[f"{type(exc).__name__}: {exc}"[:200]] += 1
+                    continue
+                self.stats.statuses[str(response.status)] += 1
+                if response.status == 200:
+                    self.stats.ok += 1
+                else:
+                    self.stats.failed += 1
+                    self.stats.errors[f"HTTP {response.status}: {response.body[:200].decode(errors='replace')}"] += 1
+        finally:
+            conn.close()

@@ -1,0 +1,96 @@
+"""What the bench reads off processes: resident memory and open-files limits from /proc, this
+process's own open-files limit, a server's Prometheus text and the details of its JSON log.
+
+The parsers (`vmrss_bytes`, `max_open_files`, `parse_metrics`, `log_details`) are pure; the readers
+around them answer None when there is nothing to read (no pid, not Linux, the process gone).
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+from collections import Counter
+
+
+# -- this process's open-files limit ---------------------------------------------------------------------
+def raise_open_files_limit() -> tuple[int, int]:
+    """Raise this process's soft limit on open files to the hard one; (soft, hard) after."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+    return soft, hard
+
+
+def open_files_limit() -> int:
+    import resource
+
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+# -- another process, from /proc/<pid> -------------------------------------------------------------------
+def vmrss_bytes(status_text: str) -> int | None:
+    """The resident set size in bytes from the text of /proc/<pid>/status (`VmRSS:  370220 kB`)."""
+    found = re.search(r"^VmRSS:\s+(\d+)\s*kB\s*$", status_text, re.MULTILINE)
+    return int(found.group(1)) * 1024 if found else None
+
+
+def process_rss_bytes(pid: int | None) -> int | None:
+    """A process's resident set size, or None (no pid, not Linux, gone)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return vmrss_bytes(status.read())
+    except OSError:
+        return None
+
+
+def max_open_files(limits_text: str) -> int | None:
+    """The soft `Max open files` from the text of /proc/<pid>/limits (None when unlimited or absent)."""
+    found = re.search(r"^Max open files\s+(\d+)\s+", limits_text, re.MULTILINE)
+    return int(found.group(1)) if found else None
+
+
+def process_open_files_limit(pid: int | None) -> int | None:
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/limits") as limits:
+            return max_open_files(limits.read())
+    except OSError:
+        return None
+
+
+# -- a semreg server's metrics and log -------------------------------------------------------------------
+def parse_metrics(text: str) -> dict[str, float]:
+    """Prometheus text → {series as printed (`name{label="v"}`): value}; comments skipped."""
+    series = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, _, value = line.rpartition(" ")
+        try:
+            series[name.strip()] = float(value)
+        except ValueError:
+            continue
+    return series
+
+
+def log_details(log_text: str, message: str, limit: int = 5) -> dict[str, int]:
+    """In a semreg JSON log, the `detail` of the lines whose `msg` is `message`, most frequent first."""
+    import json
+
+    details: Counter[str] = Counter()
+    for line in log_text.splitlines():
+        if message not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("msg") == message:
+            details[str(record.get("detail"))[:200]] += 1
+    return dict(details.most_common(limit))

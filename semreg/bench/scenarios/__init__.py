@@ -1,0 +1,39 @@
+"""The benchmark scenarios, a module a family, and `SCENARIOS`: every scenario, in the order `--only`
+names them and the report prints them.
+
+A scenario is `fn(ctx) -> dict of figures` made a `Scenario` by `@scenario` (common.py). Figures:
+numbers (or small dicts/lists of numbers) by name; wrk results under `"peers"` by label; a scenario
+that compares servers reports a ratio. Targets (`Target`) are checked by the runner and shown, never
+asserted. To add a scenario, write it in the module of its family (or a new one), decorate it, and
+name it in `SCENARIOS` below; `--only NAME` selects it.
+
+    common.py        `Scenario` and `@scenario`, and the steps several scenarios share
+    discovery.py     discovery, many-tags, cold-discovery: GET /v1/discover against etcd and SPARQL
+    sparql.py        sparql: /sparql against the Oxigraph server
+    registration.py  register-1000-tags, closure: registering an instance, uploading ontologies
+    watches.py       watches: 10,000 blocking reads held at once
+    liveness.py      health-checks, heartbeat-load: discovery beside active checks and heartbeats
+    ring.py          ring: three nodes against one
+    thesis.py        cluster: the thesis's tables on rings of 2 and 5 nodes (`semreg bench cluster`)
+
+The scenario modules import common.py (ring also the cold questions of discovery.py), never this
+package's `SCENARIOS`: only this module imports them all, so there is no circle among them.
+"""
+from __future__ import annotations
+
+from semreg.bench.scenarios import discovery, liveness, registration, ring, sparql, thesis, watches
+from semreg.bench.scenarios.common import Scenario
+
+SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
+    discovery.discovery,
+    discovery.many_tags,
+    discovery.cold_discovery,
+    sparql.sparql,
+    registration.register_1000_tags,
+    registration.closure,
+    watches.watches,
+    liveness.health_checks,
+    liveness.heartbeat_load,
+    ring.ring,
+    thesis.cluster,
+)}

@@ -1,0 +1,166 @@
+"""Hand-off and anti-entropy: every record this node holds, on every one of its owners.
+
+After every ring change, and every `SYNC_INTERVAL_S`, this node compares what it holds with what each
+owner of it holds (revisions, tombstones included), sends what they lack or hold older, and lets go of
+what it no longer owns once its owners have it. Arcs whose digests agree (`semreg.cluster.digests`) are
+not compared record by record. Counters of records moved and repaired are in `/metrics`.
+
+Before this node is on the ring again (starting, or back from a pause past its lease), it takes from the
+other owners what they hold newer (`repair`); a graceful leave hands every record to its owners without
+this node (`sync` over that ring).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from semreg.cluster import digests
+from semreg.cluster.peer import RemoteShard
+from semreg.cluster.placement import RingPlacement
+from semreg.cluster.ring import Ring
+from semreg.errors import SemregError
+from semreg.registry.local_shard import LocalShard
+from semreg.registry.shard import ShardUnavailable
+
+log = logging.getLogger("semreg.cluster")
+
+SYNC_INTERVAL_S = 30.0
+SYNC_BATCH = 2000
+
+
+class AntiEntropy:
+    """The passes that bring this node's records to their owners, and what they moved."""
+
+    def __init__(self, *, placement: RingPlacement, shard: LocalShard, degraded: Callable[[], bool],
+                 stopping: Callable[[], bool]) -> None:
+        self.placement = placement
+        self.node_id = placement.node_id
+        self.replicas = placement.replicas
+        self.shard = shard
+        self._degraded = degraded
+        self._stopping = stopping
+        self._sync_wanted = asyncio.Event()
+        self.moved = 0
+        self.repaired = 0
+        self.dropped = 0
+        self.syncs = 0
+
+    def wanted(self) -> None:
+        """Run a pass soon (the ring changed)."""
+        self._sync_wanted.set()
+
+    async def repair(self) -> None:
+        """Before this node (back from a restart, or from a pause past its lease) is on the ring again:
+        take from the other owners of what it holds whatever they hold newer, removals included, so that
+        no stale copy here is read (a deregistered instance never comes back)."""
+        held = self.shard.inventory()
+        by_member: dict[str, list[str]] = {}
+        for iid in held:
+            for member in self.placement.ring.owners(iid, self.replicas + 1):
+                if member != self.node_id:
+                    by_member.setdefault(member, []).append(iid)
+        taken = 0
+        for member, ids in by_member.items():
+            peer = self.placement.peers.get(member)
+            if peer is None:
+                continue
+            for start in range(0, len(ids), SYNC_BATCH):
+                batch = ids[start:start + SYNC_BATCH]
+                try:
+                    theirs = await peer.inventory(batch)
+                    newer = [iid for iid in batch if abs(theirs.get(iid, 0)) > abs(held[iid])]
+                    if newer:
+                        taken += await self.shard.restore_records(await peer.export(newer))
+                except (ShardUnavailable, SemregError) as exc:
+                    log.warning("could not compare records with a member", extra={"member": member,
+                                                                                    "error": str(exc)[:200]})
+                    break
+        self.repaired += taken
+        log.info("records compared before joining", extra={"held": len(held), "taken": taken})
+
+    async def run(self) -> None:
+        """A pass after every ring change (a burst of them, once), and every `SYNC_INTERVAL_S`."""
+        while not self._stopping():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._sync_wanted.wait(), SYNC_INTERVAL_S)
+            self._sync_wanted.clear()
+            await asyncio.sleep(0.2)  # let a burst of ring changes settle into one pass
+            try:
+                await self.sync(self.placement.ring)
+            except Exception:
+                log.exception("a hand-off pass failed; the next one will try again")
+            self.shard.forget_tombstones()
+
+    async def sync(self, ring: Ring, leaving: bool = False) -> None:
+        """Give every owner (on `ring`) what it lacks of what this node holds; let go of what this node no
+        longer owns once every owner of it holds it."""
+        held = self.shard.inventory()
+        wanted: dict[str, list[str]] = {}
+        mine_not: list[str] = []
+        for iid in held:
+            owners = ring.owners(iid, self.replicas)
+            for member in owners:
+                if member != self.node_id:
+                    wanted.setdefault(member, []).append(iid)
+            if self.node_id not in owners:
+                mine_not.append(iid)
+        confirmed: dict[str, set[str]] = {}
+        for member, ids in wanted.items():
+            peer = self.placement.peers.get(member)
+            if peer is None:
+                continue
+            confirmed.setdefault(member, set()).update(await self._hand_to(member, peer, ring, held, ids))
+        let_go = [iid for iid in mine_not
+                  if all(iid in confirmed.get(m, ()) for m in ring.owners(iid, self.replicas))]
+        if let_go and (leaving or not self._degraded()):
+            self.dropped += await self.shard.drop(let_go)
+        self.syncs += 1
+
+    async def _hand_to(self, member: str, peer: RemoteShard, ring: Ring, held: dict[str, int], ids: list[str]
+                       ) -> set[str]:
+        """Send `member` what it lacks or holds older of `ids`; the ids it is known to hold as this node does."""
+        confirmed: set[str] = set()
+        try:
+            ids, same = await self._differing(peer, ring, held, ids)
+        except (ShardUnavailable, SemregError) as exc:
+            log.warning("hand-off to a member failed", extra={"member": member, "error": str(exc)[:200]})
+            self.placement.failed(member)
+            return confirmed
+        confirmed.update(same)
+        for start in range(0, len(ids), SYNC_BATCH):
+            batch = ids[start:start + SYNC_BATCH]
+            try:
+                theirs = await peer.inventory(batch)
+                behind = [iid for iid in batch if abs(theirs.get(iid, 0)) < abs(held[iid])]
+                if behind:
+                    applied = await peer.restore_records(self.shard.export(behind))
+                    new = sum(1 for iid in behind if iid not in theirs)
+                    self.moved += min(new, applied)
+                    self.repaired += max(0, applied - new)
+            except (ShardUnavailable, SemregError) as exc:
+                log.warning("hand-off to a member failed", extra={"member": member, "error": str(exc)[:200]})
+                self.placement.failed(member)
+                break
+            confirmed.update(batch)
+        return confirmed
+
+    async def _differing(self, peer: RemoteShard, ring: Ring, held: dict[str, int], ids: list[str]
+                         ) -> tuple[list[str], list[str]]:
+        """Of `ids` (held here, owned by `peer` too), those in arcs whose digests differ between this node
+        and `peer`, and those in arcs that agree (nothing to compare). When the peer's ring is another,
+        every id is to compare."""
+        if ring is not self.placement.ring:
+            return ids, []
+        arcs = digests.by_arc(ring, ids)
+        in_arcs = {iid: held[iid] for iid in held if ring.arc_of(iid) in arcs}
+        mine = digests.digests(ring, in_arcs, arcs)
+        theirs = await peer.digests(ring.checksum, sorted(arcs))
+        if theirs is None:
+            return ids, []
+        differing: list[str] = []
+        same: list[str] = []
+        for arc, arc_ids in arcs.items():
+            (same if theirs.get(arc) == mine.get(arc) else differing).extend(arc_ids)
+        return differing, same

@@ -1,0 +1,246 @@
+"""This node in a ring of nodes: membership in etcd, the other nodes' shards, and what keeps replicas
+converging (`--etcd`). A node without it is a node alone (`semreg.registry.placement.Single`).
+
+`Cluster` is the ring's `semreg.registry.placement.Placement` and the node's one handle on the ring. It
+owns membership in etcd (`semreg.cluster.membership`) and a collaborator for each concern, wired
+explicitly to the ones it needs:
+
+- **Placement** (`semreg.cluster.placement`): the ring built from the member list, an instance's owners
+  (the first `replicas` members clockwise from `mmh3(id)`), the shards a read asks, the peers.
+- **Followers** (`semreg.cluster.followers`): every other member's change log, followed into this node's
+  watches and into the SPARQL replica's copies, and the read barrier a SPARQL query waits on.
+- **Statuses** (`semreg.cluster.statuses`): a status change on an owner, sent to the other owners.
+- **Hand-off and anti-entropy** (`semreg.cluster.antientropy`): after every ring change, and every
+  `SYNC_INTERVAL_S`, every record this node holds brought to its owners; what it no longer owns let go.
+- **What every node holds whole** (`semreg.cluster.shared`): ontologies and prefixes, published in etcd
+  and applied on every node. A node starting catches up before it says it is ready.
+- **etcd away.** Reads and writes go on over the last ring known; `/readyz` says `degraded`.
+
+Every view of the member list comes here first (`_on_view`): placement takes it, the followers follow the
+ring's members, and a ring change recomputes every watch and asks for a hand-off pass.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from semreg.clock import Clock, sleep
+from semreg.cluster.antientropy import AntiEntropy
+from semreg.cluster.followers import Followers
+from semreg.cluster.kv import KV, KVUnavailable
+from semreg.cluster.membership import Membership, View
+from semreg.cluster.peer import RemoteShard
+from semreg.cluster.placement import RingPlacement
+from semreg.cluster.replica_copies import ReplicaCopies
+from semreg.cluster.ring import Ring
+from semreg.cluster.shared import SharedKnowledge
+from semreg.cluster.statuses import Statuses
+from semreg.registry.coordinator import Coordinator
+from semreg.registry.local_shard import LocalShard
+from semreg.registry.registry import Change
+from semreg.registry.shard import ShardUnavailable
+
+log = logging.getLogger("semreg.cluster")
+
+
+class Cluster:
+    def __init__(self, *, kv: KV, cluster: str, node_id: str, address: str, replicas: int, secret: str,
+                 shard: LocalShard, coordinator: Coordinator, knowledge: Any, clock: Clock,
+                 lease_ttl_s: int = 10) -> None:
+        self.kv = kv
+        self.name = cluster
+        self.node_id = node_id
+        self.address = address
+        self.replicas = replicas
+        self.secret = secret
+        self.shard = shard
+        self.coordinator = coordinator
+        self.knowledge = knowledge
+        self.clock = clock
+        self.membership = Membership(kv, cluster, node_id, address, clock, lease_ttl_s=lease_ttl_s,
+                                     on_view=self._on_view, before_rejoin=self.repair)
+        self._stopping = False
+        stopping = self._is_stopping
+        self.placement = RingPlacement(membership=self.membership, node_id=node_id, replicas=replicas, secret=secret,
+                                       shard=shard)
+        self.followers = Followers(placement=self.placement, shard=shard, coordinator=coordinator, clock=clock,
+                                   stopping=stopping)
+        self.statuses = Statuses(placement=self.placement, shard=shard)
+        self.anti_entropy = AntiEntropy(placement=self.placement, shard=shard, degraded=lambda: self.degraded,
+                                        stopping=stopping)
+        self.shared = SharedKnowledge(kv=kv, name=cluster, node_id=node_id, knowledge=knowledge, clock=clock,
+                                      placement=self.placement, membership=self.membership, stopping=stopping)
+        self._tasks: list[asyncio.Task] = []
+        self.waiting = "reading the member list from etcd"
+
+    def _is_stopping(self) -> bool:
+        return self._stopping
+
+    # -- life cycle ------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Read the member list, catch up with what every node holds whole, then join the ring and keep
+        everything converging. While etcd cannot be reached, keep trying (`waiting` says why)."""
+        self.shard.subscribe(self.statuses.local_changes)
+        backoff = 0.5
+        while not self._stopping:
+            try:
+                await self.membership.observe()
+                self.waiting = "catching up with the ontologies and prefixes of the cluster"
+                await self.catch_up()
+                self.waiting = "taking what changed meanwhile on the other owners of its records"
+                await self.repair()
+                self.waiting = "joining the ring"
+                await self.membership.join()
+                break
+            except KVUnavailable as exc:
+                self.waiting = f"etcd cannot be reached ({str(exc)[:120]}); trying again"
+                log.warning("cannot join the cluster yet: etcd cannot be reached",
+                            extra={"node": self.node_id, "error": str(exc)[:200]})
+                await sleep(self.clock, backoff)
+                backoff = min(backoff * 2, 5.0)
+        self.waiting = ""
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self.anti_entropy.run()), loop.create_task(self.shared.run())]
+        self.anti_entropy.wanted()
+
+    async def leave(self) -> None:
+        """A graceful leave: hand every record to its owners without this node, then say goodbye."""
+        self._stopping = True
+        without = Ring([m for m in self.ring.members if m != self.node_id])
+        if without.members:
+            try:
+                await asyncio.wait_for(self.anti_entropy.sync(without, leaving=True), 15.0)
+            except (TimeoutError, ShardUnavailable, KVUnavailable) as exc:
+                log.warning("leaving before every record was handed over", extra={"error": str(exc)[:200]})
+        await self.membership.leave()
+        await self.stop()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        await self.membership.stop()
+        for task in [*self._tasks, *self.followers.tasks(), *self.statuses.tasks()]:
+            task.cancel()
+        for task in [*self._tasks, *self.followers.tasks()]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.followers.clear()
+        await self.placement.close()
+        await self.kv.close()
+
+    @property
+    def degraded(self) -> bool:
+        return self.membership.degraded
+
+    # -- the ring ----------------------------------------------------------------------------------------
+    def _on_view(self, view: View) -> None:
+        ring_changed = self.placement.see(view)
+        for member in self.ring.members:
+            if member == self.node_id:
+                continue
+            self.placement.connect(member, view.address(member))
+            self.followers.follow(member)
+        self.followers.keep(self.ring.members, view)
+        if ring_changed:
+            log.info("ring changed", extra={"members": list(self.ring.members), "checksum": self.ring.checksum,
+                                            "revision": view.revision})
+            self.shard.set_primary(self.is_primary)
+            self.coordinator.everything_changed()
+            self.anti_entropy.wanted()
+
+    @property
+    def view(self) -> View:
+        return self.placement.view
+
+    @property
+    def ring(self) -> Ring:
+        return self.placement.ring
+
+    @property
+    def peers(self) -> dict[str, RemoteShard]:
+        return self.placement.peers
+
+    def is_primary(self, instance_id: str) -> bool:
+        return self.placement.is_primary(instance_id)
+
+    # -- placement (semreg.registry.placement.Placement) ----------------------------------------------------------
+    def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Any]]:
+        return self.placement.owners(instance_id, avoid)
+
+    def needed(self, instance_id: str) -> int:
+        return self.placement.needed(instance_id)
+
+    def readers(self) -> list[tuple[str, Any]]:
+        return self.placement.readers()
+
+    def failed(self, member: str) -> None:
+        self.placement.failed(member)
+
+    def answered(self, member: str) -> None:
+        self.placement.answered(member)
+
+    def missing(self, failed: Iterable[str]) -> list[str]:
+        return self.placement.missing(failed)
+
+    def next_revision(self) -> int:
+        return self.placement.next_revision()
+
+    # -- followers: the SPARQL replica's copies, reading one's writes ------------------------------------------
+    @property
+    def copies(self) -> ReplicaCopies | None:
+        """The SPARQL replica's copies of every member's instances (set by the node)."""
+        return self.followers.copies
+
+    @copies.setter
+    def copies(self, copies: ReplicaCopies | None) -> None:
+        self.followers.copies = copies
+
+    def local_copies(self, changes: list[Change]) -> None:
+        self.followers.local_copies(changes)
+
+    async def read_barrier(self) -> None:
+        await self.followers.read_barrier()
+
+    # -- hand-off and anti-entropy -----------------------------------------------------------------------
+    async def repair(self) -> None:
+        await self.anti_entropy.repair()
+
+    @property
+    def moved(self) -> int:
+        return self.anti_entropy.moved
+
+    @property
+    def repaired(self) -> int:
+        return self.anti_entropy.repaired
+
+    @property
+    def dropped(self) -> int:
+        return self.anti_entropy.dropped
+
+    @property
+    def syncs(self) -> int:
+        return self.anti_entropy.syncs
+
+    # -- what every node holds whole ----------------------------------------------------------------------
+    async def catch_up(self) -> None:
+        await self.shared.catch_up()
+
+    @property
+    def caught_up(self) -> bool:
+        return self.shared.caught_up
+
+    async def publish_ontology(self, name: str, sha: str | None, media_type: str = "", wait: bool = True
+                               ) -> dict[str, list[str]]:
+        return await self.shared.publish_ontology(name, sha, media_type, wait)
+
+    async def publish_prefix(self, prefix: str, iri: str | None) -> None:
+        await self.shared.publish_prefix(prefix, iri)
+
+    # -- what /v1/cluster shows ----------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        members = [{"id": m.id, "address": m.address, "status": m.status}
+                   for m in sorted(self.view.members.values(), key=lambda m: m.id)]
+        return {"node": self.node_id, "members": members, "replicas": min(self.replicas, max(1, len(self.ring))),
+                "checksum": self.ring.checksum, "revision": self.view.revision, "degraded": self.degraded}

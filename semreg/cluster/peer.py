@@ -1,0 +1,172 @@
+"""Another node's shard, over its internal API: the `Shard` protocol by HTTP (`semreg.http.internal`).
+
+Every request carries the cluster secret. A request that gets no answer (refused, reset, past its
+timeout) raises `ShardUnavailable`, which the cluster layer turns into trying another owner, or into a
+partial answer; an answer with an error status is that error (a 404 is `NotFound`, as locally).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from semreg.cluster import wire
+from semreg.cluster.peerhttp import PeerConnections, Unreachable
+from semreg.errors import NotFound, SemregError, Unavailable
+from semreg.http1.client import Head
+from semreg.rdf.terms import Tag
+from semreg.registry import discovery
+from semreg.registry.catalogue import Match
+from semreg.registry.instances import Registration
+from semreg.registry.selector import Selector
+from semreg.registry.shard import ShardUnavailable
+
+SECRET_HEADER = "X-Semreg-Cluster"
+READ_TIMEOUT_S = 5.0
+WRITE_TIMEOUT_S = 10.0
+
+
+class RemoteShard:
+    """The shard of member `member_id`, reached at `address`."""
+
+    def __init__(self, member_id: str, address: str, secret: str, timeout_s: float = READ_TIMEOUT_S) -> None:
+        self.member_id = member_id
+        self.address = address.rstrip("/")
+        self.timeout_s = timeout_s
+        self.http = PeerConnections(self.address, {SECRET_HEADER: secret, "Content-Type": "application/json"},
+                                    prefix="/internal/v1")
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def raw(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None,
+                  timeout_s: float | None = None) -> tuple[Head, bytes]:
+        """The response to one request; an error status is raised as the error it is (404 `NotFound`,
+        5xx `ShardUnavailable`, other 4xx `SemregError` with that status)."""
+        try:
+            head, content = await self.http.request(method, path, orjson.dumps(body) if body is not None else None,
+                                                    params, timeout_s or self.timeout_s)
+        except Unreachable as exc:
+            raise ShardUnavailable(self.member_id, str(exc)) from exc
+        if head.status == 404:
+            raise NotFound(_error(head.status, content))
+        if head.status >= 500:
+            raise ShardUnavailable(self.member_id, f"HTTP {head.status}: {_error(head.status, content)}")
+        if head.status >= 400:
+            error = SemregError(_error(head.status, content))
+            error.status = head.status
+            raise error
+        return head, content
+
+    async def call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None,
+                   timeout_s: float | None = None) -> Any:
+        """A JSON request and its JSON answer (None for an empty one)."""
+        _, content = await self.raw(method, path, body, params, timeout_s)
+        return orjson.loads(content) if content else None
+
+    # -- writes ------------------------------------------------------------------------------------
+    async def put_records(self, items: list[tuple[Registration, int]], views: bool = True
+                          ) -> list[tuple[Any, bool]]:
+        body = {"items": [[reg.record(), rev] for reg, rev in items], "views": views}
+        answer = await self.call("POST", "/records", body, timeout_s=WRITE_TIMEOUT_S)
+        return [(wire.RemoteMember.from_json(r["member"], True) if "member" in r else None, bool(r["created"]))
+                if r else (None, False) for r in answer["results"]]
+
+    async def restore_records(self, items: list[tuple[dict[str, Any], int]]) -> int:
+        answer = await self.call("POST", "/restore", {"items": items}, timeout_s=WRITE_TIMEOUT_S)
+        return int(answer["applied"])
+
+    async def delete_record(self, instance_id: str, revision: int) -> bool:
+        answer = await self.call("POST", "/delete", {"items": [[instance_id, revision]]}, timeout_s=WRITE_TIMEOUT_S)
+        return bool(answer["deleted"][0])
+
+    async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Any:
+        answer = await self.call("POST", f"/heartbeat/{instance_id}", {"load": load, "status": status})
+        return wire.RemoteMember.from_json(answer, True)
+
+    async def apply_states(self, states: list[tuple[str, int, int, str, bool, bool]]) -> int:
+        answer = await self.call("POST", "/states", {"states": states})
+        return int(answer["applied"])
+
+    async def record_route(self, instance_id: str) -> None:
+        await self.call("POST", f"/routes/{instance_id}")
+
+    # -- reads -------------------------------------------------------------------------------------
+    async def get(self, instance_id: str) -> Any:
+        return wire.RemoteMember.from_json(await self.call("GET", f"/instances/{instance_id}"), True)
+
+    async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None, str]]:
+        answer = await self.call("POST", "/registered-by", {"ids": ids})
+        return {iid: (int(rev), owner, str(env)) for iid, (rev, owner, env) in answer["found"].items()}
+
+    async def instances(self, service: str | None, tags: bool = True) -> list[Any]:
+        answer = await self.call("GET", "/instances", params={"service": service, "tags": "true" if tags else "false"})
+        return [wire.RemoteMember.from_json(m, tags) for m in answer["members"]]
+
+    async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part:
+        _, content = await self.raw("POST", "/discover", {"query": wire.query_json(q)})
+        return wire.part_from_bytes(content, q.tags)
+
+    async def holders(self, tags: list[Tag], with_tags: bool = True) -> dict[Tag, list[Any]]:
+        answer = await self.call("POST", "/holders", {"tags": [list(t) for t in tags], "with_tags": with_tags})
+        return wire.holders_from_json(answer, with_tags)
+
+    async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]:
+        answer = await self.call("POST", "/matching-tags", {"tag": list(query), "match": sorted(match)})
+        return [(Tag(s, p, o), degree, int(distance)) for s, p, o, degree, distance in answer["matches"]]
+
+    async def tag_holders(self, selector: Selector) -> dict[Tag, set[str]]:
+        answer = await self.call("POST", "/tags", {"selector": selector.as_json()})
+        return {Tag(s, p, o): set(ids) for s, p, o, ids in answer["tags"]}
+
+    async def names_term(self, iri: str) -> bool:
+        return bool((await self.call("GET", "/terms", params={"iri": iri}))["named"])
+
+    # -- the cluster's own ---------------------------------------------------------------------------
+    async def changes(self, epoch: int | None, cursor: int, wait_s: float) -> dict[str, Any]:
+        return await self.call("GET", "/changes", params={"epoch": epoch, "after": cursor, "wait": wait_s},
+                               timeout_s=wait_s + self.timeout_s)
+
+    async def cursor(self) -> tuple[int, int]:
+        """(epoch, cursor) of its change log."""
+        answer = await self.call("GET", "/cursor")
+        return int(answer["epoch"]), int(answer["cursor"])
+
+    async def inventory(self, ids: Iterable[str] | None = None) -> dict[str, int]:
+        answer = await self.call("POST", "/inventory", {"ids": list(ids) if ids is not None else None},
+                                 timeout_s=WRITE_TIMEOUT_S)
+        return {k: int(v) for k, v in answer["inventory"].items()}
+
+    async def digests(self, checksum: int, arcs: list[int]) -> dict[int, tuple[int, int, int]] | None:
+        """Its digests of these arcs of the ring with `checksum`; None when its ring is another."""
+        try:
+            answer = await self.call("POST", "/digests", {"checksum": checksum, "arcs": arcs},
+                                     timeout_s=WRITE_TIMEOUT_S)
+        except SemregError as exc:
+            if exc.status == 409:
+                return None
+            raise
+        return {int(arc): (int(d[0]), int(d[1]), int(d[2])) for arc, d in answer["digests"].items()}
+
+    async def export(self, ids: Iterable[str]) -> list[tuple[dict[str, Any], int]]:
+        answer = await self.call("POST", "/export", {"ids": list(ids)}, timeout_s=WRITE_TIMEOUT_S)
+        return [(rec, int(rev)) for rec, rev in answer["items"]]
+
+    async def ontology(self, name: str) -> tuple[bytes, str]:
+        head, content = await self.raw("GET", f"/ontologies/{name}", timeout_s=WRITE_TIMEOUT_S)
+        return content, head.headers.get("content-type", "text/turtle")
+
+    def subscribe(self, listener: Any) -> None:
+        """A remote shard's changes come through the cluster's followers (`semreg.cluster.followers`)."""
+
+
+def _error(status: int, content: bytes) -> str:
+    try:
+        return str(orjson.loads(content).get("error", ""))[:300] or f"HTTP {status}"
+    except (orjson.JSONDecodeError, AttributeError):
+        return content[:300].decode("utf-8", "replace") or f"HTTP {status}"
+
+
+def unavailable(missing: Iterable[str]) -> Unavailable:
+    return Unavailable(f"no owner of this instance answered (tried {', '.join(sorted(missing))}); try again.")

@@ -1,0 +1,99 @@
+"""The connections one node keeps to another: HTTP/1.1 framed by `semreg.http1.client`, kept alive in a pool.
+
+A node asks the others something on every gathered read, so the cost of one exchange bounds what a
+ring answers: httpx's AsyncClient spent ~1 ms of CPU an exchange here, as much as answering the
+question, and a new question through a node of three cost twenty times one node's; this client writes
+one request and reads one response per exchange (see `semreg.bench` scenario `ring` for the figures).
+
+A request gets no answer (refused, reset, cut, or past its timeout) → `Unreachable`; the caller decides
+whether the peer is down. A pooled connection the peer closed meanwhile gets one fresh try; a request
+is retried that way only when nothing of the response was read, so no request is applied twice by
+this client (the internal API's writes are idempotent by revision anyway).
+"""
+from __future__ import annotations
+
+import asyncio
+import ssl
+from urllib.parse import urlencode, urlsplit
+
+from semreg.http1.client import ClosedEarly, Head, ResponseError, encode_request, read_body, read_head
+
+MAX_IDLE = 32  # kept-alive connections per peer
+MAX_BODY_BYTES = 512 * 1024 * 1024
+
+
+class Unreachable(Exception):
+    """The peer gave no (complete) answer."""
+
+
+class PeerConnections:
+    """Requests to one base URL (`http://host:port`), over a pool of kept-alive connections."""
+
+    def __init__(self, base_url: str, headers: dict[str, str], prefix: str = "") -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {base_url!r}")
+        self.host = parts.hostname
+        self.tls = parts.scheme == "https"
+        self.port = parts.port or (443 if self.tls else 80)
+        self.authority = parts.netloc
+        self.prefix = prefix
+        self.headers = headers
+        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self._ssl: ssl.SSLContext | None = ssl.create_default_context() if self.tls else None
+        self._closed = False
+
+    async def request(self, method: str, path: str, body: bytes | None = None,
+                      params: dict[str, object] | None = None, timeout_s: float = 5.0) -> tuple[Head, bytes]:
+        target = self.prefix + path
+        if params:
+            target += "?" + urlencode({k: v for k, v in params.items() if v is not None})
+        raw = encode_request(method, target, self.authority, body, self.headers)
+        try:
+            return await asyncio.wait_for(self._exchange(raw), timeout_s)
+        except TimeoutError:
+            raise Unreachable(f"no answer within {timeout_s:g} s") from None
+        except (OSError, ResponseError) as exc:
+            raise Unreachable(f"{type(exc).__name__}: {exc}"[:200]) from None
+
+    async def _exchange(self, raw: bytes) -> tuple[Head, bytes]:
+        while self._idle:
+            reader, writer = self._idle.pop()
+            if writer.is_closing() or reader.at_eof():
+                writer.close()
+                continue
+            try:
+                return await self._once(reader, writer, raw)
+            except ClosedEarly as exc:
+                if exc.args and "before a response" in str(exc):
+                    continue  # closed by the peer while idle: nothing was read, try another
+                raise
+            except ConnectionError:
+                continue
+        reader, writer = await asyncio.open_connection(self.host, self.port, ssl=self._ssl,
+                                                       limit=4 * 1024 * 1024)
+        return await self._once(reader, writer, raw)
+
+    async def _once(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    raw: bytes) -> tuple[Head, bytes]:
+        reusable = False
+        try:
+            writer.write(raw)
+            await writer.drain()
+            head = await read_head(reader)
+            body = await read_body(reader, head, MAX_BODY_BYTES)
+            if body is None:
+                raise ResponseError(f"a response of more than {MAX_BODY_BYTES} bytes")
+            reusable = head.keep_alive and not head.until_close
+            return head, body
+        finally:
+            if reusable and not self._closed and len(self._idle) < MAX_IDLE:
+                self._idle.append((reader, writer))
+            else:
+                writer.close()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for _, writer in self._idle:
+            writer.close()
+        self._idle.clear()

@@ -1,0 +1,108 @@
+"""Which copy of each instance the SPARQL replica shows, when copies come from every node of a ring.
+
+In a cluster every node's replica holds the whole registry graph, not only the records its shard owns:
+each node follows every other node's change log (`semreg.cluster.followers`), and each logged change of an
+instance carries that node's copy of it. Copies of one instance arrive from each of its owners, in any
+order, late or twice; this table keeps, per instance, the newest copy seen (by revision, then state
+version, as `semreg.registry.discovery.newest` orders copies) and which members hold it, and tells the replica
+feed when what it should show changes:
+
+- a copy newer than the one shown replaces it;
+- a removal (deregistered, deleted) at a revision at least the shown one's removes the instance and
+  leaves a tombstone of that revision, so a late copy of the removed registration never brings it back;
+- a member letting go of a copy it no longer owns (`moved`, handed to the new owners) only stops holding
+  it: the instance stays while any member holds it;
+- a member resynchronised whole (its follower reconnected, or it restarted) holds exactly what it listed;
+  what nobody holds any more leaves the replica (changes missed while no owner could be followed);
+- a member forgotten (it left the ring) holds nothing.
+
+Pure: no I/O, no clock; `show(view)` and `hide(id)` are the replica feed's `put_instance` and
+`remove_instance`.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+View = dict[str, Any]
+Key = tuple[int, int]  # (revision, state version)
+
+
+class _Entry:
+    __slots__ = ("key", "holders", "shown", "tombstone")
+
+    def __init__(self) -> None:
+        self.key: Key = (-1, -1)
+        self.holders: set[str] = set()
+        self.shown = False
+        self.tombstone = -1  # the revision of the newest removal seen
+
+
+class ReplicaCopies:
+    def __init__(self, show: Callable[[View], Any], hide: Callable[[str], Any]) -> None:
+        self._show = show
+        self._hide = hide
+        self._entries: dict[str, _Entry] = {}
+
+    def shown(self) -> dict[str, Key]:
+        """Every instance shown, with the key of its copy (for tests and the operator's eyes)."""
+        return {iid: e.key for iid, e in self._entries.items() if e.shown}
+
+    def put(self, member: str, view: View, revision: int, state_version: int) -> None:
+        """`member` holds this copy of the instance."""
+        iid = view["id"]
+        entry = self._entries.get(iid)
+        if entry is None:
+            entry = self._entries[iid] = _Entry()
+        if revision <= entry.tombstone:
+            return  # a copy of a registration removed since
+        entry.holders.add(member)
+        key = (revision, state_version)
+        if entry.shown and key <= entry.key:
+            return
+        entry.key = key
+        entry.shown = True
+        self._show(view)
+
+    def removed(self, member: str, instance_id: str, revision: int) -> None:
+        """The instance was removed (deregistered, or deleted past its deregister_after) at `revision`."""
+        entry = self._entries.get(instance_id)
+        if entry is None:
+            entry = self._entries[instance_id] = _Entry()
+        if revision < entry.key[0]:
+            return  # a removal older than a registration seen since
+        entry.tombstone = max(entry.tombstone, revision)
+        entry.holders.clear()
+        self._drop(instance_id, entry)
+
+    def let_go(self, member: str, instance_id: str) -> None:
+        """`member` no longer holds a copy (it handed it to the new owners of the instance)."""
+        entry = self._entries.get(instance_id)
+        if entry is None:
+            return
+        entry.holders.discard(member)
+        if not entry.holders:
+            self._drop(instance_id, entry)
+
+    def resync(self, member: str, copies: Iterable[tuple[View, int, int]]) -> None:
+        """Everything `member` holds now, as (view, revision, state version): it holds nothing else."""
+        listed: set[str] = set()
+        for view, revision, state_version in copies:
+            listed.add(view["id"])
+            self.put(member, view, revision, state_version)
+        for iid, entry in list(self._entries.items()):
+            if member in entry.holders and iid not in listed:
+                self.let_go(member, iid)
+
+    def forget(self, member: str) -> None:
+        """`member` is no longer in the cluster: it holds nothing."""
+        for iid, entry in list(self._entries.items()):
+            if member in entry.holders:
+                self.let_go(member, iid)
+
+    def _drop(self, instance_id: str, entry: _Entry) -> None:
+        if entry.shown:
+            entry.shown = False
+            self._hide(instance_id)
+        if entry.tombstone < 0 and not entry.holders:
+            del self._entries[instance_id]

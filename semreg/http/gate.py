@@ -1,0 +1,69 @@
+"""The access gate in front of every route: who is calling (tokens), may they (scopes), and how
+often (rate limit). Ownership of instances is checked by the handlers, which know the instance."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from semreg.access.ratelimit import RateLimiter, retry_after_s
+from semreg.access.tokens import Tokens
+from semreg.errors import SemregError, TooManyRequests
+from semreg.http.endpoints import ScopeTable
+from semreg.http.responses import JSONResponse
+
+
+class AccessMiddleware:
+    def __init__(self, app, tokens: Tokens, limiter: RateLimiter, scopes: ScopeTable,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.app = app
+        self.tokens = tokens
+        self.scopes = scopes
+        self.limiter = limiter
+        self.clock = clock
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        needed = self.scopes.required(scope["method"], scope["path"])
+        try:
+            principal = None
+            if needed is not None:
+                principal = self.tokens.authenticate(_header(scope, b"authorization"))
+                principal.require(needed)
+                if principal.bound and self.scopes.every_environment(scope["method"], scope["path"]):
+                    principal.require_every_environment(scope["path"])
+            if self.limiter.enabled and needed is not None:
+                key = principal.name if self.tokens.enabled and principal else _client(scope)
+                refusal = over_rate(self.limiter, key, self.clock())
+                if refusal is not None:
+                    raise refusal
+        except SemregError as exc:
+            response = JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+            if exc.status == 401:
+                response.headers["WWW-Authenticate"] = 'Bearer realm="semreg"'
+            await response(scope, receive, send)
+            return
+        scope.setdefault("state", {})["principal"] = principal
+        await self.app(scope, receive, send)
+
+
+def over_rate(limiter: RateLimiter, key: str, now: float) -> TooManyRequests | None:
+    """The 429 for a caller past its rate (it takes one request's worth when it is not)."""
+    wait = limiter.take(key, now)
+    if wait <= 0:
+        return None
+    return TooManyRequests(f"'{key}' is past its rate of {limiter.rate:g} requests a second; retry after the "
+                           f"Retry-After header's seconds.", retry_after_s=retry_after_s(wait))
+
+
+def _header(scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _client(scope) -> str:
+    client = scope.get("client")
+    return client[0] if client else "unknown"

@@ -1,0 +1,259 @@
+"""The internal API one node answers another with (`/internal/v1/...`): this node's shard, its change
+log and its ontologies. Every request must carry the cluster secret (401 otherwise); the routes are not
+part of the public contract and not in `/openapi.json`.
+"""
+from __future__ import annotations
+
+import functools
+import hmac
+import logging
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Router
+
+from semreg.cluster import wire
+from semreg.cluster.digests import digests
+from semreg.cluster.peer import SECRET_HEADER
+from semreg.errors import BadRequest, NotFound, SemregError, Unauthorized
+from semreg.http.endpoints import Endpoints
+from semreg.http.requests import read_body
+from semreg.http.responses import JSONResponse, error_response
+from semreg.rdf.terms import Tag
+from semreg.registry.instances import Registration
+from semreg.registry.local_shard import LocalShard
+from semreg.registry.selector import Selector
+
+INTERNAL = Endpoints()
+PREFIX = "/internal/v1"
+MAX_BODY = 256 * 1024 * 1024
+log = logging.getLogger("semreg.internal")
+
+
+class InternalGate:
+    """Node-to-node requests go straight to their routes, ahead of the public middleware (request metrics,
+    tokens, rate limits, fast paths): they carry the cluster secret instead, and a gathered read makes
+    one of them per member, so what they skip is taken off every answer of the ring."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.router = Router(routes=INTERNAL.routes())
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(PREFIX + "/"):
+            await self.app(scope, receive, send)
+            return
+        try:
+            await self.router(scope, receive, send)
+        except SemregError as exc:
+            await error_response(exc)(scope, receive, send)
+        except Exception as exc:
+            log.error("unexpected error", exc_info=exc, extra={"path": scope["path"], "method": scope["method"]})
+            await JSONResponse({"error": "the node failed to handle this request; its log says why."},
+                               status_code=500)(scope, receive, send)
+
+
+def guarded(request: Request) -> LocalShard:
+    """The local shard, once the request has shown the cluster secret."""
+    secret = request.app.state.cluster_secret
+    shown = request.headers.get(SECRET_HEADER, "")
+    if not secret or not hmac.compare_digest(shown.encode(), secret.encode()):
+        raise Unauthorized("node-to-node requests need the cluster secret.")
+    return request.app.state.node.shard
+
+
+async def body_of(request: Request) -> Any:
+    raw = await read_body(request, MAX_BODY, "the request")
+    try:
+        return orjson.loads(raw) if raw else {}
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"the body is not JSON: {exc}") from exc
+
+
+def route(method: str, path: str) -> Any:
+    """A route of the internal API; a body of the wrong shape is a 400 (it only comes from a node that
+    holds the secret, but even then it is the sender's fault, never a 500)."""
+    declare = INTERNAL.route(method, PREFIX + path, scope=None, summary="internal", documented=False,
+                             open_query=True)  # their parameters are the sending node's, not a person's
+
+    def wrap(handler: Any) -> Any:
+        @functools.wraps(handler)
+        async def checked(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+                raise BadRequest(f"a malformed node-to-node request: {type(exc).__name__}: {exc}"[:300]) from exc
+        return declare(checked)
+    return wrap
+
+
+@route("POST", "/records")
+async def records(request: Request) -> Response:
+    shard = guarded(request)
+    body = await body_of(request)
+    items = [(Registration.from_record(rec), int(rev)) for rec, rev in body["items"]]
+    views = bool(body.get("views", True))
+    stored = await shard.put_records(items)
+    return JSONResponse({"results": [
+        None if inst is None else {"created": created, **({"member": wire.member_json(inst, True)} if views else {})}
+        for inst, created in stored]})
+
+
+@route("POST", "/restore")
+async def restore(request: Request) -> Response:
+    shard = guarded(request)
+    items = [(rec, int(rev)) for rec, rev in (await body_of(request))["items"]]
+    return JSONResponse({"applied": await shard.restore_records(items)})
+
+
+@route("POST", "/export")
+async def export(request: Request) -> Response:
+    shard = guarded(request)
+    return JSONResponse({"items": shard.export(str(iid) for iid in (await body_of(request))["ids"])})
+
+
+@route("POST", "/delete")
+async def delete(request: Request) -> Response:
+    shard = guarded(request)
+    done = [await shard.delete_record(iid, int(rev)) for iid, rev in (await body_of(request))["items"]]
+    return JSONResponse({"deleted": done})
+
+
+@route("POST", "/heartbeat/{id}")
+async def heartbeat(request: Request) -> Response:
+    shard = guarded(request)
+    body = await body_of(request)
+    inst = await shard.heartbeat(request.path_params["id"], body.get("load"), body.get("status"))
+    return JSONResponse(wire.member_json(inst, True))
+
+
+@route("POST", "/states")
+async def states(request: Request) -> Response:
+    shard = guarded(request)
+    states_ = [(s[0], int(s[1]), int(s[2]), s[3], bool(s[4]), bool(s[5])) for s in (await body_of(request))["states"]]
+    return JSONResponse({"applied": shard.apply_states(states_)})
+
+
+@route("POST", "/routes/{id}")
+async def routes(request: Request) -> Response:
+    await guarded(request).record_route(request.path_params["id"])
+    return Response(status_code=204)
+
+
+@route("GET", "/instances/{id}")
+async def instance(request: Request) -> Response:
+    shard = guarded(request)
+    return JSONResponse(wire.member_json(await shard.get(request.path_params["id"]), True))
+
+
+@route("POST", "/registered-by")
+async def registered_by(request: Request) -> Response:
+    shard = guarded(request)
+    ids = [str(i) for i in (await body_of(request))["ids"]]
+    return JSONResponse({"found": {iid: list(v) for iid, v in (await shard.registered_by(ids)).items()}})
+
+
+@route("GET", "/instances")
+async def instances(request: Request) -> Response:
+    shard = guarded(request)
+    tags = request.query_params.get("tags") != "false"
+    service = request.query_params.get("service") or None
+    return JSONResponse({"members": [wire.member_json(i, tags) for i in await shard.instances(service)]})
+
+
+@route("POST", "/discover")
+async def discover(request: Request) -> Response:
+    shard = guarded(request)
+    q = wire.query_from_json((await body_of(request))["query"])
+    return Response(wire.part_bytes(shard.part(q), q.tags), media_type=wire.PART_MEDIA_TYPE)
+
+
+@route("POST", "/holders")
+async def holders(request: Request) -> Response:
+    shard = guarded(request)
+    body = await body_of(request)
+    tags = [Tag(*t) for t in body["tags"]]
+    with_tags = bool(body.get("with_tags", True))
+    found = await shard.holders(tags, with_tags)
+    return Response(wire.holders_bytes(tags, found, with_tags), media_type="application/json")
+
+
+@route("POST", "/matching-tags")
+async def matching_tags(request: Request) -> Response:
+    shard = guarded(request)
+    body = await body_of(request)
+    found = await shard.matching_tags(Tag(*body["tag"]), frozenset(body["match"]))
+    return JSONResponse({"matches": [[*tag, degree, distance] for tag, degree, distance in found]})
+
+
+@route("POST", "/tags")
+async def tags(request: Request) -> Response:
+    shard = guarded(request)
+    selector = Selector.from_json((await body_of(request)).get("selector"))
+    return JSONResponse({"tags": [[*t, sorted(ids)] for t, ids in (await shard.tag_holders(selector)).items()]})
+
+
+@route("GET", "/terms")
+async def terms(request: Request) -> Response:
+    shard = guarded(request)
+    return JSONResponse({"named": await shard.names_term(request.query_params.get("iri", ""))})
+
+
+@route("GET", "/changes")
+async def changes(request: Request) -> Response:
+    shard = guarded(request)
+    log = request.app.state.changelog
+    params = request.query_params
+    epoch = params.get("epoch")
+    cursor = int(params.get("after", "0"))
+    if epoch is not None and epoch != "" and int(epoch) != log.epoch:
+        return JSONResponse({"epoch": log.epoch, "cursor": log.cursor, "changes": [], "reset": True})
+    await log.wait(cursor, min(float(params.get("wait", "0")), 60.0))
+    reset, found = log.since_encoded(cursor, lambda c: wire.logged_change_bytes(c, shard.held(c.id)))
+    return JSONResponse({"epoch": log.epoch, "cursor": log.cursor, "reset": reset,
+                         "changes": [orjson.Fragment(b) for b in found]})
+
+
+@route("GET", "/cursor")
+async def cursor(request: Request) -> Response:
+    """Where this node's change log is: a node about to answer a SPARQL query waits until it has read
+    this far (what was acknowledged here before the query is then in its replica)."""
+    guarded(request)
+    log = request.app.state.changelog
+    return JSONResponse({"epoch": log.epoch, "cursor": log.cursor})
+
+
+@route("POST", "/inventory")
+async def inventory(request: Request) -> Response:
+    shard = guarded(request)
+    ids = (await body_of(request)).get("ids")
+    held = shard.inventory()
+    if ids is not None:
+        held = {iid: held[iid] for iid in ids if iid in held}
+    return JSONResponse({"inventory": held})
+
+
+@route("POST", "/digests")
+async def arc_digests(request: Request) -> Response:
+    """Digests of what this node holds in the given arcs of the ring whose checksum the caller names; 409
+    when this node's ring is another (the caller then compares record by record)."""
+    shard = guarded(request)
+    body = await body_of(request)
+    cluster = request.app.state.cluster
+    if cluster is None or int(body["checksum"]) != cluster.ring.checksum:
+        return JSONResponse({"error": "this node's ring is another one."}, status_code=409)
+    found = digests(cluster.ring, shard.inventory(), [int(a) for a in body["arcs"]])
+    return JSONResponse({"digests": {str(arc): list(d) for arc, d in found.items()}})
+
+
+@route("GET", "/ontologies/{name}")
+async def ontology(request: Request) -> Response:
+    guarded(request)
+    ontologies = request.app.state.knowledge.ontologies
+    name = request.path_params["name"]
+    source = ontologies.sources.get(name)
+    if source is None:
+        raise NotFound(f"no ontology named '{name}'.")
+    return Response(source, media_type=ontologies.metas[name].media_type)

@@ -1,0 +1,152 @@
+"""Prometheus metrics: requests by route and status, latency, instances by status, watches, checks,
+routes by policy, closure rebuilds. Exposed at `GET /metrics` in the Prometheus text format."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
+
+
+class Pool(Protocol):
+    """What is read of the SPARQL query pool (`semreg.sparql.pool.QueryPool`)."""
+
+    @property
+    def workers(self) -> int: ...
+
+    @property
+    def busy(self) -> int: ...
+
+    @property
+    def waiting(self) -> int: ...
+
+    @property
+    def killed(self) -> int: ...
+
+    @property
+    def forked(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where the gauges come from, read at scrape time so the hot paths keep no extra counters."""
+
+    instances_by_status: Callable[[], dict[str, int]]
+    watches: Callable[[], int]
+    topics: Callable[[], int]
+    tags: Callable[[], int]
+    concepts: Callable[[], int]
+    checks: Callable[[], tuple[int, int]]  # (run, failed)
+    routes_by_policy: Callable[[], dict[str, int]]
+    closure_rebuilds: Callable[[], int]
+    replica_pending: Callable[[], int]
+    pool: Pool | None = None
+    cluster: Any = None  # semreg.cluster.cluster.Cluster, in a cluster
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter("semreg_http_requests", "HTTP requests by route template, method and status",
+                                ["route", "method", "status"], registry=self.registry)
+        self.latency = Histogram("semreg_http_request_duration_seconds", "HTTP request latency by route template",
+                                 ["route"], buckets=LATENCY_BUCKETS_S, registry=self.registry)
+        self.closure_seconds = Histogram("semreg_closure_rebuild_seconds",
+                                         "time to compute the closure and indexes after an ontology change",
+                                         buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
+                                         registry=self.registry)
+
+    def attach(self, sources: Sources) -> None:
+        self.registry.register(_Collector(sources))
+
+    def observe_closure(self, seconds: float) -> None:
+        self.closure_seconds.observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _Collector(Collector):
+    def __init__(self, sources: Sources) -> None:
+        self.sources = sources
+
+    def collect(self) -> Iterator:
+        src = self.sources
+        g = GaugeMetricFamily("semreg_instances", "registered instances by status", labels=["status"])
+        for status, n in src.instances_by_status().items():
+            g.add_metric([status], n)
+        yield g
+        yield GaugeMetricFamily("semreg_watches", "blocking reads waiting for a change", value=src.watches())
+        yield GaugeMetricFamily("semreg_watch_topics", "distinct queries whose results are tracked", value=src.topics())
+        yield GaugeMetricFamily("semreg_tags", "distinct registered tags", value=src.tags())
+        yield GaugeMetricFamily("semreg_concepts", "concepts in the reasoner's hierarchy", value=src.concepts())
+        runs, failures = src.checks()
+        yield CounterMetricFamily("semreg_checks", "active health checks run", value=runs)
+        yield CounterMetricFamily("semreg_check_failures", "active health checks failed", value=failures)
+        c = CounterMetricFamily("semreg_routes", "routes handed out by policy", labels=["policy"])
+        for policy, n in sorted(src.routes_by_policy().items()):
+            c.add_metric([policy], n)
+        yield c
+        yield CounterMetricFamily("semreg_closure_rebuilds", "closure and index rebuilds", value=src.closure_rebuilds())
+        yield GaugeMetricFamily("semreg_replica_pending", "changes not yet handed to the SPARQL replica",
+                                value=src.replica_pending())
+        pool = src.pool
+        if pool is not None:
+            yield GaugeMetricFamily("semreg_sparql_processes", "SPARQL query processes ready or busy", value=pool.workers)
+            yield GaugeMetricFamily("semreg_sparql_running", "SPARQL queries being evaluated", value=pool.busy)
+            yield GaugeMetricFamily("semreg_sparql_waiting", "SPARQL queries waiting for a process", value=pool.waiting)
+            yield CounterMetricFamily("semreg_sparql_stopped", "SPARQL queries stopped at their time limit "
+                                      "(their process killed)", value=pool.killed)
+            yield CounterMetricFamily("semreg_sparql_forks", "SPARQL query processes forked", value=pool.forked)
+        cluster = src.cluster
+        if cluster is not None:
+            members = GaugeMetricFamily("semreg_cluster_members", "cluster members by status", labels=["status"])
+            counts: dict[str, int] = {}
+            for m in cluster.view.members.values():
+                counts[m.status] = counts.get(m.status, 0) + 1
+            for status in ("alive", "suspect", "faulty", "left"):
+                members.add_metric([status], counts.get(status, 0))
+            yield members
+            yield CounterMetricFamily("semreg_cluster_records_moved", "records handed to an owner that lacked them",
+                                      value=cluster.moved)
+            yield CounterMetricFamily("semreg_cluster_records_repaired", "records an owner held older, brought up "
+                                      "to date by anti-entropy", value=cluster.repaired)
+            yield CounterMetricFamily("semreg_cluster_records_dropped", "copies let go once their owners held them",
+                                      value=cluster.dropped)
+            yield CounterMetricFamily("semreg_cluster_syncs", "hand-off and anti-entropy passes over what this node "
+                                      "holds", value=cluster.syncs)
+            yield GaugeMetricFamily("semreg_cluster_degraded", "1 while etcd cannot be reached", value=int(cluster.degraded))
+
+
+class MetricsMiddleware:
+    """Counts and times every request by its route template (not its path, to bound cardinality)."""
+
+    def __init__(self, app, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = [500]
+
+        async def send_wrapper(message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            route = scope.get("route")
+            template = getattr(route, "path", "unmatched")
+            self.metrics.requests.labels(template, scope["method"], str(status[0])).inc()
+            self.metrics.latency.labels(template).observe(time.perf_counter() - started)

@@ -1,0 +1,215 @@
+"""Discovery: by meaning (`GET /v1/discover`, and the parsing of its query the fast path shares), routing
+to a chosen instance and its preview, the exact multi-tag lookup, the registered tags, what a query
+expands to, and the concepts of the hierarchy."""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import orjson
+from starlette.datastructures import QueryParams
+from starlette.requests import Request
+from starlette.responses import Response
+
+from semreg.access.tokens import READ
+from semreg.errors import BadRequest, Unavailable
+from semreg.http import schemas as s
+from semreg.http.endpoints import Endpoints, Param, Reply
+from semreg.http.requests import bool_param, bool_value, int_value, read_json
+from semreg.http.responses import JSONResponse
+from semreg.http.routes.common import (
+    INDEX_HEADER,
+    SELECTOR,
+    TAGS_FLAG,
+    WATCH,
+    coordinator_of,
+    knowledge_of,
+    principal_of,
+    selector_from,
+    selector_of,
+    warned,
+    watched,
+)
+from semreg.http.schemas import TagsBody, validate
+from semreg.knowledge.knowledge import Knowledge
+from semreg.rdf.terms import ANY, RDF_TYPE, PrefixMap, Tag, parse_component, parse_tags
+from semreg.reasoning.explanation import explain
+from semreg.reasoning.matching import DEGREES, parse_match
+from semreg.registry.balancer import parse_policy
+from semreg.registry.discovery import DiscoverQuery
+
+API = Endpoints()
+
+TERM = {"type": "string", "minLength": 1, "description": "a full IRI, <IRI> or CURIE"}
+PATTERN = (Param("s", required=True, schema=TERM, description="subject term"),
+           Param("p", schema=TERM, description="predicate term (omitted: any)"),
+           Param("o", schema=TERM, description="object term (omitted: any)"),
+           Param("match", description="comma list of exact, narrower, broader, overlap; or all"))
+
+
+# -- a query's pattern, and the warnings about its terms -------------------------------------------
+def pattern_terms(tag: Tag) -> list[tuple[str, str]]:
+    return list(zip("spo", tag))
+
+
+def discover_warnings(knowledge: Knowledge, q: DiscoverQuery) -> bytes:
+    """What a discovery answer adds: the warnings about the query's unknown terms (a 400 with --strict-terms)."""
+    return warned(knowledge.term_warnings(pattern_terms(q.tag)))
+
+
+def query_tag(request: Request, purpose: str = "discover") -> Tag:
+    return pattern_of(request.query_params, knowledge_of(request).prefixes, purpose)
+
+
+def pattern_of(params: Mapping[str, str], prefixes: PrefixMap, purpose: str = "discover") -> Tag:
+    """The pattern `s`, `p`, `o` of a query; `purpose` says what it is for in the sentence when `s` is missing."""
+    s_ = params.get("s")
+    if s_ is None or not s_.strip():
+        raise BadRequest(f"s is required: the subject term of the pattern to {purpose} (p and o are optional).",
+                         field="s")
+    p, o = params.get("p") or None, params.get("o") or None
+    return Tag(parse_component(s_, prefixes), parse_component(p, prefixes, predicate=True),
+               parse_component(o, prefixes))
+
+
+# -- by meaning, and routing -----------------------------------------------------------------------
+@API.route("GET", "/v1/discover", scope=READ, summary="discover by meaning",
+           params=(*PATTERN, Param("service"), Param("status", schema={"enum": ["up", "any"]}),
+                   Param("limit", schema={"type": "integer", "minimum": 1}),
+                   Param("tags", schema=TAGS_FLAG, description="views with their tags (default false)"), *SELECTOR,
+                   *WATCH),
+           replies=[Reply(200, s.DiscoverView, headers=INDEX_HEADER)])
+async def discover(request: Request) -> Response:
+    knowledge = knowledge_of(request)
+    q = discover_query(request.query_params, knowledge.prefixes)
+    principal_of(request).require_environment(q.selector.environment)
+    warnings = discover_warnings(knowledge, q)
+    request.app.state.known_queries.remember(request.scope["query_string"], knowledge.prefixes.version, q, warnings)
+    coordinator = coordinator_of(request)
+    return await watched(request, await coordinator.discover(q), lambda: coordinator.discover(q), warnings)
+
+
+def discover_query(params: QueryParams, prefixes: PrefixMap) -> DiscoverQuery:
+    """The query of a `GET /v1/discover` (a 400 naming the parameter at fault otherwise). The caller checks
+    that the token may read its environment."""
+    status = params.get("status")
+    if status not in (None, "", "up", "any"):
+        raise BadRequest(f"status takes 'up' (the default) or 'any', not '{status[:40]}'.", field="status")
+    return DiscoverQuery(pattern_of(params, prefixes), parse_match(params.get("match")), params.get("service") or None,
+                         status == "any", int_value(params, "limit", 1, 1_000_000), bool_value(params, "tags", False),
+                         selector_from(params))
+
+
+_PATH_RE = re.compile(r"^(/[^\s#]*)?$")
+
+
+ROUTE_PARAMS = (*PATTERN, Param("service"),
+                Param("policy", schema={"enum": ["least-load", "spillover", "round-robin", "limit"]}), *SELECTOR)
+
+
+@API.route("GET", "/v1/route", scope=READ, summary="redirect to a chosen instance",
+           params=(*ROUTE_PARAMS, Param("path", schema={"type": "string", "pattern": r"^(/[^\s#]*)?$"})),
+           replies=[Reply(307, description="redirect", headers={"Location": {"schema": {"type": "string"}},
+                                                              "X-Semreg-Instance": {"schema": {"type": "string"}}})],
+           errors=(503,))
+async def route(request: Request) -> Response:
+    params = request.query_params
+    policy, limit = parse_policy(params.get("policy"))
+    path = params.get("path", "")
+    if not _PATH_RE.match(path) or len(path) > 2048:
+        raise BadRequest("path must be empty or start with '/', without spaces or '#'.", field="path")
+    q = DiscoverQuery(query_tag(request, "route by"), parse_match(params.get("match")), params.get("service") or None,
+                      selector=selector_of(request))
+    warnings = knowledge_of(request).term_warnings(pattern_terms(q.tag))
+    client = request.client
+    try:
+        inst = await request.app.state.router.route(q, policy, limit or request.app.state.settings.balance_limit,
+                                                    caller=f"{client.host}:{client.port}" if client else None)
+    except Unavailable as exc:
+        if warnings:
+            exc.extra["warnings"] = warnings
+        raise
+    r = inst.reg
+    host = f"[{r.address}]" if ":" in r.address else r.address
+    return Response(status_code=307, headers={"Location": f"{r.scheme}://{host}:{r.port}{path}",
+                                              "X-Semreg-Instance": inst.id, "Cache-Control": "no-store"})
+
+
+@API.route("GET", "/v1/route/preview", scope=READ, summary="the instance a route would go to now, without routing",
+           params=ROUTE_PARAMS, replies=[Reply(200, s.RoutePreview)])
+async def route_preview(request: Request) -> Response:
+    params = request.query_params
+    policy, limit = parse_policy(params.get("policy"))
+    limit = limit or request.app.state.settings.balance_limit
+    q = DiscoverQuery(query_tag(request), parse_match(params.get("match")), params.get("service") or None,
+                      selector=selector_of(request))
+    inst, cands = await request.app.state.router.preview(q, policy, limit)
+    return JSONResponse({"policy": policy, "limit": limit, "instance": orjson.Fragment(inst.view_json(False)) if inst else None,
+                         "candidates": [{"id": c.id, "weight": c.weight, "effective_load": c.effective_load,
+                                         "capacity": c.capacity} for c in cands]})
+
+
+# -- tags and concepts -----------------------------------------------------------------------------
+@API.route("POST", "/v1/discover/tags", scope=READ, summary="exact multi-tag lookup", body=s.TagsBody,
+           params=(Param("tags", schema=TAGS_FLAG, description="views with their tags (default true)"), *SELECTOR),
+           replies=[Reply(200, s.PeersView)], errors=(413, 415))
+async def discover_tags(request: Request) -> Response:
+    with_tags = bool_param(request, "tags", True)
+    selector = selector_of(request)
+    body = validate(TagsBody, await read_json(request, request.app.state.settings.json_body_limit_bytes))
+    knowledge = knowledge_of(request)
+    positions: list[int] = []
+    tags = parse_tags(body.tags, knowledge.prefixes, positions)
+    warnings = knowledge.term_warnings((f"tags[{n}]", iri) for tag, n in zip(tags, positions) for iri in tag)
+    found, missing = await coordinator_of(request).holders(tags, with_tags, selector)
+    parts = [b'{"peers":{']
+    for n, tag in enumerate(dict.fromkeys(tags)):
+        views = b",".join(i.view_json(with_tags) for i in found[tag])
+        parts += [b"," if n else b"", orjson.dumps(tag.text), b":[", views, b"]"]
+    parts.append(b"}")
+    if missing:
+        parts += [b',"partial":true,"missing":', orjson.dumps(list(missing))]
+    parts += [warned(warnings), b"}"]
+    return JSONResponse(b"".join(parts))
+
+
+@API.route("GET", "/v1/tags", scope=READ, summary="every registered tag", params=(*SELECTOR, *WATCH),
+           replies=[Reply(200, s.TagsView, headers=INDEX_HEADER)])
+async def tags(request: Request) -> Response:
+    selector = selector_of(request)
+    coordinator = coordinator_of(request)
+    return await watched(request, await coordinator.tags(selector), lambda: coordinator.tags(selector))
+
+
+@API.route("GET", "/v1/expand", scope=READ, summary="what a query expands to", params=PATTERN,
+           replies=[Reply(200, s.ExpandView)])
+async def expand(request: Request) -> Response:
+    query = query_tag(request, "expand")
+    match = parse_match(request.query_params.get("match"))
+    warnings = knowledge_of(request).term_warnings(pattern_terms(query))
+    matched = await coordinator_of(request).matching_tags(query, match)
+    knowledge = knowledge_of(request)
+    hierarchy = knowledge.hierarchy
+    return JSONResponse({"query": query.as_json(), "match": sorted(match, key=DEGREES.index),
+                         "components": knowledge.expand(query, match),
+                         "tags": [{"tag": t.as_json(), "degree": d, "distance": n, "why": explain(hierarchy, t, query)}
+                                  for t, d, n in matched],
+                         **({"warnings": warnings} if warnings else {})})
+
+
+@API.route("GET", "/v1/concepts", scope=READ, summary="every concept of the hierarchy with its asserted parents",
+           replies=[Reply(200, s.ConceptsView)])
+async def concepts(request: Request) -> Response:
+    return JSONResponse({"concepts": knowledge_of(request).concepts()})
+
+
+@API.route("GET", "/v1/concepts/{term:path}", scope=READ, summary="a concept of the hierarchy",
+           params=(Param("term", "path", True),), replies=[Reply(200, s.ConceptView)], errors=(404,))
+async def concept(request: Request) -> Response:
+    term = request.path_params["term"]
+    iri = RDF_TYPE if term == "a" else parse_component(term, knowledge_of(request).prefixes)
+    if iri == ANY:
+        raise BadRequest("sr:Any is the wildcard, not a concept.", field="term")
+    registered = await coordinator_of(request).is_registered_term(iri)
+    return JSONResponse(knowledge_of(request).concept(iri, lambda _: registered))
+

@@ -1,0 +1,211 @@
+"""Instances: list (watchable), register (with a server-chosen id, in a batch, or by id), read, replace,
+deregister and the heartbeat that renews a lease; with what only they need: the instance id of the path,
+a registration body parsed into a `Registration`, and the checks that the caller may change an instance."""
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from semreg.access.tokens import READ, WRITE
+from semreg.errors import BadRequest
+from semreg.http import schemas as s
+from semreg.http.endpoints import Endpoints, Param, Reply
+from semreg.http.requests import bool_param, read_body, read_json
+from semreg.http.responses import JSONResponse
+from semreg.http.routes.common import (
+    INDEX_HEADER,
+    SELECTOR,
+    TAGS_FLAG,
+    WATCH,
+    coordinator_of,
+    knowledge_of,
+    principal_of,
+    selector_of,
+    warned,
+    watched,
+    with_members,
+)
+from semreg.http.schemas import ID_PATTERN, BatchBody, HeartbeatBody, InstanceBody, validate
+from semreg.rdf.terms import parse_tags
+from semreg.reasoning.lexicon import MAX_WARNINGS
+from semreg.registry.instances import Registration
+
+API = Endpoints()
+_ID = re.compile(ID_PATTERN)
+ID = Param("id", "path", True, {"type": "string", "pattern": ID_PATTERN}, "instance id")
+
+
+# -- who may change an instance, and what a registration body says ---------------------------------
+def owner_of(request: Request) -> str | None:
+    """The name registrations are owned by: the token's, when tokens are in force."""
+    return principal_of(request).name if request.app.state.tokens.enabled else None
+
+
+async def check_owner(request: Request, instance_id: str) -> None:
+    """403 unless the caller may change this instance (its owner, or an admin, in an environment the token
+    may write in); 404 if there is none (an admin is not looked up: the change itself answers 404)."""
+    principal = principal_of(request)
+    if principal.admin:
+        return
+    inst = await coordinator_of(request).get(instance_id)
+    principal.require_environment(inst.reg.environment)
+    principal.require_owner(inst.reg.owner, instance_id)
+
+
+async def check_may_replace(request: Request, regs: list[Registration]) -> None:
+    """403 if one of these registrations is in an environment the token may not write in, or replaces an
+    instance registered by another token or in such an environment (one lookup for all)."""
+    principal = principal_of(request)
+    if principal.admin:
+        return
+    for reg in regs:
+        principal.require_environment(reg.environment)
+    for iid, (owner, environment) in (await coordinator_of(request).registered_by([r.id for r in regs])).items():
+        principal.require_environment(environment)
+        principal.require_owner(owner, iid)
+
+
+def path_id(request: Request) -> str:
+    iid = request.path_params["id"]
+    if not _ID.match(iid):
+        raise BadRequest(f"'{iid[:140]}' is not a valid instance id: 1-128 of A-Z a-z 0-9 . _ : -", field="id")
+    return iid
+
+
+def registration(request: Request, data: Any, instance_id: str | None, where: str = ""
+                 ) -> tuple[Registration, list[dict[str, Any]]]:
+    """One registration body as a `Registration` (400 naming the field otherwise), and the warnings about
+    the terms of its tags that no ontology knows."""
+    settings = request.app.state.settings
+    body = validate(InstanceBody, data, where)
+    iid = instance_id or body.id
+    at = f"{where}." if where else ""
+    if instance_id is not None and body.id is not None and body.id != instance_id:
+        raise BadRequest(f"{at}id '{body.id}' differs from the id in the path '{instance_id}'.", field="id")
+    if iid is None:
+        raise BadRequest(f"{at}id is required.", field="id")
+    if len(body.tags) > settings.max_tags_per_instance:
+        raise BadRequest(f"{at}tags: {len(body.tags)} tags is more than the {settings.max_tags_per_instance} an "
+                         f"instance may have.", field="tags")
+    knowledge = knowledge_of(request)
+    positions: list[int] = []
+    try:
+        tags = parse_tags(body.tags, knowledge.prefixes, positions)
+    except BadRequest as exc:
+        if where:
+            exc.message = f"{where}.{exc.message}"
+        raise
+    warnings = knowledge.term_warnings((f"{at}tags[{n}]", iri) for tag, n in zip(tags, positions) for iri in tag)
+    return Registration(id=iid, service=body.service, address=body.address, port=body.port, scheme=body.scheme,
+                        tags=tuple(tags), weight=body.weight, capacity=body.capacity, ttl_s=float(body.ttl),
+                        deregister_after_s=float(body.deregister_after),
+                        check=body.check.model_dump(exclude_none=True) if body.check else None,
+                        meta=dict(body.meta), owner=owner_of(request), environment=body.environment), warnings
+
+
+# -- the routes ------------------------------------------------------------------------------------
+INSTANCE_LIST = {"type": "array", "items": {"$ref": "#/components/schemas/InstanceView"}}
+
+
+@API.route("GET", "/v1/instances", scope=READ, summary="list instances",
+           params=(Param("service"), Param("tags", schema=TAGS_FLAG, description="views with their tags (default true)"),
+                   *SELECTOR, *WATCH),
+           replies=[Reply(200, INSTANCE_LIST, headers=INDEX_HEADER)])
+async def list_instances(request: Request) -> Response:
+    service = request.query_params.get("service") or None
+    tags = bool_param(request, "tags", True)
+    selector = selector_of(request)
+    coordinator = coordinator_of(request)
+    return await watched(request, await coordinator.instances(service, tags, selector),
+                         lambda: coordinator.instances(service, tags, selector))
+
+
+@API.route("POST", "/v1/instances", scope=WRITE, summary="register with a server-chosen id", body=s.InstanceBody,
+           replies=[Reply(201, s.RegisteredInstanceView)], errors=(413, 415))
+async def post_instance(request: Request) -> Response:
+    settings = request.app.state.settings
+    data = await read_json(request, settings.json_body_limit_bytes)
+    iid = data.get("id") if isinstance(data, dict) else None
+    reg, warnings = registration(request, data, None if iid is not None else uuid.uuid4().hex)
+    principal_of(request).require_environment(reg.environment)
+    if iid is not None and await coordinator_of(request).exists(iid):
+        raise BadRequest(f"an instance '{iid}' already exists; replace it with PUT /v1/instances/{iid}.", field="id")
+    (inst, _), = await coordinator_of(request).register([reg])
+    return JSONResponse(with_members(inst.view_json(), warned(warnings)), status_code=201,
+                        headers={"Location": f"/v1/instances/{inst.id}"})
+
+
+@API.route("POST", "/v1/instances/batch", scope=WRITE, summary="register many, all or nothing", body=s.BatchBody,
+           replies=[Reply(200, s.RegisteredView)], errors=(413, 415))
+async def batch_instances(request: Request) -> Response:
+    settings = request.app.state.settings
+    data = await read_json(request, settings.json_body_limit_bytes)
+    body = validate(BatchBody, data)
+    if len(body.instances) > settings.max_batch_instances:
+        raise BadRequest(f"instances: {len(body.instances)} instances is more than the "
+                         f"{settings.max_batch_instances} a batch may hold.", field="instances")
+    regs: list[Registration] = []
+    warnings: list[dict[str, Any]] = []
+    for n, item in enumerate(body.instances):
+        where = f"instances[{n}]"
+        iid = item.get("id") if isinstance(item, dict) else None
+        if iid is None and isinstance(item, dict):
+            iid = uuid.uuid4().hex
+        reg, warned_here = registration(request, item, iid if isinstance(iid, str) else None, where)
+        regs.append(reg)
+        warnings += warned_here[:MAX_WARNINGS - len(warnings)]
+    await check_may_replace(request, regs)
+    if regs:
+        await coordinator_of(request).register(regs, views=False)
+    return JSONResponse({"registered": len(regs), **({"warnings": warnings} if warnings else {})})
+
+
+@API.route("GET", "/v1/instances/{id}", scope=READ, summary="one instance", params=(ID,),
+           replies=[Reply(200, s.InstanceView)], errors=(404,))
+async def get_instance(request: Request) -> Response:
+    inst = await coordinator_of(request).get(path_id(request))
+    principal_of(request).require_environment(inst.reg.environment)
+    return JSONResponse(inst.view_json())
+
+
+@API.route("PUT", "/v1/instances/{id}", scope=WRITE, summary="create or replace", params=(ID,), body=s.InstanceBody,
+           replies=[Reply(200, s.RegisteredInstanceView, "replaced"), Reply(201, s.RegisteredInstanceView, "created")],
+           errors=(413, 415))
+async def put_instance(request: Request) -> Response:
+    settings = request.app.state.settings
+    iid = path_id(request)
+    data = await read_json(request, settings.json_body_limit_bytes)
+    reg, warnings = registration(request, data, iid)
+    await check_may_replace(request, [reg])
+    (inst, created), = await coordinator_of(request).register([reg])
+    return JSONResponse(with_members(inst.view_json(), warned(warnings)), status_code=201 if created else 200)
+
+
+@API.route("DELETE", "/v1/instances/{id}", scope=WRITE, summary="deregister", params=(ID,),
+           replies=[Reply(204, description="deregistered")], errors=(404,))
+async def delete_instance(request: Request) -> Response:
+    iid = path_id(request)
+    await check_owner(request, iid)
+    await coordinator_of(request).deregister(iid)
+    return Response(status_code=204)
+
+
+@API.route("PUT", "/v1/instances/{id}/heartbeat", scope=WRITE, summary="renew the lease; optionally report load and status",
+           params=(ID,), body=s.HeartbeatBody, body_required=False, replies=[Reply(200, s.HeartbeatView)],
+           errors=(404, 413, 415))
+async def heartbeat(request: Request) -> Response:
+    settings = request.app.state.settings
+    iid = path_id(request)
+    raw = await read_body(request, settings.json_body_limit_bytes)
+    body = HeartbeatBody()
+    if raw.strip():
+        from semreg.http.schemas import parse_json
+
+        body = validate(HeartbeatBody, parse_json(raw))
+    await check_owner(request, iid)
+    inst = await coordinator_of(request).heartbeat(iid, body.load, body.status)
+    return JSONResponse({"id": inst.id, "status": inst.status, "expires_at": inst.expires_at_text()})

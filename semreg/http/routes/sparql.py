@@ -1,0 +1,34 @@
+"""The SPARQL 1.1 Protocol routes, as the router and the access rules know them and `/openapi.json`
+documents them: the endpoint on `request.app.state.sparql` answers (`semreg.http.sparql`); the app
+answers `GET /sparql` ahead of the router (`semreg.http.app.SparqlGet`)."""
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from semreg.access.tokens import READ
+from semreg.http.endpoints import Endpoints, Param, Reply
+
+API = Endpoints()
+SPARQL_RESULTS = {t: {"schema": {"type": "string"}} for t in (
+    "application/sparql-results+json", "application/sparql-results+xml", "text/csv", "text/tab-separated-values",
+    "text/turtle", "application/n-triples", "application/ld+json", "application/rdf+xml")}
+SPARQL_PARAMS = (Param("query", description="a SPARQL 1.1 query (without it: the service description)"),
+                 Param("default-graph-uri"), Param("named-graph-uri"))
+
+
+@API.route("GET", "/sparql", scope=READ, summary="SPARQL 1.1 Protocol query (GET)", params=SPARQL_PARAMS,
+           open_query=True, replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)],
+           errors=(406, 503), every_environment=True)
+async def sparql_get(request: Request) -> Response:
+    return await request.app.state.sparql.handle(request)
+
+
+@API.route("POST", "/sparql", scope=READ, summary="SPARQL 1.1 Protocol query (POST form or query body)",
+           params=SPARQL_PARAMS[1:], body={"application/x-www-form-urlencoded": {"type": "string"},
+                                           "application/sparql-query": {"type": "string"}}, body_required=False,
+           open_query=True, replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)],
+           errors=(406, 413, 415, 503), every_environment=True)
+async def sparql_post(request: Request) -> Response:
+    return await request.app.state.sparql.handle(request)
+

@@ -1,0 +1,6 @@
+"""HTTP/1.1 framed by hand, both sides: the client that health probes, peers and the benchmark send
+with (`client`), and the request framing of the SPARQL connections the query processes serve
+(`server`).
+
+Bytes only: imports nothing of semreg, and nothing of the registry's domain.
+"""

@@ -1,0 +1,390 @@
+"""The OWL 2 RL closure of named graphs, kept up to date as graphs come and go.
+
+`Closure` holds every asserted triple (by the graph that asserts it), every triple the rules in
+`semreg.reasoning.rules.triggers` entail from them, and indexes by predicate. It changes in two ways, both exact:
+- adding triples: semi-naive insertion. Each new fact is inserted once and triggers every rule instance
+  it completes; a conclusion not yet known joins the queue. A rule instance fires when its last premise
+  arrives, so the closure of A ∪ B costs, beyond the closure of A, only the instances that involve B.
+- removing triples: delete and re-derive (DRed; Gupta, Mumick & Subrahmanian 1993). First every fact
+  with a derivation through a removed one is withdrawn (over-deletion, by the same forward rules over
+  the old store); then every withdrawn fact that still has a derivation from what is left comes back.
+  To find those, the rules run once more from every remaining fact that shares a subject or object
+  with a withdrawn fact: every RL rule instance has a premise holding its conclusion's subject (or, for
+  scm-cls's `owl:Nothing ⊑ c`, its object) in subject or object position, so these seeds reach every
+  instance that concludes a withdrawn fact from facts still there; what comes back is then inserted.
+So the result never depends on the order of changes: it is the least fixpoint of the rules over what is
+asserted now (`tests/reasoning/test_closure.py` compares every sequence of changes with a fresh computation).
+
+Terms are interned as integers (the vocabulary of `semreg.reasoning.rules.triggers` first, at fixed ids). Triples whose
+subject is a literal, or whose predicate is not an IRI, take part in reasoning but are not RDF: they
+are never reported by `triples()`.
+"""
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import pyoxigraph as ox
+
+from semreg.reasoning.rules import triggers
+from semreg.reasoning.rules.triggers import (
+    AXIOM_OBJECT_PROPERTY,
+    AXIOM_SUBJECT_PROPERTY,
+    DATATYPE_ANCESTORS,
+    EQC,
+    EQP,
+    EXPRESSION_OBJECT,
+    EXPRESSION_SUBJECT,
+    FIRST,
+    NIL,
+    NOTHING,
+    PROPERTY_CHARACTERISTICS,
+    REST,
+    RL_DATATYPES,
+    SAME,
+    SCO,
+    UNTYPED_LITERALS,
+    VOCABULARY,
+    Fact,
+    T,
+)
+
+Term = ox.NamedNode | ox.BlankNode | ox.Literal
+NAMED, BLANK, LITERAL = range(3)
+SYSTEM = ""  # the graph name of the axioms RL entails from nothing (never removed)
+_REFLEXIVE_DROPPED = frozenset({SAME, EQC, EQP})
+_GATES = AXIOM_SUBJECT_PROPERTY | AXIOM_OBJECT_PROPERTY | EXPRESSION_SUBJECT | EXPRESSION_OBJECT | {SAME}
+_E: tuple = ()
+
+
+class Terms:
+    """Interned terms: id ↔ pyoxigraph term; vocabulary ids as in `semreg.reasoning.rules.triggers.VOCABULARY`."""
+
+    def __init__(self) -> None:
+        self._ids: dict[Term, int] = {}
+        self.terms: list[Term] = []
+        self.iris: list[str | None] = []  # the IRI of a named node, None for blank nodes and literals
+        self.iri_ids: dict[str, int] = {}
+        self.kinds = bytearray()  # NAMED, BLANK or LITERAL
+        self.literal_types: dict[int, tuple[int, ...]] = {}
+        for iri in VOCABULARY:
+            self.id(ox.NamedNode(iri))
+
+    def id(self, term: Term) -> int:
+        i = self._ids.get(term)
+        if i is None:
+            i = self._ids[term] = len(self.terms)
+            self.terms.append(term)
+            if isinstance(term, ox.NamedNode):
+                self.iris.append(term.value)
+                self.iri_ids[term.value] = i
+                self.kinds.append(NAMED)
+            else:
+                self.iris.append(None)
+                if isinstance(term, ox.Literal):
+                    self.kinds.append(LITERAL)
+                    self._type_literal(i, term)
+                else:
+                    self.kinds.append(BLANK)
+        return i
+
+    def known(self, term: Term) -> int | None:
+        return self._ids.get(term)
+
+    def iri_id(self, iri: str) -> int:
+        return self.id(ox.NamedNode(iri))
+
+    def _type_literal(self, i: int, literal: ox.Literal) -> None:
+        dt = literal.datatype.value
+        if dt in UNTYPED_LITERALS or dt not in _RL_DATATYPES:
+            return
+        self.literal_types[i] = tuple(self.iri_id(d) for d in (dt, *DATATYPE_ANCESTORS.get(dt, ())))
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+
+_RL_DATATYPES = frozenset(RL_DATATYPES)
+
+
+@dataclass
+class Change:
+    """What one change did to the closure: facts that are new, facts that are gone (ids)."""
+
+    added: list[Fact] = field(default_factory=list)
+    removed: list[Fact] = field(default_factory=list)
+    full: bool = False  # computed from scratch rather than incrementally
+
+
+class Closure:
+    """Asserted facts by graph, their OWL 2 RL closure, and the indexes the rules read."""
+
+    def __init__(self, terms: Terms | None = None) -> None:
+        self.terms = terms or Terms()
+        self.ps: dict[int, dict[int, set[int]]] = {}
+        self.po: dict[int, dict[int, set[int]]] = {}
+        for i in range(len(VOCABULARY)):
+            self.ps[i] = {}
+            self.po[i] = {}
+        self.size = 0
+        self.asserted: dict[Fact, int] = {}  # fact → number of graphs asserting it
+        self.asserted_ps: dict[int, dict[int, set[int]]] = {}  # the asserted facts, as `ps` indexes all
+        self.graphs: dict[str, set[Fact]] = {}
+        self.axiomatized: set[int] = set()  # properties some rule reads assertions of (a superset)
+        self.class_expressions: set[int] = set()  # classes some rule reads the members of (a superset)
+        self.same_terms: set[int] = set()  # terms in some owl:sameAs fact (a superset)
+        self.literal_types = self.terms.literal_types
+        self._cards: dict[int, bool] = {}
+        axioms = [tuple(self.terms.iri_id(x) for x in t) for t in triggers.axioms()]
+        self.assert_graph(SYSTEM, axioms)  # type: ignore[arg-type]
+
+    # -- what rules read ---------------------------------------------------------------------------------
+    def has(self, s: int, p: int, o: int) -> bool:
+        d = self.ps.get(p)
+        return d is not None and o in d.get(s, _E)
+
+    def members(self, head: int) -> tuple[int, ...] | None:
+        # A cell can have several rdf:first (or rdf:rest) values only when eq-rep copied them from
+        # owl:sameAs terms; any one of them gives the same closure, and the least id keeps it stable.
+        firsts, rests = self.ps[FIRST], self.ps[REST]
+        out: list[int] = []
+        seen: set[int] = set()
+        node = head
+        while node != NIL:
+            if node in seen:
+                return None
+            seen.add(node)
+            f, r = firsts.get(node), rests.get(node)
+            if not f or not r:
+                return None
+            out.append(min(f))
+            node = min(r)
+        return tuple(out)
+
+    def heads(self, cell: int) -> Iterable[int]:
+        rest_of = self.po[REST]
+        found = {cell}
+        todo = [cell]
+        while todo:
+            for prev in rest_of.get(todo.pop(), _E):
+                if prev not in found:
+                    found.add(prev)
+                    todo.append(prev)
+        return found
+
+    def cardinality_one(self, literal: int) -> bool:
+        hit = self._cards.get(literal)
+        if hit is None:
+            term = self.terms.terms[literal]
+            hit = False
+            if isinstance(term, ox.Literal):
+                import rdflib
+
+                # owlrl compares the literal's value with 1, as rdflib converts it ("1"^^xsd:integer, "1.0"^^xsd:decimal)
+                value = rdflib.Literal(term.value, datatype=rdflib.URIRef(term.datatype.value)).value
+                hit = type(value) is not bool and value == 1
+            self._cards[literal] = hit
+        return hit
+
+    # -- changes -----------------------------------------------------------------------------------------
+    def intern(self, triples: Iterable[ox.Triple | ox.Quad]) -> list[Fact]:
+        """Facts for pyoxigraph triples (RDF-star triples left out)."""
+        known = self.terms._ids.get
+        new = self.terms.id
+        out: list[Fact] = []
+        for t in triples:
+            s, p, o = t.subject, t.predicate, t.object
+            if isinstance(s, ox.Triple) or isinstance(o, ox.Triple):
+                continue
+            si, pi, oi = known(s), known(p), known(o)
+            out.append((new(s) if si is None else si, new(p) if pi is None else pi, new(o) if oi is None else oi))
+        return out
+
+    def assert_graph(self, name: str, facts: Iterable[Fact]) -> Change:
+        """Make `name` assert exactly `facts` (replacing what it asserted before); update the closure."""
+        new = set(facts)
+        old = self.graphs.get(name, set())
+        gone, came = old - new, new - old
+        self.graphs[name] = new
+        if not new and name != SYSTEM:
+            del self.graphs[name]
+        lost = []
+        for f in gone:
+            n = self.asserted[f] - 1
+            if n:
+                self.asserted[f] = n
+            else:
+                del self.asserted[f]
+                s, p, o = f
+                objs = self.asserted_ps[p][s]
+                objs.discard(o)
+                if not objs:
+                    del self.asserted_ps[p][s]
+                lost.append(f)
+        fresh = []
+        for f in came:
+            n = self.asserted.get(f, 0)
+            self.asserted[f] = n + 1
+            if not n:
+                s, p, o = f
+                self.asserted_ps.setdefault(p, {}).setdefault(s, set()).add(o)
+                fresh.append(f)
+        change = Change()
+        if lost:
+            self._delete(lost, change)
+        if fresh:
+            self._insert(fresh, change)
+        return change
+
+    def retract_graph(self, name: str) -> Change:
+        return self.assert_graph(name, ())
+
+    def _insert(self, facts: Iterable[Fact], change: Change) -> None:
+        # List cells first: a rule reading a list sees it whole, never a prefix of it.
+        queue = deque(sorted(facts, key=lambda f: f[1] != FIRST and f[1] != REST))
+        added = change.added
+        ps, po = self.ps, self.po
+        gates = _GATES
+        consequences = triggers.consequences
+        pop, push = queue.popleft, queue.append
+        out: list[Fact] = []
+        before = len(added)
+        while queue:
+            f = pop()
+            s, p, o = f
+            d = ps.get(p)
+            if d is None:
+                d = ps[p] = {}
+                po[p] = {}
+            objs = d.get(s)
+            if objs is None:
+                d[s] = {o}
+            elif o in objs:
+                continue
+            else:
+                objs.add(o)
+            subs = po[p].get(o)
+            if subs is None:
+                po[p][o] = {s}
+            else:
+                subs.add(s)
+            added.append(f)
+            if p in gates or (p == T and o in PROPERTY_CHARACTERISTICS):
+                self._open_gates(s, p, o)
+            consequences(self, s, p, o, out)
+            for c in out:
+                cs, cp, co = c
+                dd = ps.get(cp)
+                if dd is None or co not in dd.get(cs, _E):
+                    if cs != co or cp not in _REFLEXIVE_DROPPED:
+                        push(c)
+            out.clear()
+        self.size += len(added) - before
+
+    def _open_gates(self, s: int, p: int, o: int) -> None:
+        if p in EXPRESSION_SUBJECT:
+            self.class_expressions.add(s)
+        if p in EXPRESSION_OBJECT:
+            self.class_expressions.add(o)
+        if p == T:
+            self.axiomatized.add(s)  # a characteristic (prp-symp, prp-trp, prp-fp, prp-ifp)
+            return
+        if s == o and p == triggers.SPO:
+            return  # scm-op's p ⊑ p: prp-spo1 concludes nothing new from it
+        if p in AXIOM_SUBJECT_PROPERTY:
+            self.axiomatized.add(s)
+        if p in AXIOM_OBJECT_PROPERTY:
+            self.axiomatized.add(o)
+        if p == SAME:
+            self.same_terms.add(s)
+            self.same_terms.add(o)
+
+    def _delete(self, lost: list[Fact], change: Change) -> None:
+        # 1. over-delete: everything with a derivation through a lost fact, over the store as it was
+        doomed = set(lost)
+        todo = list(lost)
+        asserted = self.asserted
+        out: list[Fact] = []
+        while todo:
+            s, p, o = todo.pop()
+            triggers.consequences(self, s, p, o, out)
+            for c in out:
+                if c not in doomed and c not in asserted and self.has(*c):
+                    doomed.add(c)
+                    todo.append(c)
+            out.clear()
+        for f in doomed:
+            self._remove(f)
+        # 2. re-derive: rule instances over what is left that conclude a withdrawn fact
+        keys = {o if s == NOTHING and p == SCO else s for s, p, o in doomed}
+        back: list[Fact] = []
+        for s, p, o in self._facts_about(keys):
+            triggers.consequences(self, s, p, o, out)
+            for c in out:
+                if c in doomed and (c[0] != c[2] or c[1] not in _REFLEXIVE_DROPPED):
+                    back.append(c)
+            out.clear()
+        returned = Change()
+        self._insert(back, returned)
+        kept = set(returned.added)
+        change.removed.extend(f for f in doomed if f not in kept)
+
+    def _remove(self, f: Fact) -> None:
+        s, p, o = f
+        objs = self.ps[p][s]
+        objs.discard(o)
+        if not objs:
+            del self.ps[p][s]
+        subs = self.po[p][o]
+        subs.discard(s)
+        if not subs:
+            del self.po[p][o]
+        self.size -= 1
+
+    def _facts_about(self, terms: set[int]) -> Iterator[Fact]:
+        """Every fact with one of `terms` as subject or object."""
+        for p, d in self.ps.items():
+            for s in terms & d.keys() if len(terms) < len(d) else (s for s in d if s in terms):
+                for o in d[s]:
+                    yield s, p, o
+        for p, d in self.po.items():
+            for o in terms & d.keys() if len(terms) < len(d) else (o for o in d if o in terms):
+                for s in d[o]:
+                    if s not in terms:  # yielded above
+                        yield s, p, o
+
+    # -- reads -------------------------------------------------------------------------------------------
+    def facts(self, predicate: int | None = None) -> Iterator[Fact]:
+        preds = self.ps.items() if predicate is None else [(predicate, self.ps.get(predicate, {}))]
+        for p, d in preds:
+            for s, objs in d.items():
+                for o in objs:
+                    yield s, p, o
+
+    def is_asserted(self, f: Fact) -> bool:
+        return f in self.asserted and any(f in facts for name, facts in self.graphs.items() if name != SYSTEM)
+
+    def is_rdf(self, f: Fact) -> bool:
+        """Whether a fact is reported as RDF: not reflexive (c ⊑ c, p ⊑ p), not generalised (literal
+        subject, predicate not an IRI)."""
+        s, p, o = f
+        if s == o and (p == SCO or p == triggers.SPO):
+            return False
+        kinds = self.terms.kinds
+        return kinds[s] != LITERAL and kinds[p] == NAMED
+
+    def triple(self, f: Fact) -> ox.Triple | None:
+        """The RDF triple of a fact, or None (see `is_rdf`)."""
+        if not self.is_rdf(f):
+            return None
+        terms = self.terms.terms
+        s, p, o = f
+        return ox.Triple(terms[s], terms[p], terms[o])  # type: ignore[arg-type]
+
+    def user_asserted(self) -> set[Fact]:
+        out: set[Fact] = set()
+        for name, facts in self.graphs.items():
+            if name != SYSTEM:
+                out |= facts
+        return out

@@ -1,0 +1,11 @@
+"""The registry: instances with their leases and statuses (`instances`, `registry`), the tag
+catalogue (`catalogue`), which instances a read covers (`selector`), discovery parts and their merge
+(`discovery`), per-query watches (`watch`), the change log (`changelog`), active health checks
+(`health`, `probes`), balancing and routing (`balancer`, `routing`), a shard and its seam (`shard`,
+`revisions`), where instances live (`placement`) and the coordinator over the shards (`coordinator`).
+
+May import: `semreg.knowledge`, `semreg.reasoning`, `semreg.storage`, `semreg.rdf`, `semreg.http1`
+(the probes' framing) and the top-level modules; time comes from the injected `semreg.clock`. Must not
+import SPARQL, the cluster or HTTP: a ring plugs in through `placement.Placement` and
+`shard.Shard`, which it implements.
+"""

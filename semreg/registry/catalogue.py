@@ -1,0 +1,178 @@
+"""The distinct-tag catalogue: which instances carry each tag, indexed by component for expansion.
+
+`expand(query, match)` finds every registered tag that matches a query with its degree and distance.
+It works per component: a queried term at one position expands (`semreg.reasoning.expansion`) to the registered
+terms it relates to, and to the set of registered tags that have one of those terms there. A query's
+matching tags are the intersection of its components' sets, each then graded.
+
+What different questions share is kept: the components (a term at a position, with the directions the
+degrees need: a few hundred distinct ones serve tens of thousands of distinct questions), bounded by the
+tags they hold in all (`COMPONENT_TAGS_KEPT`), and each question's answer, bounded by count
+(`CACHE_SIZE`) and kept exact as tags come and go. Components are dropped when the tags change.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+
+from semreg.rdf.terms import ANY, Tag
+from semreg.reasoning import expansion
+from semreg.reasoning.matching import EXACT, NARROWER, RANK, combine, needs_directions, rank_key, tag_match
+from semreg.reasoning.reasoner import Hierarchy
+
+Match = tuple[Tag, str, int]  # (tag, degree, distance)
+CACHE_SIZE = 4096
+COMPONENT_TAGS_KEPT = 500_000
+# Past this many (new tag × cached query) checks in one change, the answer cache is cleared instead.
+MAX_INCREMENTAL_CHECKS = 20_000
+
+Component = tuple[expansion.Candidates, frozenset[Tag]]  # registered terms it reaches, and their tags
+
+
+class Catalogue:
+    def __init__(self) -> None:
+        self.holders: dict[Tag, set[str]] = {}
+        self.by_position: tuple[dict[str, set[Tag]], ...] = ({}, {}, {})
+        self._cache: OrderedDict[tuple[Tag, frozenset[str]], list[Match]] = OrderedDict()
+        self._components: OrderedDict[tuple[int, str, bool, bool], Component] = OrderedDict()
+        self._component_tags = 0
+        self._sorted: dict[Tag, tuple[str, ...]] = {}  # tag → its holders' ids, sorted
+        self.hierarchy: Hierarchy = Hierarchy()
+
+    # -- maintenance -----------------------------------------------------------------------------
+    def add(self, instance_id: str, tags: Iterable[Tag]) -> list[Tag]:
+        """Record that an instance carries `tags`; returns the tags that are new to the catalogue."""
+        new = []
+        for tag in tags:
+            self._sorted.pop(tag, None)
+            holders = self.holders.get(tag)
+            if holders is None:
+                self.holders[tag] = {instance_id}
+                for pos, term in enumerate(tag):
+                    self.by_position[pos].setdefault(term, set()).add(tag)
+                new.append(tag)
+            else:
+                holders.add(instance_id)
+        if new:
+            self._drop_components()
+            self._on_new_tags(new)
+        return new
+
+    def remove(self, instance_id: str, tags: Iterable[Tag]) -> list[Tag]:
+        """Forget that an instance carries `tags`; returns the tags no instance carries any more."""
+        gone = []
+        for tag in tags:
+            self._sorted.pop(tag, None)
+            holders = self.holders.get(tag)
+            if holders is None:
+                continue
+            holders.discard(instance_id)
+            if not holders:
+                del self.holders[tag]
+                for pos, term in enumerate(tag):
+                    bucket = self.by_position[pos][term]
+                    bucket.discard(tag)
+                    if not bucket:
+                        del self.by_position[pos][term]
+                gone.append(tag)
+        if gone:
+            self._drop_components()
+            gone_set = set(gone)
+            for key, matches in self._cache.items():
+                if any(m[0] in gone_set for m in matches):
+                    self._cache[key] = [m for m in matches if m[0] not in gone_set]
+        return gone
+
+    def set_hierarchy(self, hierarchy: Hierarchy) -> None:
+        self.hierarchy = hierarchy
+        self._cache.clear()
+        self._drop_components()
+
+    def _drop_components(self) -> None:
+        self._components.clear()
+        self._component_tags = 0
+
+    def _on_new_tags(self, new: list[Tag]) -> None:
+        if len(new) * len(self._cache) > MAX_INCREMENTAL_CHECKS:
+            self._cache.clear()
+            return
+        for (query, match), matches in self._cache.items():
+            added = False
+            for tag in new:
+                m = tag_match(tag, query, self.hierarchy)
+                if m is not None and m[0] in match:
+                    matches.append((tag, m[0], m[1]))
+                    added = True
+            if added:
+                matches.sort(key=lambda x: rank_key(x[1], x[2], x[0]))
+
+    # -- queries -----------------------------------------------------------------------------------
+    def expand(self, query: Tag, match: frozenset[str]) -> list[Match]:
+        """Every registered tag matching `query` with a degree in `match`, ranked."""
+        key = (query, match)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        result = self._expand(query, match)
+        self._cache[key] = result
+        if len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return result
+
+    def _component(self, pos: int, term: str, want_narrower: bool, want_broader: bool) -> Component:
+        key = (pos, term, want_narrower, want_broader)
+        found = self._components.get(key)
+        if found is not None:
+            self._components.move_to_end(key)
+            return found
+        registered = self.by_position[pos]
+        candidates = expansion.candidates(self.hierarchy, term, want_narrower, want_broader, within=registered)
+        assert candidates is not None
+        tags = frozenset().union(*(registered[t] for t in candidates))
+        self._components[key] = found = (candidates, tags)
+        self._component_tags += len(tags)
+        while self._component_tags > COMPONENT_TAGS_KEPT and len(self._components) > 1:
+            _, (_, dropped) = self._components.popitem(last=False)
+            self._component_tags -= len(dropped)
+        return found
+
+    def _expand(self, query: Tag, match: frozenset[str]) -> list[Match]:
+        want_narrower, want_broader = needs_directions(match)
+        components = [None if q == ANY else self._component(pos, q, want_narrower, want_broader)
+                      for pos, q in enumerate(query)]
+        sets = sorted((c[1] for c in components if c is not None), key=len)
+        tags: Iterable[Tag] = sets[0].intersection(*sets[1:]) if sets else self.holders.keys()
+        out: list[Match] = []
+        for tag in tags:
+            degrees = []
+            distance = 0
+            for pos, component in enumerate(components):
+                r = tag[pos]
+                if component is None:
+                    if r == ANY:
+                        degrees.append(EXACT)
+                    elif want_narrower:
+                        degrees.append(NARROWER)
+                    else:
+                        break
+                    continue
+                component_degree, d = component[0][r]
+                degrees.append(component_degree)
+                distance += d
+            else:
+                degree = combine(degrees)
+                if degree is not None and degree in match:
+                    out.append((tag, degree, distance))
+        out.sort(key=lambda x: (RANK[x[1]], x[2], x[0]))
+        return out
+
+    def holder_ids(self, tag: Tag) -> tuple[str, ...]:
+        """The ids of the instances carrying `tag`, sorted (kept until they change)."""
+        found = self._sorted.get(tag)
+        if found is None:
+            found = self._sorted[tag] = tuple(sorted(self.holders.get(tag, ())))
+        return found
+
+    def tag_counts(self) -> list[tuple[Tag, int]]:
+        return sorted(((t, len(ids)) for t, ids in self.holders.items()), key=lambda x: x[0].text)

@@ -1,0 +1,85 @@
+"""The recent changes of this node's shard, numbered, for other nodes to follow (long polls).
+
+Another node asks for the changes after the cursor it holds and waits for some when there are none.
+An `epoch` (when this log began) tells a follower that the node restarted; a cursor older than what
+the log keeps gets `reset`: the follower then recomputes everything it derived, since it may have
+missed changes. Bounded: the last `keep` changes.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from semreg.registry.registry import Change
+
+
+class ChangeLog:
+    def __init__(self, epoch: int, keep: int = 10_000) -> None:
+        self.epoch = epoch
+        self.cursor = 0
+        self._log: collections.deque[list[Any]] = collections.deque(maxlen=keep)  # [number, change, encoded]
+        self._waiters: set[asyncio.Future] = set()
+
+    def append(self, changes: list[Change]) -> None:
+        for c in changes:
+            self.cursor += 1
+            self._log.append([self.cursor, c, None])
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
+
+    def since(self, cursor: int) -> tuple[bool, list[Change]]:
+        """(reset, changes after `cursor`): reset when the log no longer holds what came right after it."""
+        if self._lost(cursor):
+            return True, []
+        return False, [entry[1] for entry in self._after(cursor)]
+
+    def _lost(self, cursor: int) -> bool:
+        if cursor > self.cursor:
+            return True
+        oldest = self._log[0][0] if self._log else self.cursor + 1
+        return cursor + 1 < oldest and cursor < self.cursor
+
+    def _after(self, cursor: int) -> list[list[Any]]:
+        """The entries after `cursor`, read from the newest back (a follower is usually a few behind)."""
+        out = []
+        for entry in reversed(self._log):
+            if entry[0] <= cursor:
+                break
+            out.append(entry)
+        out.reverse()
+        return out
+
+    def since_encoded(self, cursor: int, encode: Callable[[Change], bytes]) -> tuple[bool, list[bytes]]:
+        """`since`, each change encoded once however many followers ask for it."""
+        if self._lost(cursor):
+            return True, []
+        out = []
+        for entry in self._after(cursor):
+            if entry[2] is None:
+                entry[2] = encode(entry[1])
+            out.append(entry[2])
+        return False, out
+
+    async def wait(self, cursor: int, timeout_s: float) -> None:
+        """Return once there is something after `cursor`, or after `timeout_s`."""
+        if cursor < self.cursor or timeout_s <= 0:
+            return
+        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiters.add(waiter)
+        try:
+            with contextlib.suppress(TimeoutError):  # the wait ended with nothing new: answer empty
+                await asyncio.wait_for(waiter, timeout_s)
+        finally:
+            self._waiters.discard(waiter)
+
+    def release(self) -> None:
+        """Answer every waiting follower now (this node is stopping)."""
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()

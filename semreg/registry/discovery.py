@@ -1,0 +1,259 @@
+"""Discovery results: each shard's part, the merge of the parts, their signature and JSON body.
+
+A shard answers a query with its `Part`: every registered tag of its own that matches, ranked, each with
+the instances of that shard that carry it and are eligible (status, service, and the query's selector:
+environment and metadata). `merge` combines the parts of every shard exactly as one shard holding all of
+them would have answered: tags are merged (a tag's instances may sit on several shards), copies of one
+instance keep the newest revision (a copy older than one the selector left out on another shard is of a
+registration that moved out of the question, and leaves too), the matches are ranked by the matching
+order, each instance is ranked at its best match, and the ranked list is cut at `limit`, after every
+filter. It is pure: one part in, the single-node answer out.
+
+The answer names each instance once: `instances` holds the ranked views, each with its best `match`
+and without its tags unless the query asks for them, and `matches` lists the matched tags with
+references (`{"id": ...}`) to those instances. So an answer grows with the instances and tags it names,
+not with how many tags each instance carries. At most `MATCHES_LISTED` matched tags are listed, the
+best ranked first; past that the answer says `"truncated": true` (one instance may match thousands of
+tags, and every instance's own best match is on its view anyway).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from operator import attrgetter
+from typing import Protocol
+
+import orjson
+
+from semreg.rdf.terms import Tag
+from semreg.reasoning.matching import Relations as Hierarchy
+from semreg.reasoning.matching import rank_key, tag_match
+from semreg.registry.catalogue import Catalogue, Match
+from semreg.registry.instances import UP
+from semreg.registry.registry import Change
+from semreg.registry.selector import ALL, Selector
+
+MATCHES_LISTED = 1000
+
+
+class Member(Protocol):
+    """What discovery needs of an instance in a result (a local `Instance`, or one from another node)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    revision: int
+    state_version: int
+    routes_since_report: int
+
+    @property
+    def state(self) -> tuple[str, int, str]: ...
+
+    def view_json(self, tags: bool = True) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class DiscoverQuery:
+    tag: Tag
+    match: frozenset[str]
+    service: str | None = None
+    any_status: bool = False
+    limit: int | None = None
+    tags: bool = False  # views with their tags
+    selector: Selector = Selector()  # the environment and metadata an instance must be in
+    # report the instances the selector leaves out (a coordinator of several shards asks, to tell
+    # whether the newest copy of an instance is admitted): not part of the question
+    report_excluded: bool = False
+
+    @property
+    def key(self) -> tuple:
+        return ("discover", self.tag, self.match, self.service, self.any_status, self.limit, self.tags, self.selector)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One shard's answer: its matching tags (ranked), each with its eligible instances (by id)."""
+
+    matches: list[tuple[Match, list[Member]]]
+    matched_tags: frozenset[Tag]  # every matching tag of the shard, with eligible instances or not
+    # instances holding a matching tag that the selector leaves out, by id, with their revision (when
+    # the query asked): a copy elsewhere older than one of these is not admitted either
+    excluded: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class DiscoverResult:
+    """A merged answer, kept small: the ranked instances with their best matches, and the listed matched
+    tags already rendered (a topic holds a handful of objects whatever the size of its answer, so that
+    thousands of idle topics do not slow the garbage collector)."""
+
+    query: DiscoverQuery
+    members: list[Member]  # each instance once, ranked
+    best: list[Match]  # each member's best match
+    matches_json: bytes  # the `matches` array
+    listed: int  # matched tags listed in it
+    truncated: bool
+    matched_tags: frozenset[Tag]  # every matching tag, for deciding whether a change is relevant
+    missing: tuple[str, ...] = ()  # members whose instances the answer may lack (in a cluster)
+
+    @property
+    def ranked(self) -> list[tuple[Member, Match]]:
+        return list(zip(self.members, self.best))
+
+
+def newest(a: Member, b: Member) -> Member:
+    """Of two copies of an instance, the later: by revision, then by state version; between equals, the one
+    that counted more routes (routes are counted on the first owner only, and change no version)."""
+    return a if ((a.revision, a.state_version, a.routes_since_report)
+                 >= (b.revision, b.state_version, b.routes_since_report)) else b
+
+
+def shard_query(q: DiscoverQuery) -> DiscoverQuery:
+    """What each of several shards is asked: instances in any status, since a copy's status may be older
+    than another copy's (`merge` filters the newest copies), and the instances the selector leaves out,
+    since a copy may be older than another copy that moved to another environment."""
+    return replace(q, any_status=True, report_excluded=not q.selector.everything)
+
+
+def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery) -> Part:
+    """A shard's part: expand the query over its catalogue, keep each tag's eligible instances."""
+    expansion = catalogue.expand(q.tag, q.match)
+    holder_ids = catalogue.holder_ids
+    out: list[tuple[Match, list[Member]]] = []
+    any_status, service = q.any_status, q.service
+    selector = q.selector
+    environment = None if selector.environment == ALL else selector.environment
+    meta = selector.meta
+    excluded: dict[str, int] | None = {} if q.report_excluded else None
+    for m in expansion:
+        group = []
+        for iid in holder_ids(m[0]):
+            inst = instances.get(iid)
+            if inst is None:
+                continue
+            reg = inst.reg
+            if (environment is not None and reg.environment != environment) or (meta and not selector.admits(reg)):
+                if excluded is not None:
+                    excluded[iid] = inst.revision
+                continue
+            if (not any_status and inst.status != UP) or (service is not None and reg.service != service):
+                continue
+            group.append(inst)
+        if group:
+            out.append((m, group))
+    return Part(out, frozenset(m[0] for m in expansion), excluded or {})
+
+
+def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> DiscoverResult:
+    """The answer one shard holding every part's instances would give: matches ranked, each instance
+    ranked at its best match, the ranked list cut at `q.limit` (and the groups with it). `widened`: the
+    parts answer `shard_query(q)`, so even one of them alone is filtered here."""
+    if len(parts) == 1 and not widened:
+        matches = parts[0].matches
+    else:
+        copies: dict[str, Member] = {}
+        merged: dict[Tag, tuple[Match, dict[str, Member]]] = {}
+        excluded: dict[str, int] = {}
+        for p in parts:
+            for iid, revision in p.excluded.items():
+                excluded[iid] = max(revision, excluded.get(iid, 0))
+            for m, group in p.matches:
+                holders = merged.setdefault(m[0], (m, {}))[1]
+                for inst in group:
+                    holders[inst.id] = inst
+                    known = copies.get(inst.id)
+                    copies[inst.id] = inst if known is None else newest(known, inst)
+        # a copy older than one the selector left out is of a registration that moved out of what was asked
+        left_out = {iid for iid, revision in excluded.items() if iid in copies and copies[iid].revision < revision}
+        ordered = sorted(merged.values(), key=lambda entry: rank_key(entry[0][1], entry[0][2], entry[0][0]))
+        any_status = q.any_status
+        matches = []
+        for m, holders in ordered:
+            group = [copies[i] for i in sorted(holders) if i not in left_out]
+            if not any_status:
+                group = [inst for inst in group if inst.status == UP]
+            if group:
+                matches.append((m, group))
+    seen: set[str] = set()
+    members: list[Member] = []
+    best: list[Match] = []
+    listed: list[bytes] = []
+    truncated = False
+    limit = q.limit
+    dumps = orjson.dumps
+    for m, group in matches:
+        kept = []
+        for inst in group:
+            iid = inst.id
+            if iid not in seen:
+                if limit is not None and len(members) >= limit:
+                    continue
+                seen.add(iid)
+                members.append(inst)
+                best.append(m)
+            kept.append(iid)
+        if kept:
+            if len(listed) < MATCHES_LISTED:
+                refs = b",".join(b'{"id":' + dumps(iid) + b"}" for iid in kept)
+                listed.append(match_json(m)[:-1] + b',"instances":[' + refs + b"]}")
+            else:
+                truncated = True
+                if limit is not None and len(members) >= limit:
+                    break  # nothing further can be listed or ranked
+    matched = parts[0].matched_tags if len(parts) == 1 else frozenset().union(*(p.matched_tags for p in parts))
+    return DiscoverResult(q, members, best, b"[" + b",".join(listed) + b"]", len(listed), truncated, matched)
+
+
+def signature(result: DiscoverResult) -> int:
+    """What a watcher of this query cares about (the tags listed, who serves them, in which state, ranked
+    how), as one 64-bit hash: a topic keeps a number, not a copy of its answer."""
+    return hash((result.matches_json, tuple(map(_STATE, result.members)), tuple(m[0] for m in result.best),
+                 result.truncated))
+
+
+_STATE = attrgetter("state")
+
+
+def match_json(m: Match) -> bytes:
+    tag, degree, distance = m
+    return b"".join((b'{"tag":', orjson.dumps(tag.as_json()), b',"degree":"', degree.encode(), b'","distance":',
+                     str(distance).encode(), b"}"))
+
+
+def body(result: DiscoverResult) -> bytes:
+    """The JSON body, assembled from each instance's cached view bytes."""
+    q = result.query
+    tags = q.tags
+    parts = [b'{"query":', orjson.dumps(q.tag.as_json()), b',"matches":', result.matches_json, b',"truncated":',
+             b"true" if result.truncated else b"false"]
+    if result.missing:
+        parts += [b',"partial":true,"missing":', orjson.dumps(list(result.missing))]
+    parts.append(b',"instances":[')
+    shown: dict[Match, bytes] = {}
+    views = []
+    for inst, m in zip(result.members, result.best):
+        match = shown.get(m)
+        if match is None:
+            match = shown[m] = match_json(m)
+        views.append(inst.view_json(tags)[:-1] + b',"match":' + match + b"}")
+    parts += [b",".join(views), b"]}"]
+    return b"".join(parts)
+
+
+def relevant(hierarchy: Hierarchy, q: DiscoverQuery, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:
+    """Whether any change touches a tag this query matched, or a tag that would match it, in the
+    environment the query reads."""
+    selector = q.selector
+    for c in changes:
+        if not selector.covers(c.environments):
+            continue
+        for tag in c.tags:
+            if tag in matched:
+                return True
+            m = tag_match(tag, q.tag, hierarchy)
+            if m is not None and m[0] in q.match:
+                return True
+    return False

@@ -1,0 +1,123 @@
+"""An instance: what a service registered, plus its lease and status; its JSON view and record."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from semreg.rdf.terms import Tag
+from semreg.registry.selector import DEFAULT as DEFAULT_ENVIRONMENT
+from semreg.timefmt import rfc3339
+
+UP, BLOCKED, DRAINING, CRITICAL = "up", "blocked", "draining", "critical"
+STATUSES = (UP, BLOCKED, DRAINING, CRITICAL)
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What a client registered: immutable; a replacement is a new Registration."""
+
+    id: str
+    service: str
+    address: str
+    port: int
+    scheme: str = "http"
+    tags: tuple[Tag, ...] = ()
+    weight: int = 1
+    capacity: int | None = None
+    ttl_s: float = 30.0
+    deregister_after_s: float = 90.0
+    check: dict[str, Any] | None = None
+    meta: dict[str, str] = field(default_factory=dict)
+    owner: str | None = None
+    environment: str = DEFAULT_ENVIRONMENT
+
+    def record(self) -> dict[str, Any]:
+        """The durable form: enough to rebuild the registration exactly."""
+        return {"id": self.id, "service": self.service, "address": self.address, "port": self.port,
+                "scheme": self.scheme, "tags": [list(t) for t in self.tags], "weight": self.weight,
+                "capacity": self.capacity, "ttl": self.ttl_s, "deregister_after": self.deregister_after_s,
+                "check": self.check, "meta": self.meta, "owner": self.owner, "environment": self.environment}
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> "Registration":
+        return cls(id=rec["id"], service=rec["service"], address=rec["address"], port=int(rec["port"]),
+                   scheme=rec.get("scheme", "http"), tags=tuple(Tag(*t) for t in rec.get("tags", ())),
+                   weight=int(rec.get("weight", 1)), capacity=rec.get("capacity"),
+                   ttl_s=float(rec.get("ttl", 30)), deregister_after_s=float(rec.get("deregister_after", 90)),
+                   check=rec.get("check"), meta=dict(rec.get("meta") or {}), owner=rec.get("owner"),
+                   environment=rec.get("environment") or DEFAULT_ENVIRONMENT)
+
+
+@dataclass
+class Instance:
+    """A registration with its live state. Mutated only by `semreg.registry.registry.Registry`.
+
+    Times are on the registry's monotonic clock (leases run on it); `*_wall` are the same instants as
+    wall-clock seconds, for people."""
+
+    reg: Registration
+    registered_at: float
+    last_heartbeat: float
+    expires_at: float | None  # None when ttl is 0
+    registered_at_wall: float
+    expires_at_wall: float | None
+    admin_status: str = UP  # up | blocked | draining, as the last heartbeat said
+    check_passing: bool = True
+    expired: bool = False
+    load: float = 0.0
+    routes_since_report: int = 0
+    revision: int = 1
+    state_version: int = 0  # orders status changes of one revision, wherever they were made
+    leased: bool = True  # this shard runs its lease and checks (in a cluster, only the first live owner)
+    _view: bytes | None = None
+    _view_untagged: bytes | None = None
+    _state: tuple[str, int, str] | None = None
+    id: str = field(init=False)  # the registration's, as a plain attribute: read on every result
+
+    def __post_init__(self) -> None:
+        self.id = self.reg.id
+
+    @property
+    def status(self) -> str:
+        return CRITICAL if (self.expired or not self.check_passing) else self.admin_status
+
+    def invalidate_view(self) -> None:
+        self._view = self._view_untagged = None
+        self._state = None
+
+    @property
+    def state(self) -> tuple[str, int, str]:
+        """(id, revision, status): what a watcher of a result holding this instance compares."""
+        if self._state is None:
+            self._state = (self.reg.id, self.revision, self.status)
+        return self._state
+
+    def view(self, tags: bool = True) -> dict[str, Any]:
+        """The instance as clients see it; without `tags` its size no longer grows with its tag count."""
+        r = self.reg
+        out: dict[str, Any] = {"id": r.id, "service": r.service, "environment": r.environment,
+                               "address": r.address, "port": r.port, "scheme": r.scheme}
+        if tags:
+            out["tags"] = [t.as_json() for t in r.tags]
+        out.update({"weight": r.weight, "capacity": r.capacity, "ttl": r.ttl_s, "deregister_after": r.deregister_after_s,
+                    "check": r.check, "meta": r.meta, "status": self.status, "load": self.load,
+                    "expires_at": rfc3339(self.expires_at_wall), "registered_at": rfc3339(self.registered_at_wall)})
+        if r.owner is not None:  # the token that registered it (tokens in force): who else may change it
+            out["owner"] = r.owner
+        return out
+
+    def expires_at_text(self) -> str | None:
+        return rfc3339(self.expires_at_wall)
+
+    def view_json(self, tags: bool = True) -> bytes:
+        """The view, serialised once and kept until the instance changes (the discovery hot path)."""
+        if tags:
+            if self._view is None:
+                self._view = orjson.dumps(self.view())
+            return self._view
+        if self._view_untagged is None:
+            self._view_untagged = orjson.dumps(self.view(tags=False))
+        return self._view_untagged
+

@@ -1,0 +1,382 @@
+"""The shard of this process (`LocalShard`, behind the `semreg.registry.shard.Shard` protocol): the
+registry (instances, leases, catalogue), its durable records, the lease timer and the active health
+checks.
+
+Writes follow one order: validate (before the shard), make durable (the records, on the node's writer
+thread, so records land in the order requests asked), then apply in memory and report the changes.
+Revisions (`semreg.registry.revisions`) order the writes of one instance, wherever they were made: a copy older
+than what the shard holds is ignored, and a removal leaves a tombstone (kept `TOMBSTONE_KEEP_S`) so that
+an older copy never brings the instance back.
+
+In a cluster a shard holds the instances it owns on the ring, and runs the lease and the checks only of
+those it is the first live owner of (`set_primary`); their status changes are reported with a state
+version, for the other owners to take (`apply_states`).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from semreg.clock import Cancellable, Clock
+from semreg.errors import BadRequest
+from semreg.rdf.terms import Tag
+from semreg.registry import discovery
+from semreg.registry.catalogue import Match
+from semreg.registry.health import HealthChecker
+from semreg.registry.instances import Instance, Registration
+from semreg.registry.registry import Change, Registry
+from semreg.registry.revisions import Revisions
+from semreg.registry.selector import Selector
+from semreg.registry.shard import Listener
+from semreg.storage.store import Store
+
+log = logging.getLogger("semreg.shard")
+
+Write = Callable[..., Awaitable[Any]]  # runs a store operation on the node's writer thread, in order
+Submit = Callable[..., None]  # the same, for a write nobody waits for
+TOMBSTONE_KEEP_S = 24 * 3600.0
+
+
+def record_of(inst: Instance) -> dict[str, Any]:
+    """The durable form of an instance: its registration, when it was first registered, its admin status."""
+    rec = inst.reg.record()
+    rec["registered_at"] = inst.registered_at_wall
+    if inst.admin_status != "up":
+        rec["admin_status"] = inst.admin_status
+    return rec
+
+
+class LocalShard:
+    """The registry of this process behind the `Shard` protocol, with its records, leases and checks."""
+
+    def __init__(self, clock: Clock, store: Store, write: Write, submit: Submit,
+                 health: HealthChecker | None = None, node_id: str = "") -> None:
+        """`health`: the checker to use (tests give one with a fake probe); its reports come here."""
+        self.clock = clock
+        self.store = store
+        self._write = write
+        self._submit = submit
+        self.registry = Registry(clock, on_change=self._changed)
+        self.health = health or HealthChecker(self._apply_check, clock)
+        self.health.report = self._apply_check
+        self.revisions = Revisions(clock, node_id)
+        self._listeners: list[Listener] = []
+        self._expiry: Cancellable | None = None
+        self._expiry_when = 0.0
+        self._check_gen: dict[str, int] = {}
+        self.primary: Callable[[str], bool] = lambda instance_id: True
+        self._incoming: dict[str, int] = {}  # id → revision of a handed-over copy being made durable
+
+    # -- life cycle --------------------------------------------------------------------------------
+    async def open(self, post: Callable[[Callable[[], None]], None]) -> int:
+        """Restore the recorded instances (each with one fresh ttl) and tombstones, and start the checks
+        and the lease timer. `post(fn)` runs `fn` on the node's event loop from another thread."""
+        self.health.post = post
+        records = await self._write(self.store.load_records)
+        regs, revs, statuses, walls = [], [], [], []
+        expired_tombstones = []
+        keep_after = self.clock.wall() - TOMBSTONE_KEEP_S
+        for rec, rev in records:
+            self.revisions.observe(rev)
+            if rec.get("deleted"):
+                at = float(rec.get("deleted_at") or 0)
+                if at < keep_after:
+                    expired_tombstones.append(rec["id"])
+                else:
+                    self.registry.tombstones[rec["id"]] = (rev, at)
+                continue
+            try:
+                regs.append(Registration.from_record(rec))
+            except (KeyError, TypeError, ValueError):
+                log.warning("ignored an unreadable instance record", extra={"record": str(rec)[:200]})
+                continue
+            revs.append(rev)
+            status = rec.get("admin_status")
+            statuses.append(status if status in ("blocked", "draining") else None)
+            at = rec.get("registered_at")
+            walls.append(float(at) if isinstance(at, (int, float)) else None)
+        for iid in expired_tombstones:
+            await self._write(self.store.delete_record, iid)
+        self.health.start()
+        self.registry.put_many(regs, revs, admin_statuses=statuses, registered_at_wall=walls)
+        for reg in regs:
+            if not self.primary(reg.id):
+                self.registry.set_leased(reg.id, False)
+        self._arm_expiry()
+        return len(regs)
+
+    async def close(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+        await asyncio.to_thread(self.health.stop)
+
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def _changed(self, changes: list[Change]) -> None:
+        for c in changes:
+            if c.reason in ("registered", "replaced"):
+                self._check(c.id)
+            elif c.removed and self._check_gen.pop(c.id, None) is not None:
+                self.health.set(c.id, None)
+        for listener in self._listeners:
+            listener(changes)
+
+    def _check(self, instance_id: str) -> None:
+        """Probe this instance here if it has a check and this shard runs its lease; else not."""
+        inst = self.registry.instances.get(instance_id)
+        check = inst.reg.check if inst is not None and inst.leased else None
+        if check:
+            self._check_gen[instance_id] = self.health.set(instance_id, check)
+        elif self._check_gen.pop(instance_id, None) is not None:
+            self.health.set(instance_id, None)
+
+    # -- writes ------------------------------------------------------------------------------------
+    async def put(self, regs: list[Registration]) -> list[tuple[Instance, bool]]:
+        """Make registrations durable, then live. All or nothing: one store transaction."""
+        ids = [r.id for r in regs]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise BadRequest(f"the instance id '{dup}' appears more than once in the batch.", field="instances")
+        stored = await self.put_records([(reg, self.revisions.next()) for reg in regs])
+        return [(inst, created) for inst, created in stored if inst is not None]
+
+    async def put_records(self, items: list[tuple[Registration, int]], views: bool = True
+                          ) -> list[tuple[Instance | None, bool]]:
+        """Copies of registrations with their revisions (from this node or another): the ones newer than
+        what the shard holds are made durable (one transaction), then live; older ones are ignored
+        (None). Each with whether it was new here."""
+        wall = self.clock.wall()
+        fresh, records = [], []
+        for reg, revision in items:
+            self.revisions.observe(revision)
+            if not self.registry.newer(reg.id, revision):
+                continue
+            old = self.registry.instances.get(reg.id)
+            rec = reg.record()
+            rec["registered_at"] = old.registered_at_wall if old is not None else wall
+            if old is not None and old.admin_status != "up":
+                rec["admin_status"] = old.admin_status
+            records.append((rec, revision))
+            fresh.append((reg, revision))
+        if records:
+            await self._write(self.store.save_records, records)
+        # applied only now: another write of the same instance may have landed while this one was stored
+        applied = {inst.id: (inst, created) for inst, created in
+                   self.registry.put_many([r for r, _ in fresh], [v for _, v in fresh])}
+        for reg, _ in fresh:
+            if reg.id in applied and not self.primary(reg.id):
+                self.registry.set_leased(reg.id, False)
+                self._check(reg.id)
+        self._arm_expiry()
+        return [applied.get(reg.id, (None, False)) for reg, _ in items]
+
+    async def restore_records(self, items: list[tuple[dict[str, Any], int]]) -> int:
+        """Copies handed over by another owner, in their durable form (with registration time and admin
+        status); returns how many were newer than what this shard held."""
+        wall = self.clock.wall()
+        fresh: list[tuple[dict[str, Any], int]] = []
+        tombs: list[tuple[str, int]] = []
+        for rec, revision in items:
+            self.revisions.observe(revision)
+            if not self.registry.newer(rec["id"], revision) or self._incoming.get(rec["id"], 0) >= revision:
+                continue  # held, or being stored from another owner's hand-off right now
+            if rec.get("deleted"):
+                tombs.append((rec["id"], revision))
+            else:
+                fresh.append((rec, revision))
+        if fresh:
+            for rec, revision in fresh:
+                self._incoming[rec["id"]] = revision
+            try:
+                await self._write(self.store.save_records, fresh)
+            finally:
+                for rec, revision in fresh:
+                    if self._incoming.get(rec["id"]) == revision:
+                        del self._incoming[rec["id"]]
+            regs = [Registration.from_record(rec) for rec, _ in fresh]
+            statuses = [rec.get("admin_status") for rec, _ in fresh]
+            walls = [rec.get("registered_at") or wall for rec, _ in fresh]
+            self.registry.put_many(regs, [rev for _, rev in fresh], admin_statuses=statuses, registered_at_wall=walls)
+            for reg in regs:
+                if not self.primary(reg.id):
+                    self.registry.set_leased(reg.id, False)
+                    self._check(reg.id)
+            self._arm_expiry()
+        for iid, revision in tombs:
+            await self.delete_record(iid, revision)
+        return len(fresh) + len(tombs)
+
+    async def delete(self, instance_id: str) -> None:
+        self.registry.get(instance_id)
+        await self.delete_record(instance_id, self.revisions.next())
+
+    async def delete_record(self, instance_id: str, revision: int) -> bool:
+        """A removal with its revision: a tombstone, durable, then the instance leaves. False when the
+        shard already held something newer."""
+        self.revisions.observe(revision)
+        if not self.registry.newer(instance_id, revision):
+            return False
+        tomb = {"id": instance_id, "deleted": True, "deleted_at": self.clock.wall()}
+        await self._write(self.store.save_records, [(tomb, revision)])
+        self.registry.delete(instance_id, revision=revision)
+        return True
+
+    async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Instance:
+        inst = self.registry.get(instance_id)
+        revision = None
+        if status is not None and status != inst.admin_status:
+            revision = self.revisions.next()
+            rec = record_of(inst)
+            rec["admin_status"] = status
+            await self._write(self.store.save_records, [(rec, revision)])
+        inst = self.registry.heartbeat(instance_id, load=load, status=status, revision=revision,
+                                       state_version=self.revisions.next())
+        self._arm_expiry()
+        return inst
+
+    async def record_route(self, instance_id: str) -> None:
+        self.registry.record_route(instance_id)
+
+    def apply_states(self, states: Iterable[tuple[str, int, int, str, bool, bool]]) -> int:
+        """Statuses another owner reported: (id, revision, state version, admin status, expired, check
+        passing). Returns how many were newer here."""
+        applied = 0
+        for iid, revision, version, admin_status, expired, passing in states:
+            if self.registry.apply_state(iid, revision, version, admin_status, expired, passing) is not None:
+                applied += 1
+        return applied
+
+    @staticmethod
+    def state_of(inst: Instance) -> tuple[str, int, int, str, bool, bool]:
+        return (inst.id, inst.revision, inst.state_version, inst.admin_status, inst.expired, inst.check_passing)
+
+    # -- ownership ---------------------------------------------------------------------------------
+    def set_primary(self, primary: Callable[[str], bool]) -> None:
+        """Which instances this shard runs the lease and checks of (a ring change moves some)."""
+        self.primary = primary
+        for iid in list(self.registry.instances):
+            leased = primary(iid)
+            if self.registry.instances[iid].leased != leased:
+                self.registry.set_leased(iid, leased)
+                self._check(iid)
+        self._arm_expiry()
+
+    def inventory(self) -> dict[str, int]:
+        """Every instance and tombstone this shard holds, with its revision (a tombstone's negated)."""
+        out = {iid: inst.revision for iid, inst in self.registry.instances.items()}
+        out.update({iid: -rev for iid, (rev, _) in self.registry.tombstones.items()})
+        return out
+
+    def export(self, ids: Iterable[str]) -> list[tuple[dict[str, Any], int]]:
+        """The durable form of these instances and tombstones, for another owner."""
+        out = []
+        for iid in ids:
+            inst = self.registry.instances.get(iid)
+            if inst is not None:
+                out.append((record_of(inst), inst.revision))
+                continue
+            tomb = self.registry.tombstones.get(iid)
+            if tomb is not None:
+                out.append(({"id": iid, "deleted": True, "deleted_at": tomb[1]}, tomb[0]))
+        return out
+
+    async def drop(self, ids: Iterable[str]) -> int:
+        """Let go of copies (and tombstones) this shard no longer owns, once their owners hold them."""
+        dropped = 0
+        for iid in ids:
+            known = iid in self.registry.instances or self.registry.tombstones.pop(iid, None) is not None
+            if not known:
+                continue
+            self.registry.drop(iid)
+            await self._write(self.store.delete_record, iid)
+            dropped += 1
+        return dropped
+
+    def forget_tombstones(self) -> int:
+        gone = self.registry.forget_tombstones(self.clock.wall() - TOMBSTONE_KEEP_S)
+        for iid in gone:
+            self._submit(self.store.delete_record, iid)
+        return len(gone)
+
+    # -- reads -------------------------------------------------------------------------------------
+    def held(self, instance_id: str) -> Instance | None:
+        """The instance as this shard holds it now, if it does."""
+        return self.registry.instances.get(instance_id)
+
+    async def get(self, instance_id: str) -> Instance:
+        return self.registry.get(instance_id)
+
+    async def instances(self, service: str | None) -> list[Instance]:
+        return self.registry.of_service(service)
+
+    async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None, str]]:
+        """Of these instances, the ones held here: their revision, the token that registered them and their
+        environment."""
+        held = self.registry.instances
+        return {iid: (inst.revision, inst.reg.owner, inst.reg.environment) for iid in ids
+                if (inst := held.get(iid)) is not None}
+
+    async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part:
+        return self.part(q)
+
+    def part(self, q: discovery.DiscoverQuery) -> discovery.Part:
+        return discovery.part(self.registry.catalogue, self.registry.instances, q)
+
+    async def holders(self, tags: list[Tag], with_tags: bool = True) -> dict[Tag, list[Instance]]:
+        """Each tag's holders (`with_tags` matters only to a shard that sends views elsewhere)."""
+        holders = self.registry.catalogue.holders
+        instances = self.registry.instances
+        return {tag: [instances[i] for i in sorted(holders.get(tag, ())) if i in instances] for tag in tags}
+
+    async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]:
+        return self.registry.catalogue.expand(query, match)
+
+    async def tag_holders(self, selector: Selector) -> dict[Tag, set[str]]:
+        """Every tag of this shard with the ids of its instances the selector admits (read, do not keep)."""
+        return self.registry.tag_holders(selector)
+
+    async def names_term(self, iri: str) -> bool:
+        return any(iri in terms for terms in self.registry.catalogue.by_position)
+
+    # -- leases ------------------------------------------------------------------------------------
+    def _arm_expiry(self) -> None:
+        """One timer, at the earliest lease deadline, so an expired instance leaves discovery at once."""
+        deadline = self.registry.next_deadline()
+        if self._expiry is not None:
+            if deadline is not None and abs(self._expiry_when - deadline) < 1e-6:
+                return
+            self._expiry.cancel()
+            self._expiry = None
+        if deadline is None:
+            return
+        self._expiry_when = deadline
+        self._expiry = self.clock.call_at(deadline, self._on_expiry_timer)
+
+    def _on_expiry_timer(self) -> None:
+        self._expiry = None
+        changes = self.registry.expire()
+        for c in changes:
+            if c.removed:
+                # a deletion after deregister_after: a tombstone, so that no copy brings it back
+                revision = self.revisions.next()
+                self.registry.tombstones[c.id] = (revision, self.clock.wall())
+                self._submit(self.store.save_records, [({"id": c.id, "deleted": True,
+                                                         "deleted_at": self.clock.wall()}, revision)])
+            log.info("instance " + c.reason, extra={"instance": c.id})
+        self._arm_expiry()
+
+    # -- health checks -----------------------------------------------------------------------------
+    def _apply_check(self, iid: str, gen: int, passing: bool, detail: str) -> None:
+        if self._check_gen.get(iid) != gen:
+            return  # a result for a check that was replaced or removed meanwhile
+        inst = self.registry.instances.get(iid)
+        if inst is None:
+            return
+        was = inst.check_passing
+        self.registry.set_check_result(iid, passing, state_version=self.revisions.next())
+        if was != passing:
+            log.info("check " + ("passing" if passing else "failing"), extra={"instance": iid, "detail": detail})
+            self._arm_expiry()

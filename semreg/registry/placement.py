@@ -1,0 +1,64 @@
+"""Where instances live: the owners of an instance, and the shards a read asks.
+
+`Single` is a node alone: one local shard owns everything. `semreg.cluster.cluster.Cluster` is the ring's
+placement: an instance's owners are the first `replicas` members clockwise from `mmh3(id)`, the first of
+them runs its lease, and a read asks every member once.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from semreg.registry.local_shard import LocalShard
+
+LOCAL = "local"
+
+
+class Placement(Protocol):
+    replicas: int
+
+    def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Any]]: ...
+    # (member, shard), first owner first; with `avoid`, members that failed are passed over for the next
+    # ones clockwise (stand-ins, that hand the record to its owners later)
+
+    def needed(self, instance_id: str) -> int: ...  # durable copies a write needs
+
+    def readers(self) -> list[tuple[str, Any]]: ...  # every member's shard, once
+
+    def failed(self, member: str) -> None: ...  # a request to it got no answer
+
+    def answered(self, member: str) -> None: ...
+
+    def missing(self, failed: Iterable[str]) -> list[str]: ...  # members whose records no answer covered
+
+    def next_revision(self) -> int: ...
+
+
+class Single:
+    """A node alone."""
+
+    replicas = 1
+
+    def __init__(self, shard: LocalShard) -> None:
+        self.shard = shard
+
+    def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Any]]:
+        return [(LOCAL, self.shard)]
+
+    def needed(self, instance_id: str) -> int:
+        return 1
+
+    def readers(self) -> list[tuple[str, Any]]:
+        return [(LOCAL, self.shard)]
+
+    def failed(self, member: str) -> None:
+        return None
+
+    def answered(self, member: str) -> None:
+        return None
+
+    def missing(self, failed: Iterable[str]) -> list[str]:
+        return sorted(failed)  # nothing fails here: a local shard answers or raises
+
+    def next_revision(self) -> int:
+        return self.shard.revisions.next()

@@ -1,0 +1,60 @@
+"""A shard: what one partition of the registry does, behind one protocol.
+
+`Shard` is the seam a node's coordinator talks to: register (create or replace), deregister,
+heartbeat, read instances, resolve a discovery over its instances (`semreg.registry.discovery.Part`),
+count and look up tags, record a route, and report its changes (per-query watching is the
+coordinator's, over those changes). The shard of this process is `semreg.registry.local_shard`; a shard
+on another node answers the same calls over HTTP (`semreg.cluster.peer`) and raises `ShardUnavailable`
+when it does not answer.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from semreg.rdf.terms import Tag
+from semreg.registry import discovery
+from semreg.registry.catalogue import Match
+from semreg.registry.instances import Instance, Registration
+from semreg.registry.registry import Change
+from semreg.registry.selector import Selector
+
+Listener = Callable[[list[Change]], None]
+
+
+class ShardUnavailable(Exception):
+    """The shard did not answer: another node's, reached over the network (refused, reset, past its
+    timeout). The coordinator then tries another owner, or answers with what the others said."""
+
+    def __init__(self, member: str, reason: str) -> None:
+        super().__init__(f"{member}: {reason}")
+        self.member = member
+        self.reason = reason
+
+
+class Shard(Protocol):
+    async def put(self, regs: list[Registration]) -> list[tuple[Instance, bool]]: ...
+
+    async def delete(self, instance_id: str) -> None: ...
+
+    async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Instance: ...
+
+    async def get(self, instance_id: str) -> Instance: ...
+
+    async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None, str]]: ...
+
+    async def instances(self, service: str | None) -> list[Instance]: ...
+
+    async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part: ...
+
+    async def holders(self, tags: list[Tag], with_tags: bool = True) -> dict[Tag, list[Instance]]: ...
+
+    async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]: ...
+
+    async def tag_holders(self, selector: Selector) -> dict[Tag, set[str]]: ...
+
+    async def names_term(self, iri: str) -> bool: ...
+
+    async def record_route(self, instance_id: str) -> None: ...
+
+    def subscribe(self, listener: Listener) -> None: ...

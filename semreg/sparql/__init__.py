@@ -1,0 +1,12 @@
+"""The SPARQL 1.1 endpoint's machinery: the protocol operation (`protocol`), representations
+(`formats`), the lexical scan (`scan`), evaluation within limits (`runner`), the result cache
+(`cache`), the service description (`description`); the replica the queries read and what feeds it
+(`replica`, `feed`, `queries`); the query processes (`worker`, `job`, `service`, `shared_page`,
+`frames`), the server's side of them (`pool`, with its parts `pool_process`, `pool_state`,
+`pool_lifecycle`, `pool_stream`, `pool_placement`), their side of the connections they serve
+(`connections`, `channel`, `served_connections`) and the hand-over of connections to them (`handoff`).
+
+May import: `semreg.access` (tokens), `semreg.storage`, `semreg.rdf`, `semreg.http1` and the top-level
+modules. Must not import the registry, the knowledge or the reasoning (it reads RDF, not their objects),
+the cluster, or HTTP (`semreg.http`, Starlette): the ASGI route over this machinery is `semreg.http.sparql`.
+"""

@@ -1,0 +1,285 @@
+"""A query process serving `/sparql` connections itself, beside the queries the server sends it.
+
+`semreg serve` hands a connection whose first request is for `/sparql` to a query process (with the
+bytes read so far): from then on the process reads its requests, evaluates them on its replica and writes
+the answers, and the server's event loop never sees them. A process holds several connections and serves
+them one request at a time (`semreg.sparql.served_connections`), talks to the server through its end of
+their socket (`semreg.sparql.channel`), and runs the loop below.
+
+- **The loop** waits on the channel and the connections at once; between reads it answers connections
+  handed over with a whole request already read, runs the queries the server sent (`evaluate`), applies
+  the changes once more than `DEFER_LIMIT` batches wait, closes idle connections and sends the metrics.
+- **A long query.** A watcher thread notices an evaluation still running after `HANDBACK_S` (or half the
+  time limit, when that is shorter): it sends the process's other connections back to the server with
+  what was read of them ("moved"), so that nothing waits behind the query, and says so ("long"), so that
+  the server sends the process nothing new and kills it at the query's deadline if it is still running.
+  After `DEMOTE_S` it drops the process to the lowest CPU priority. A process that had a long query
+  retires once it is over (a fresh fork is cheaper than the priority back).
+- **Read-your-writes.** Before a query the process compares what it has taken in with the page the
+  server shares (`semreg.sparql.shared_page`); when it is behind it asks the server for the changes it holds
+  back (`("flush", ticket)`) and reads them until it has everything acknowledged before the query
+  arrived. Changes wait, in the server and then unapplied here, until a query needs them.
+- **Metrics.** Requests are counted here and sent to the server about once a second.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import selectors
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pyoxigraph as ox
+
+from semreg.errors import SemregError, Unavailable
+from semreg.sparql import replica
+from semreg.sparql.channel import Channel
+from semreg.sparql.job import Job
+from semreg.sparql.protocol import QueryRequest
+from semreg.sparql.runner import Limits, run_query, time_limit_error
+from semreg.sparql.served_connections import Conn, ServedConnections
+from semreg.sparql.service import EARLY_STOP_S, Gate, QueryService
+from semreg.sparql.shared_page import SharedPage
+
+log = logging.getLogger("semreg.sparql_connections")
+
+HANDBACK_S = 0.1
+DEMOTE_S = 0.25
+LOWEST_PRIORITY = 19
+METRICS_EVERY_S = 1.0
+METRICS_BATCH = 512
+DEFER_LIMIT = 64  # batches of changes kept unapplied; past it they are applied while idle
+
+
+class ConnectionServer(ServedConnections):
+    def __init__(self, channel: Channel, store: ox.Store, page: SharedPage, slot: int, gate: Gate | None,
+                 prefixes: dict[str, str] | None = None, prefix_version: int = 0, ticket: int = 0) -> None:
+        self.channel = channel
+        self.store = store
+        self.page = page
+        self.slot = slot
+        self.service = QueryService(store, gate) if gate is not None else None
+        if self.service is not None:
+            self.service.prefixes = prefixes
+        self.prefixes = prefixes or {}
+        self.prefix_version = prefix_version
+        self.ticket = ticket  # the last ticket received: every change at or below it is in `deferred` or applied
+        self.generation = 0  # batches applied (the result cache's key)
+        self.asked_ticket = 0
+        self.deferred: list[Any] = []
+        self.conns: dict[int, Conn] = {}
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(channel.sock, selectors.EVENT_READ, None)
+        self.lock = threading.Lock()  # who owns the connections: the loop or the watcher handing them back
+        self.cond = threading.Condition()
+        self.current: tuple[int, int, float, float] | None = None  # (seq, conn, started, deadline)
+        self.watcher_sleeping = False
+        self.retiring = False
+        self.exiting = False
+        self.jobs: collections.deque[Any] = collections.deque()
+        self.job_prefixes: dict[str, str] | None = None
+        self.waiting: collections.deque[Conn] = collections.deque()  # adopted with a request already read
+        self.answers: dict[int, Any] = {}
+        self.asked = 0
+        self.observations: list[tuple[str, int, float]] = []
+        self.flushed_at = time.monotonic()
+        self.swept_at = time.monotonic()
+        self.watcher = threading.Thread(target=self._watch, name="semreg-query-watcher", daemon=True)
+
+    # -- the loop -----------------------------------------------------------------------------------------
+    def run(self) -> int:
+        self.watcher.start()
+        while not self.exiting:
+            timeout = self._timeout()
+            for key, _ in self.selector.select(timeout):
+                if key.data is None:
+                    if not self.channel.receive(0):
+                        return 0
+                    self._handle_inbox()
+                else:
+                    self._readable(key.data)
+                if self.exiting:
+                    break
+            while self.waiting and not self.exiting:
+                conn = self.waiting.popleft()
+                if self.conns.get(conn.id) is conn:
+                    self._process(conn)
+            while self.jobs and not self.exiting:
+                self._job(self.jobs.popleft())
+            if len(self.deferred) > DEFER_LIMIT and self.current is None:
+                self._apply()
+            self._expire_idle()
+            self._flush_metrics()
+            if self.retiring and self.current is None:
+                self._give_back(list(self.conns.values()), "moved")
+                self._flush_metrics(force=True)
+                return 0
+        self._flush_metrics(force=True)
+        return 0
+
+    def _timeout(self) -> float | None:
+        if self.conns or self.observations:
+            return 1.0
+        return None
+
+    def _handle_inbox(self) -> None:
+        inbox = self.channel.inbox
+        while inbox:
+            self._message(inbox.popleft())
+
+    def _message(self, message: Any) -> None:
+        kind = message[0]
+        if kind == "changes":
+            self.deferred.append(message[1])
+        elif kind == "ticket":
+            self.ticket = message[1]
+        elif kind == "prefixes":
+            _, self.prefix_version, self.prefixes = message
+            if self.service is not None:
+                self.service.prefixes = self.prefixes
+        elif kind == "conn":
+            self._adopt(message[1], message[2])
+        elif kind == "gate":
+            if self.service is None:
+                self.service = QueryService(self.store, message[1])
+                self.service.prefixes = self.prefixes
+            else:
+                self.service.set_gate(message[1])
+        elif kind == "query":
+            self.jobs.append(message)
+        elif kind == "answer":
+            self.answers[message[1]] = message[2]
+        elif kind == "retire":
+            self.retiring = True
+        elif kind == "exit":
+            self.exiting = True
+
+    # -- the replica --------------------------------------------------------------------------------------
+    def sync(self, deadline: float) -> None:
+        """Take in every change and prefix acknowledged before now (the `Replica` of `QueryService`)."""
+
+        def caught_up() -> bool:
+            requested, prefixes = self.page.wanted()
+            if requested > self.ticket and requested > self.asked_ticket:
+                self.asked_ticket = requested
+                self.channel.send(("flush", requested))  # the server holds changes back until asked
+            return self.ticket >= requested and self.prefix_version >= prefixes
+
+        self._wait_for_server(caught_up, deadline, "the server stopped while the query waited for its changes")
+        self._apply()
+
+    def _wait_for_server(self, done: Callable[[], bool], deadline: float, stopped: str) -> None:
+        """Read the server's messages until `done()`; 503 at the deadline, or when the server has gone."""
+        while not done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise time_limit_error(self._time_limit())
+            if not self.channel.receive(left):
+                raise Unavailable(f"{stopped}; try again.")
+            self._handle_inbox()
+
+    def _apply(self) -> None:
+        for changes in self.deferred:
+            replica.apply(self.store, changes)
+            self.generation += 1
+        self.deferred.clear()
+
+    def _time_limit(self) -> float:
+        return self.service.gate.time_limit_s if self.service is not None else 10.0
+
+    # -- the server's queries (sent over the channel) ---------------------------------------------------
+    def _job(self, message: Any) -> None:
+        _, qid, job = message
+        self._apply()
+        if job.prefixes is not None:
+            self.job_prefixes = job.prefixes
+        started = time.monotonic()
+        deadline = started + job.time_left_s
+        self._begin(0, started, deadline)
+        try:
+            answer = evaluate(self.store, qid, job, self.job_prefixes or self.prefixes)
+        finally:
+            self._end()
+        self.channel.send(answer)
+
+    # -- the round trip to the server ------------------------------------------------------------------
+    def _ask(self, key: str | None, deadline: float) -> SemregError | None:
+        self.asked += 1
+        seq = self.asked
+        self.channel.send(("ask", seq, key))
+        self._wait_for_server(lambda: seq in self.answers, deadline, "the server stopped while the query waited")
+        return self.answers.pop(seq)
+
+    # -- evaluation, watched --------------------------------------------------------------------------
+    def _begin(self, conn_id: int, started: float, deadline: float) -> None:
+        seq = self.page.begin(self.slot, conn_id, deadline)
+        self.current = (seq, conn_id, started, deadline)
+        if self.watcher_sleeping:
+            with self.cond:
+                self.cond.notify()
+
+    def _end(self) -> None:
+        self.page.end(self.slot)
+        self.current = None
+
+    def _watch(self) -> None:
+        """Hand the other connections back when an evaluation runs long; lower the priority after."""
+        while True:
+            with self.cond:
+                self.watcher_sleeping = True
+                while self.current is None:
+                    self.cond.wait()
+                self.watcher_sleeping = False
+            current = self.current
+            if current is None:
+                continue
+            seq, conn_id, started, deadline = current
+            due = started + min(HANDBACK_S, (deadline - started) / 2)
+            if time.monotonic() < due:
+                time.sleep(due - time.monotonic())
+                continue
+            if self.current is not current:
+                continue
+            with self.lock:
+                self.retiring = True
+                self._give_back([c for c in self.conns.values() if c.id != conn_id], "moved")
+            self.channel.send(("long", conn_id, seq, deadline))
+            delay = started + DEMOTE_S - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            if self.current is current:
+                try:
+                    os.setpriority(os.PRIO_PROCESS, os.getpid(), LOWEST_PRIORITY)  # the thread evaluating
+                except OSError as exc:
+                    log.warning("a long query's process could not lower its priority", extra={"error": str(exc)})
+            return
+
+    # -- metrics ----------------------------------------------------------------------------------------
+    def _flush_metrics(self, force: bool = False) -> None:
+        if not self.observations:
+            return
+        now = time.monotonic()
+        if force or len(self.observations) >= METRICS_BATCH or now - self.flushed_at >= METRICS_EVERY_S:
+            observations, self.observations = self.observations, []
+            self.flushed_at = now
+            with contextlib.suppress(OSError):  # the server has gone: the loop sees it at its next read
+                self.channel.send(("metrics", observations))
+
+
+def evaluate(store: ox.Store, qid: int, job: Job, prefixes: dict[str, str]) -> tuple:
+    """A query the server sent, evaluated: the message that answers it."""
+    request = QueryRequest(job.query, tuple(ox.NamedNode(g) for g in job.default_graphs),
+                           tuple(ox.NamedNode(g) for g in job.named_graphs))
+    limits = Limits(time.monotonic() + job.time_left_s - EARLY_STOP_S, job.time_limit_s, job.result_limit)
+    try:
+        output = run_query(store, request, accept=job.accept, limits=limits, prefixes=prefixes or None,
+                           base_iri=job.base_iri)
+    except SemregError as exc:
+        return ("error", qid, exc)
+    except MemoryError:
+        return ("error", qid, Unavailable("the query needs more memory than a query may use here; narrow it."))
+    return ("result", qid, output.content_type, output.body)

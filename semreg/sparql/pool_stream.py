@@ -1,0 +1,150 @@
+"""The replica stream to the query processes (`semreg.sparql.pool`): what the node publishes, handed to
+the template and the workers, changes held back until they are needed.
+
+`publish(item)` takes, from any thread and in order, `("snapshot", bytes)` (loaded by a new template;
+everything published before it is contained in it), `("changes", [...])`, `("ticket", n)` (every change
+the feed was asked for up to `n` is in the stream before it), `("prefixes", version, map)` and
+`("gate", Gate)`. `drain()` hands them to the processes on the event loop. Changes and tickets wait: the
+template's until writes pause (`QUIET_S`), before it forks, or every `DEFER_LIMIT_BYTES`; a worker's
+until a query needs them (a query sent to it, or a worker asking with `("flush", ticket)`). A worker that
+falls `DEFER_LIMIT_BYTES` behind while nobody queries it is replaced by a fresh fork. A registry with no
+SPARQL traffic pays for one copy, not one per process, and not during a burst of writes.
+`note_requested(n)` and `note_prefixes(...)` write the shared page (`semreg.sparql.shared_page`) before a
+write is acknowledged, so a process knows what a query must have seen without asking.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from semreg.sparql.frames import encode
+from semreg.sparql.pool_process import Process
+from semreg.sparql.pool_state import MiB, PoolState
+
+DEFER_LIMIT_BYTES = 16 * MiB  # changes held for the template before it applies them anyway
+QUIET_S = 0.5  # the template applies the changes held for it once no change came for this long
+
+
+class ReplicaStream(PoolState):
+    def publish(self, item: tuple) -> None:
+        """A stream item (see the module's doc), from any thread, in order.
+
+        Before `start()` changes are dropped: the snapshot `start()` asks for contains them."""
+        if not self._started:
+            return
+        with self._inbox_lock:
+            self._inbox.append(item)
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self.drain)
+
+    def note_requested(self, ticket: int) -> None:
+        """The replica feed was asked for change `ticket` (before the write is acknowledged): a query
+        from now on waits for the stream to reach it."""
+        self._requested = ticket
+        if self._page is not None:
+            self._page.publish(requested=ticket)
+
+    def note_prefixes(self, version: int, prefixes: dict[str, str]) -> None:
+        """The prefix map changed: the page says so at once, and the stream carries the new map."""
+        self._prefix_version = version
+        self._prefix_map = prefixes
+        if self._page is not None:
+            self._page.publish(prefixes=version)
+        self.publish(("prefixes", version, prefixes))
+
+    def set_gate(self, gate: Any) -> None:
+        """What the workers check of callers on their own connections (`semreg.sparql.service.Gate`)."""
+        self._gate = gate
+        if self._started:
+            self.publish(("gate", gate))
+
+    def drain(self) -> None:
+        """Hand what was published to the processes (on the event loop)."""
+        while self._inbox:
+            with self._inbox_lock:
+                if not self._inbox:
+                    return
+                item = self._inbox.popleft()
+            kind = item[0]
+            if kind == "snapshot":
+                self._load(item[1])
+                continue
+            if kind == "changes":
+                self.generation += 1
+            frame = encode(item)
+            template = self._template
+            if template is not None and template.state == "live":
+                self._defer_to_template(template, frame)
+            self._to_workers(item, frame)
+
+    def _load(self, snapshot: bytes) -> None:
+        """The snapshot a starting template waits for; then the prefixes and the gate as they are now."""
+        template = self._template
+        if template is not None and template.state == "waiting":
+            template.send(encode(("load", snapshot)))
+            template.send(encode(("prefixes", self._prefix_version, self._prefix_map)))
+            if self._gate is not None:
+                template.send(encode(("gate", self._gate)))
+            template.state = "live"
+            self._grow()
+
+    def _to_workers(self, item: tuple, frame: bytes) -> None:
+        """Prefixes and the gate go at once; changes and tickets wait until a query needs them."""
+        kind = item[0]
+        held = kind in ("changes", "ticket")
+        stale: list[Process] = []
+        for worker in self._workers.values():
+            if worker.state == "dead":
+                continue
+            if not held:
+                worker.send(frame)  # prefixes and the gate go at once
+                continue
+            worker.deferred.append(frame)
+            worker.deferred_bytes += len(frame)
+            if worker.wants:
+                worker.send_deferred()
+            elif worker.deferred_bytes > DEFER_LIMIT_BYTES and not worker.retiring:
+                stale.append(worker)
+            if kind == "ticket" and item[1] >= worker.wants:
+                worker.wants = 0
+        for worker in stale:
+            self._replace(worker)
+
+    def _replace(self, worker: Process) -> None:
+        """A worker that fell `DEFER_LIMIT_BYTES` behind while nobody queried it: a fresh fork of the
+        template (which applies changes once for all) is cheaper than every worker catching up. One
+        evaluating takes them instead; one that is not leaves, sending its connections back."""
+        page = self._page
+        if worker.state == "busy" or (page is not None and worker.slot >= 0 and page.evaluating(worker.slot)):
+            worker.send_deferred()
+            return
+        worker.retiring = True
+        worker.deferred.clear()
+        worker.deferred_bytes = 0
+        if worker.state == "starting" or worker.channel is None:
+            self._retire(worker, kill=True)
+        else:
+            worker.send(encode(("retire",)))
+        self._grow()
+
+    def _defer_to_template(self, template: Process, frame: bytes) -> None:
+        """The template applies changes once the registry has been quiet for `QUIET_S`, before it forks
+        a worker, or when `DEFER_LIMIT_BYTES` have waited: a burst of writes does not share the CPU with
+        keeping a copy nobody queries yet."""
+        template.deferred.append(frame)
+        template.deferred_bytes += len(frame)
+        if template.deferred_bytes > DEFER_LIMIT_BYTES:
+            template.send_deferred()
+            return
+        if self._quiet is not None:
+            self._quiet.cancel()
+        assert self._loop is not None
+        self._quiet = self._loop.call_later(QUIET_S, self._flush_template)
+
+    def _flush_template(self) -> None:
+        self._quiet = None
+        template = self._template
+        if template is not None and template.state == "live":
+            template.send_deferred()

@@ -1,0 +1,150 @@
+"""`/sparql` as a query process answers it on a connection it serves itself: the endpoint's rules
+(`semreg.http.sparql`), evaluated in this process.
+
+The server sends each process a `Gate`: what the route needs of a caller (the tokens, the scope) and
+the endpoint's limits. What needs the server's own state (a rate limit, a cluster's read barrier) is
+asked of it in one round trip (`Gate.ask`); a single node without a rate limit asks nothing.
+
+    QueryService(store, gate).respond(request, ...) -> Reply     (status, headers, body)
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
+
+import orjson
+import pyoxigraph as ox
+
+from semreg.access.tokens import Tokens
+from semreg.errors import SemregError, Unavailable
+from semreg.http1.server import RequestHead
+from semreg.sparql.cache import ResultCache, cache_key
+from semreg.sparql.description import describe_output, valid_iri
+from semreg.sparql.formats import require_some
+from semreg.sparql.protocol import query_request
+from semreg.sparql.runner import Limits, Output, run_query, time_limit_error
+
+log = logging.getLogger("semreg.sparql_service")
+
+PATH = "/sparql"
+METHODS = ("GET", "POST")
+# A query stops itself this long before its deadline, so that the server rarely has to kill its process.
+EARLY_STOP_S = 0.05
+
+
+class Gate(NamedTuple):
+    """What the server tells its query processes about callers and limits (sent again when it changes)."""
+
+    tokens: Tokens  # without a tokens file, it lets every caller in
+    scope: str | None  # the scope /sparql needs
+    every_environment: bool  # a token bound to environments may not read every one (SPARQL sees them all)
+    ask: bool  # ask the server before each query (its rate limit, a cluster's read barrier)
+    rate_limited: bool
+    endpoint_url: str | None
+    time_limit_s: float
+    result_limit: int | None
+    max_body_bytes: int
+    cache_bytes: int
+
+
+class Reply(NamedTuple):
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+
+
+class Replica(Protocol):
+    """The process's copy of the graphs: `sync(deadline)` takes in every change acknowledged before now
+    (`Unavailable` at the deadline); `generation` moves with every change taken in."""
+
+    generation: int
+
+    def sync(self, deadline: float) -> None: ...
+
+
+# ask(rate-limit key or None, deadline) -> the error to answer instead (None: go on), after the server's
+# read barrier when it has one
+Ask = Callable[[str | None, float], SemregError | None]
+
+
+def error_reply(exc: SemregError) -> Reply:
+    """The JSON error the server's routes answer for `exc` (`semreg.http.responses.error_response`)."""
+    headers = [(b"content-type", b"application/json")]
+    headers += [(name.lower().encode("latin-1"), str(value).encode("latin-1")) for name, value in exc.headers.items()]
+    if exc.status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="semreg"'))
+    return Reply(exc.status, headers, orjson.dumps(exc.body()))
+
+
+def stopped_reply(time_limit_s: float) -> Reply:
+    """What a query killed at its time limit answers (written by the server once the process is gone)."""
+    return error_reply(time_limit_error(time_limit_s))
+
+
+class QueryService:
+    def __init__(self, store: ox.Store, gate: Gate) -> None:
+        self.store = store
+        self.gate = gate
+        self.cache = ResultCache(gate.cache_bytes)
+        self.prefixes: dict[str, str] | None = None
+
+    def set_gate(self, gate: Gate) -> None:
+        if gate.cache_bytes != self.gate.cache_bytes:
+            self.cache = ResultCache(gate.cache_bytes)
+        self.gate = gate
+
+    def admit(self, head: RequestHead, client: str) -> str | None:
+        """Check the caller (`semreg.http.gate`, for this one route); the key of its rate limit, when the
+        server keeps one."""
+        gate = self.gate
+        if gate.scope is None:
+            return None
+        principal = gate.tokens.authenticate(head.headers.get("authorization"))
+        principal.require(gate.scope)
+        if principal.bound and gate.every_environment:
+            principal.require_every_environment(PATH)
+        if not gate.rate_limited:
+            return None
+        return principal.name if gate.tokens.enabled else client
+
+    def respond(self, head: RequestHead, body: bytes, *, host: str, client: str, deadline: float,
+                replica: Replica, ask: Ask | None) -> Reply:
+        """The answer to one `/sparql` request (GET or POST); `host` is the Host header or the address
+        the connection reached, `client` the caller's address."""
+        gate = self.gate
+        try:
+            key = self.admit(head, client)
+            if gate.ask and ask is not None:
+                refused = ask(key, deadline)
+                if refused is not None:
+                    raise refused
+            operation = query_request(head.method, head.query_string, head.headers.get("content-type", ""), body)
+            accept = head.headers.get("accept")
+            url = gate.endpoint_url or f"http://{host}{PATH}"
+            if operation.query is None:
+                return _ok(describe_output(url, accept))
+            require_some(accept)
+            replica.sync(deadline)
+            base_iri = valid_iri(url)
+            cache_id = cache_key(operation, accept, base_iri)
+            generation = replica.generation
+            hit = self.cache.get(cache_id, generation)
+            if hit is not None:
+                return _ok(hit)
+            limits = Limits(deadline - EARLY_STOP_S, gate.time_limit_s, gate.result_limit)
+            try:
+                output = run_query(self.store, operation, accept=accept, limits=limits, prefixes=self.prefixes,
+                                   base_iri=base_iri)
+            except MemoryError:
+                raise Unavailable("the query needs more memory than a query may use here; narrow it.") from None
+            self.cache.put(cache_id, generation, output)
+            return _ok(output)
+        except SemregError as exc:
+            if exc.status >= 500:
+                log.warning("request refused", extra={"path": PATH, "status": exc.status, "error": exc.message})
+            return error_reply(exc)
+
+
+def _ok(output: Output) -> Reply:
+    return Reply(200, [(b"content-type", output.content_type.encode("latin-1")), (b"vary", b"accept")], output.body)

@@ -1,0 +1,294 @@
+"""Durable truth in pyoxigraph: the submitted documents, written before a request is acknowledged.
+
+One graph, `urn:semreg:records`: one record per instance (`sr:json`, the registration as accepted, with
+a revision), one per ontology (its metadata and the uploaded document, `sr:source`), client-set
+prefixes. Written synchronously, transactionally, before a request is acknowledged.
+
+Everything else is derived from the records and kept in memory: the hierarchy, the registry, and the
+RDF that `/sparql` answers from (`urn:semreg:ontology:{name}`, `urn:semreg:registry`,
+`urn:semreg:inferred`, in the query processes' replica, `semreg.sparql.feed`). Writing that RDF to
+disk as well cost ~1.3 ms an instance and was rebuilt at every start anyway.
+
+Crash consistency of records: a replacement adds the new revision in one transaction and then removes
+the old one, so a crash leaves at most an extra older revision, which start-up discards; a record
+missing any of its three triples is garbage and discarded too.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyoxigraph as ox
+
+from semreg.rdf.terms import RDF, SR, XSD
+from semreg.timefmt import now_rfc3339 as now_rfc3339  # semreg.knowledge.ontologies stamps uploads with it
+
+log = logging.getLogger("semreg.store")
+
+RECORDS = ox.NamedNode("urn:semreg:records")
+REGISTRY = ox.NamedNode("urn:semreg:registry")
+INFERRED = ox.NamedNode("urn:semreg:inferred")
+ONTOLOGY_PREFIX = "urn:semreg:ontology:"
+OWNED_PREFIXES = ("urn:semreg:",)
+
+TYPE = ox.NamedNode(RDF + "type")
+RECORD_OF = ox.NamedNode(SR + "recordOf")
+REVISION = ox.NamedNode(SR + "revision")
+JSON = ox.NamedNode(SR + "json")
+NAME = ox.NamedNode(SR + "name")
+ONTOLOGY = ox.NamedNode(SR + "Ontology")
+PREFIX = ox.NamedNode(SR + "Prefix")
+NAMESPACE = ox.NamedNode(SR + "namespace")
+CLOSURE_STATE = ox.NamedNode("urn:semreg:closure")  # written by earlier versions; removed at start
+SOURCE = ox.NamedNode(SR + "source")
+MATERIALIZED = ox.NamedNode(SR + "materializedFrom")  # likewise
+XSD_INTEGER = ox.NamedNode(XSD + "integer")
+
+
+class StoreError(Exception):
+    """The data directory cannot be used (locked by another process, unreadable, corrupt)."""
+
+
+def instance_node(instance_id: str) -> ox.NamedNode:
+    return ox.NamedNode("urn:semreg:instance:" + instance_id)
+
+
+def ontology_graph(name: str) -> ox.NamedNode:
+    return ox.NamedNode(ONTOLOGY_PREFIX + name)
+
+
+@dataclass(frozen=True)
+class OntologyMeta:
+    name: str
+    triples: int
+    inferred: int  # entailed triples the upload added to the closure of the ontologies already there
+    uploaded_at: str
+    media_type: str
+    prefixes: dict[str, str]
+    sha256: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "triples": self.triples, "inferred": self.inferred,
+                "uploaded_at": self.uploaded_at, "media_type": self.media_type}
+
+
+class Store:
+    """pyoxigraph on disk (or in memory) and the record layout above. Thread-safe for one writer."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        if path is not None and path.exists() and not path.is_dir():
+            raise StoreError(f"the data directory {path} is a file, not a directory; give --data-dir a directory.")
+        try:
+            if path is None:
+                self.ox = ox.Store()
+            else:
+                path.mkdir(parents=True, exist_ok=True)
+                self.ox = ox.Store(str(path))
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise StoreError(_explain_open_error(path, exc)) from exc
+        self._lock = threading.Lock()
+        self._revisions: dict[str, int] = {}
+        self._ontology_revisions: dict[str, int] = {}
+        self._max_ontology_revision = 0
+
+    # -- instance records --------------------------------------------------------------------------
+    def load_records(self) -> list[tuple[dict[str, Any], int]]:
+        """Every instance record, newest revision per id; removes superseded and partial ones."""
+        parts: dict[str, dict[str, Any]] = {}
+        for q in self.ox.quads_for_pattern(None, None, None, RECORDS):
+            subj = _text(q.subject)
+            if not subj.startswith("urn:semreg:record:"):
+                continue
+            p = q.predicate
+            slot = parts.setdefault(subj, {})
+            if p == JSON:
+                slot["json"] = _text(q.object)
+            elif p == REVISION:
+                slot["rev"] = int(_text(q.object))
+            elif p == RECORD_OF:
+                slot["of"] = _text(q.object)
+        best: dict[str, tuple[int, str, dict[str, Any]]] = {}
+        garbage: list[str] = []
+        for subj, slot in parts.items():
+            if {"json", "rev", "of"} - slot.keys():
+                garbage.append(subj)
+                continue
+            try:
+                rec = orjson.loads(slot["json"])
+            except orjson.JSONDecodeError:
+                garbage.append(subj)
+                continue
+            iid = rec.get("id")
+            prev = best.get(iid)
+            if prev is None or prev[0] < slot["rev"]:
+                if prev is not None:
+                    garbage.append(prev[1])
+                best[iid] = (slot["rev"], subj, rec)
+            else:
+                garbage.append(subj)
+        for subj in garbage:
+            self._remove_subject(ox.NamedNode(subj), RECORDS)
+        if garbage:
+            log.warning("discarded stale or partial records", extra={"count": len(garbage)})
+        self._revisions = {iid: rev for iid, (rev, _, _) in best.items()}
+        return [(rec, rev) for rev, _, rec in best.values()]
+
+    def save_records(self, items: Iterable[tuple[dict[str, Any], int]]) -> None:
+        """Write instance records (record, revision) in one transaction, then drop older revisions."""
+        items = list(items)
+        quads = []
+        superseded = []
+        with self._lock:
+            for rec, rev in items:
+                iid = rec["id"]
+                node = ox.NamedNode(f"urn:semreg:record:{iid}:{rev}")
+                quads += [ox.Quad(node, RECORD_OF, instance_node(iid), RECORDS),
+                          ox.Quad(node, REVISION, ox.Literal(str(rev), datatype=XSD_INTEGER), RECORDS),
+                          ox.Quad(node, JSON, ox.Literal(orjson.dumps(rec).decode()), RECORDS)]
+                old = self._revisions.get(iid)
+                if old is not None and old != rev:
+                    superseded.append((iid, old))
+            self.ox.extend(quads)
+            for rec, rev in items:
+                self._revisions[rec["id"]] = rev
+            for iid, old in superseded:
+                self._remove_subject(ox.NamedNode(f"urn:semreg:record:{iid}:{old}"), RECORDS)
+
+    def delete_record(self, instance_id: str) -> None:
+        with self._lock:
+            rev = self._revisions.pop(instance_id, None)
+            if rev is not None:
+                self._remove_subject(ox.NamedNode(f"urn:semreg:record:{instance_id}:{rev}"), RECORDS)
+
+    def _remove_subject(self, subject: ox.NamedNode, graph: ox.NamedNode) -> None:
+        # record removal order: the link first, so a crash midway leaves a partial (discarded) record
+        quads = list(self.ox.quads_for_pattern(subject, None, None, graph))
+        quads.sort(key=lambda q: q.predicate != RECORD_OF)
+        for q in quads:
+            self.ox.remove(q)
+
+    # -- ontologies --------------------------------------------------------------------------------
+    # An ontology's record holds its metadata and the uploaded document itself (`sr:source`): the
+    # durable truth of an upload is one transaction, whatever its size; its graph is derived.
+    def save_ontology(self, meta: OntologyMeta, source: str) -> None:
+        with self._lock:
+            old = self._ontology_revisions.get(meta.name, 0)
+            rev = max(old, self._max_ontology_revision) + 1
+            self._max_ontology_revision = rev
+            node = ox.NamedNode(f"urn:semreg:ontology-record:{meta.name}:{rev}")
+            self.ox.extend([ox.Quad(node, TYPE, ONTOLOGY, RECORDS), ox.Quad(node, NAME, ox.Literal(meta.name), RECORDS),
+                            ox.Quad(node, REVISION, ox.Literal(str(rev), datatype=XSD_INTEGER), RECORDS),
+                            ox.Quad(node, JSON, ox.Literal(orjson.dumps(meta.__dict__).decode()), RECORDS),
+                            ox.Quad(node, SOURCE, ox.Literal(source), RECORDS)])
+            self._ontology_revisions[meta.name] = rev
+            if old:
+                self._remove_subject(ox.NamedNode(f"urn:semreg:ontology-record:{meta.name}:{old}"), RECORDS)
+
+    def delete_ontology(self, name: str) -> None:
+        with self._lock:
+            rev = self._ontology_revisions.pop(name, None)
+            if rev is not None:
+                self._remove_subject(ox.NamedNode(f"urn:semreg:ontology-record:{name}:{rev}"), RECORDS)
+
+    def load_ontologies(self) -> list[tuple[OntologyMeta, str]]:
+        """Each ontology's newest complete record (metadata, source); older and partial ones removed."""
+        parts: dict[str, dict[str, Any]] = {}
+        for q in self.ox.quads_for_pattern(None, None, None, RECORDS):
+            subj = _text(q.subject)
+            if subj.startswith("urn:semreg:ontology-record:"):
+                slot = parts.setdefault(subj, {})
+                key = {NAME: "name", REVISION: "rev", JSON: "json", SOURCE: "source"}.get(q.predicate)
+                if key is not None:
+                    slot[key] = _text(q.object)
+        best: dict[str, tuple[int, str, OntologyMeta, str]] = {}
+        garbage = []
+        for subj, slot in parts.items():
+            try:
+                rev = int(slot["rev"])
+                meta = OntologyMeta(**orjson.loads(slot["json"]))
+                source = slot["source"]
+            except (KeyError, ValueError, TypeError, orjson.JSONDecodeError):
+                garbage.append(subj)
+                continue
+            prev = best.get(meta.name)
+            if prev is None or prev[0] < rev:
+                if prev is not None:
+                    garbage.append(prev[1])
+                best[meta.name] = (rev, subj, meta, source)
+            else:
+                garbage.append(subj)
+        for subj in garbage:
+            self._remove_subject(ox.NamedNode(subj), RECORDS)
+        self._ontology_revisions = {name: rev for name, (rev, _, _, _) in best.items()}
+        self._max_ontology_revision = max(self._ontology_revisions.values(), default=0)
+        return [(meta, source) for _, _, meta, source in sorted(best.values(), key=lambda b: b[2].name)]
+
+    def foreign_quads(self) -> Iterable[ox.Quad]:
+        """The quads of the graphs semreg does not own (put in the data directory by other tools): the
+        default graph and any named graph outside `urn:semreg:`. `/sparql` serves them as they are."""
+        graphs: list[Any] = [ox.DefaultGraph()]
+        graphs += [g for g in self.ox.named_graphs()
+                   if not (isinstance(g, ox.NamedNode) and g.value.startswith(OWNED_PREFIXES))]
+        for graph in graphs:
+            yield from self.ox.quads_for_pattern(None, None, None, graph)
+
+    def drop_derived_graphs(self) -> list[str]:
+        """Remove graphs other than the records (derived RDF an earlier version wrote to disk)."""
+        dropped = []
+        with self._lock:
+            for graph in list(self.ox.named_graphs()):
+                if isinstance(graph, ox.NamedNode) and graph != RECORDS and graph.value.startswith(OWNED_PREFIXES):
+                    self.ox.remove_graph(graph)
+                    dropped.append(graph.value)
+            for q in list(self.ox.quads_for_pattern(None, MATERIALIZED, None, RECORDS)):
+                self.ox.remove(q)
+            for q in list(self.ox.quads_for_pattern(CLOSURE_STATE, None, None, RECORDS)):
+                self.ox.remove(q)
+        return dropped
+
+    # -- prefixes ----------------------------------------------------------------------------------
+    def load_prefixes(self) -> dict[str, str]:
+        out = {}
+        for q in self.ox.quads_for_pattern(None, NAMESPACE, None, RECORDS):
+            for n in self.ox.quads_for_pattern(q.subject, NAME, None, RECORDS):
+                out[_text(n.object)] = _text(q.object)
+        return out
+
+    def set_prefix(self, prefix: str, iri: str) -> None:
+        node = ox.NamedNode(f"urn:semreg:prefix:{prefix}")
+        with self._lock:
+            self._remove_subject(node, RECORDS)
+            self.ox.extend([ox.Quad(node, TYPE, PREFIX, RECORDS), ox.Quad(node, NAME, ox.Literal(prefix), RECORDS),
+                            ox.Quad(node, NAMESPACE, ox.Literal(iri), RECORDS)])
+
+    def delete_prefix(self, prefix: str) -> None:
+        with self._lock:
+            self._remove_subject(ox.NamedNode(f"urn:semreg:prefix:{prefix}"), RECORDS)
+
+    def flush(self) -> None:
+        if self.path is not None:
+            self.ox.flush()
+
+
+def _text(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple) -> str:
+    """The lexical value of a term (records never hold RDF-star triples)."""
+    return str(term) if isinstance(term, ox.Triple) else term.value
+
+
+def _explain_open_error(path: Path | None, exc: Exception) -> str:
+    text = str(exc)
+    if "corrupt" in text.lower():
+        return (f"the data directory {path} holds a damaged store ({text}); restore it from a backup, or start "
+                f"with another --data-dir.")
+    if "lock" in text.lower():
+        return (f"the data directory {path} is in use by another process (its lock is held); stop that "
+                f"semreg, or start this one with another --data-dir.")
+    if "permission" in text.lower():
+        return f"the data directory {path} cannot be opened: permission denied ({text})."
+    return f"the data directory {path} cannot be opened as a semreg store: {text}"

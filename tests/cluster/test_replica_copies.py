@@ -1,0 +1,156 @@
+"""Which copy of each instance a node's SPARQL replica shows, when copies come from every member."""
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from semreg.cluster.barrier import ReadBarrier
+from semreg.cluster.replica_copies import ReplicaCopies
+
+
+class Replica:
+    """What the feed would publish: the views shown, by id."""
+
+    def __init__(self) -> None:
+        self.views: dict[str, dict] = {}
+        self.calls = 0
+
+    def show(self, view: dict) -> None:
+        self.views[view["id"]] = view
+        self.calls += 1
+
+    def hide(self, iid: str) -> None:
+        self.views.pop(iid, None)
+        self.calls += 1
+
+
+def view(iid: str, status: str = "up", port: int = 1) -> dict:
+    return {"id": iid, "status": status, "port": port}
+
+
+@pytest.fixture
+def table() -> tuple[ReplicaCopies, Replica]:
+    replica = Replica()
+    return ReplicaCopies(replica.show, replica.hide), replica
+
+
+def test_the_newest_copy_wins_whatever_the_order_copies_arrive_in(table):
+    copies, replica = table
+    copies.put("b", view("i", "critical"), 3, 7)
+    copies.put("a", view("i", "up"), 3, 5)  # an owner that has not heard of the expiry yet
+    assert replica.views["i"]["status"] == "critical"
+    copies.put("a", view("i", "up", port=2), 4, 0)  # replaced: a newer revision beats any state version
+    assert replica.views["i"] == view("i", "up", port=2)
+    calls = replica.calls
+    copies.put("b", view("i", "up", port=2), 4, 0)  # the same copy from the other owner: nothing to do
+    assert replica.calls == calls and copies.shown() == {"i": (4, 0)}
+
+
+def test_a_removal_leaves_a_tombstone_so_a_late_copy_never_brings_the_instance_back(table):
+    copies, replica = table
+    copies.put("a", view("i"), 3, 0)
+    copies.put("b", view("i"), 3, 0)
+    copies.removed("a", "i", 5)
+    assert "i" not in replica.views
+    copies.put("b", view("i"), 3, 0)  # b's copy arrives late (or b resyncs before it heard)
+    copies.resync("c", [(view("i"), 5, 0)])  # a copy of the removed revision itself
+    assert "i" not in replica.views
+    copies.put("a", view("i", port=9), 6, 0)  # registered again: a newer revision
+    assert replica.views["i"]["port"] == 9
+
+
+def test_an_old_removal_does_not_remove_a_newer_registration(table):
+    copies, replica = table
+    copies.put("a", view("i", port=2), 7, 0)
+    copies.removed("b", "i", 6)
+    assert replica.views["i"]["port"] == 2
+
+
+def test_a_copy_handed_to_new_owners_stays_while_anyone_holds_it(table):
+    copies, replica = table
+    copies.put("a", view("i"), 1, 0)
+    copies.put("b", view("i"), 1, 0)
+    copies.let_go("a", "i")
+    assert "i" in replica.views
+    copies.put("c", view("i"), 1, 0)  # the new owner
+    copies.let_go("b", "i")
+    assert "i" in replica.views
+    copies.let_go("c", "i")
+    assert "i" not in replica.views
+
+
+def test_a_resync_holds_exactly_what_the_member_listed(table):
+    copies, replica = table
+    copies.put("a", view("i"), 1, 0)
+    copies.put("a", view("j"), 1, 0)
+    copies.put("b", view("j"), 1, 0)
+    # a's follower reconnected: meanwhile i was removed (on its only owner) and k registered
+    copies.resync("a", [(view("j"), 1, 0), (view("k"), 2, 0)])
+    assert sorted(replica.views) == ["j", "k"]
+    copies.forget("b")
+    assert sorted(replica.views) == ["j", "k"]
+    copies.forget("a")
+    assert replica.views == {}
+
+
+def test_any_interleaving_of_two_owners_streams_shows_what_one_registry_would():
+    """Two owners log the same history of an instance; however their streams interleave, and whichever
+    arrives twice, the replica ends with the last state of the history."""
+    history = [("put", 1, 0, "up"), ("put", 1, 1, "critical"), ("put", 1, 2, "up"), ("removed", 1),
+               ("put", 3, 0, "up"), ("put", 3, 1, "draining")]
+    rng = random.Random(5)
+    for _ in range(300):
+        replica = Replica()
+        copies = ReplicaCopies(replica.show, replica.hide)
+        streams = {m: list(history) for m in ("a", "b")}
+        while any(streams.values()):
+            member = rng.choice([m for m, s in streams.items() if s])
+            event = streams[member].pop(0)
+            if event[0] == "put":
+                copies.put(member, view("i", event[3]), event[1], event[2])
+            else:
+                copies.removed(member, "i", event[1])
+        assert replica.views == {"i": view("i", "draining")}
+
+
+def test_reads_arriving_together_share_a_round_that_started_after_each_of_them():
+    async def main() -> None:
+        started: list[int] = []
+        release, running = asyncio.Event(), asyncio.Event()
+
+        async def round_() -> None:
+            started.append(len(started))
+            running.set()
+            await release.wait()
+
+        barrier = ReadBarrier(round_)
+        first = asyncio.ensure_future(barrier.wait())
+        await running.wait()
+        assert started == [0]
+        # these arrive while round 0 is in flight: it started before them, so they need round 1
+        later = [asyncio.ensure_future(barrier.wait()) for _ in range(50)]
+        release.set()
+        await first
+        await asyncio.gather(*later)
+        assert started == [0, 1] and barrier.rounds == 2
+
+    asyncio.run(main())
+
+
+def test_a_failed_round_ends_the_wait_and_the_next_read_starts_a_new_one():
+    async def main() -> None:
+        calls = 0
+
+        async def round_() -> None:
+            nonlocal calls
+            calls += 1
+            raise RuntimeError("a member answered nonsense")
+
+        barrier = ReadBarrier(round_)
+        await barrier.wait()
+        await barrier.wait()
+        assert calls == 2
+
+    asyncio.run(main())

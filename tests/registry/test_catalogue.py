@@ -1,0 +1,84 @@
+"""The indexed expansion agrees with the pure matching functions, and its cache stays exact."""
+from __future__ import annotations
+
+import itertools
+import random
+
+import pyoxigraph as ox
+import pytest
+
+from semreg.rdf.terms import ANY, RDF_TYPE, Tag
+from semreg.reasoning.matching import DEGREES, rank_key, tag_match
+from semreg.reasoning.reasoner import build_hierarchy, compute_closure
+from semreg.registry.catalogue import Catalogue
+
+EX = "http://example.org/c#"
+TTL = f"""@prefix : <{EX}> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix owl: <http://www.w3.org/2002/07/owl#> .
+:Obra rdfs:subClassOf owl:Thing . :Livro rdfs:subClassOf :Obra . :Filme rdfs:subClassOf :Obra .
+:Romance rdfs:subClassOf :Livro . :Book owl:equivalentClass :Livro . :Terror rdfs:subClassOf :Genero .
+:Gore rdfs:subClassOf :Terror . :temGeneroPrincipal rdfs:subPropertyOf :temUmGenero . :dracula a :Romance .
+"""
+
+
+@pytest.fixture(scope="module")
+def hierarchy():
+    ts = [ox.Triple(q.subject, q.predicate, q.object) for q in ox.parse(TTL.encode(), format=ox.RdfFormat.TURTLE)]
+    return build_hierarchy(ts, compute_closure(ts).inferred)
+
+
+TERMS = [EX + x for x in ("Obra", "Livro", "Filme", "Romance", "Book", "dracula", "Genero", "Terror", "Gore")] + [ANY]
+PROPS = [EX + "temUmGenero", EX + "temGeneroPrincipal", RDF_TYPE, ANY]
+
+
+def brute_force(tags, query, match, h):
+    out = []
+    for tag in tags:
+        m = tag_match(tag, query, h)
+        if m is not None and m[0] in match:
+            out.append((tag, m[0], m[1]))
+    return sorted(out, key=lambda x: rank_key(x[1], x[2], x[0]))
+
+
+def random_tags(rng, n):
+    return list({Tag(rng.choice(TERMS[:-1]), rng.choice(PROPS), rng.choice(TERMS)) for _ in range(n)})
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_expand_agrees_with_pure_matching(hierarchy, seed):
+    rng = random.Random(seed)
+    cat = Catalogue()
+    cat.set_hierarchy(hierarchy)
+    tags = random_tags(rng, 60)
+    for n, tag in enumerate(tags):
+        cat.add(f"i{n}", [tag])
+    matches = [frozenset(c) for r in range(1, 5) for c in itertools.combinations(DEGREES, r)]
+    for _ in range(80):
+        query = Tag(rng.choice(TERMS), rng.choice(PROPS), rng.choice(TERMS))
+        match = rng.choice(matches)
+        assert cat.expand(query, match) == brute_force(tags, query, match, hierarchy), (query, match)
+
+
+def test_cache_follows_tags_coming_and_going(hierarchy):
+    cat = Catalogue()
+    cat.set_hierarchy(hierarchy)
+    query, match = Tag(EX + "Obra", EX + "temUmGenero", EX + "Genero"), frozenset({"exact", "narrower"})
+    cat.add("a", [Tag(EX + "Livro", EX + "temUmGenero", EX + "Terror")])
+    assert [m[0].s for m in cat.expand(query, match)] == [EX + "Livro"]
+    cat.add("b", [Tag(EX + "Filme", EX + "temGeneroPrincipal", EX + "Gore")])
+    assert [m[0].s for m in cat.expand(query, match)] == [EX + "Livro", EX + "Filme"]
+    cat.add("c", [Tag(EX + "Filme", EX + "temGeneroPrincipal", EX + "Gore")])
+    cat.remove("b", [Tag(EX + "Filme", EX + "temGeneroPrincipal", EX + "Gore")])
+    assert len(cat.expand(query, match)) == 2  # c still carries it
+    cat.remove("c", [Tag(EX + "Filme", EX + "temGeneroPrincipal", EX + "Gore")])
+    assert [m[0].s for m in cat.expand(query, match)] == [EX + "Livro"]
+    assert cat.holders == {Tag(EX + "Livro", EX + "temUmGenero", EX + "Terror"): {"a"}}
+
+
+def test_individual_and_equivalent_terms(hierarchy):
+    cat = Catalogue()
+    cat.set_hierarchy(hierarchy)
+    cat.add("d", [Tag(EX + "dracula")])
+    cat.add("b", [Tag(EX + "Book")])
+    got = {m[0].s: (m[1], m[2]) for m in cat.expand(Tag(EX + "Livro"), frozenset({"exact", "narrower"}))}
+    assert got == {EX + "Book": ("exact", 0), EX + "dracula": ("narrower", 2)}

@@ -1,0 +1,139 @@
+"""Leases, statuses and change values, on a clock the tests move (no sleeping)."""
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from semreg.clock import FakeClock
+from semreg.errors import NotFound
+from semreg.rdf.terms import Tag
+from semreg.registry.instances import CRITICAL, UP, Registration
+from semreg.registry.registry import Change, Registry
+
+T = Tag("http://x/A")
+
+
+def reg(iid="a", ttl=10.0, dereg=30.0, **kw):
+    return Registration(id=iid, service="svc", address="10.0.0.1", port=80, tags=(T,), ttl_s=ttl,
+                        deregister_after_s=dereg, **kw)
+
+
+@pytest.fixture
+def clock():
+    return FakeClock(monotonic=0.0, wall=1_800_000_000.0)
+
+
+@pytest.fixture
+def registry(clock):
+    changes = []
+    r = Registry(clock, on_change=changes.extend)
+    r.changes = changes
+    return r
+
+
+def test_ttl_expiry_makes_critical_then_deletes(registry, clock):
+    registry.put(reg(ttl=10, dereg=30))
+    assert registry.next_deadline() == 10
+    clock.advance(9.9)
+    assert registry.expire() == []
+    clock.advance(0.1)
+    [c] = registry.expire()
+    assert c.reason == "expired" and c.membership and c.status == CRITICAL and registry.get("a").status == CRITICAL
+    assert registry.next_deadline() == 30  # deregister_after counts from the last heartbeat
+    clock.advance(20)
+    [c] = registry.expire()
+    assert c.reason == "deleted" and c.removed and c.status is None
+    with pytest.raises(NotFound):
+        registry.get("a")
+    assert registry.catalogue.holders == {}
+
+
+def test_views_show_wall_times_and_leases_run_on_the_monotonic_clock(registry, clock):
+    inst, _ = registry.put(reg(ttl=10))
+    view = inst.view()
+    assert view["registered_at"] == "2027-01-15T08:00:00.000Z"
+    assert view["expires_at"] == "2027-01-15T08:00:10.000Z"
+    clock.advance(4)
+    assert registry.heartbeat("a").view()["expires_at"] == "2027-01-15T08:00:14.000Z"
+    assert registry.next_deadline() == 14
+
+
+def test_heartbeat_revives_a_critical_instance_and_renews(registry, clock):
+    registry.put(reg(ttl=10))
+    clock.advance(10)
+    registry.expire()
+    clock.advance(2)
+    inst = registry.heartbeat("a", load=3)
+    assert inst.status == UP and inst.expires_at == 22 and inst.load == 3
+    assert registry.changes[-1].membership and registry.changes[-1].reason == "status"
+    clock.advance(1)
+    registry.heartbeat("a")
+    assert not registry.changes[-1].membership  # a renewal alone changes no result
+
+
+def test_ttl_zero_never_expires(registry, clock):
+    registry.put(reg(ttl=0))
+    clock.advance(1e12)
+    assert registry.next_deadline() is None and registry.expire() == []
+
+
+def test_deregister_after_zero_keeps_critical_instances(registry, clock):
+    registry.put(reg(ttl=1, dereg=0))
+    clock.advance(1)
+    registry.expire()
+    assert registry.next_deadline() is None and registry.get("a").status == CRITICAL
+
+
+def test_admin_status_and_checks(registry):
+    registry.put(reg(ttl=0))
+    assert registry.heartbeat("a", status="draining").status == "draining"
+    registry.set_check_result("a", False)
+    assert registry.get("a").status == CRITICAL
+    registry.set_check_result("a", True)
+    assert registry.get("a").status == "draining"
+
+
+def test_replace_keeps_registration_time_and_reindexes(registry, clock):
+    registry.put(reg())
+    clock.advance(4)
+    inst, created = registry.put(Registration(id="a", service="other", address="h", port=1, tags=(Tag("http://x/B"),),
+                                              environment="staging"))
+    assert not created and inst.registered_at == 0 and inst.revision == 2
+    assert set(registry.catalogue.holders) == {Tag("http://x/B")}
+    assert registry.by_service == {"other": {"a"}} and registry.by_environment == {"staging": {"a"}}
+    change = registry.changes[-1]
+    assert change.reason == "replaced" and change.tags == {T, Tag("http://x/B")} and change.services == {"svc", "other"}
+    assert change.environments == {"default", "staging"}
+
+
+def test_changes_are_plain_values_that_cross_a_process(registry):
+    registry.put(reg())
+    registry.delete("a")
+    registered, deregistered = registry.changes
+    assert registered == Change("a", "registered", 1, UP, True, frozenset({T}), frozenset({"svc"}), frozenset({"default"}))
+    assert deregistered.removed and deregistered.reason == "deregistered"
+    assert pickle.loads(pickle.dumps(registry.changes)) == registry.changes
+
+
+def test_routes_count_until_the_next_report(registry):
+    registry.put(reg(ttl=0))
+    registry.record_route("a")
+    registry.record_route("a")
+    assert registry.get("a").routes_since_report == 2
+    registry.heartbeat("a", load=1)
+    assert registry.get("a").routes_since_report == 0
+    registry.record_route("gone")  # a route to an instance removed meanwhile is simply not counted
+
+
+def test_restore_keeps_admin_status_revision_and_registration_time(registry):
+    registry.put_many([reg("a"), reg("b")], [7, 9], admin_statuses=["draining", None],
+                      registered_at_wall=[1_700_000_000.0, None])
+    a, b = registry.get("a"), registry.get("b")
+    assert (a.status, a.revision, b.status, b.revision) == ("draining", 7, UP, 9)
+    assert a.view()["registered_at"] == "2023-11-14T22:13:20.000Z"
+
+
+def test_heartbeat_unknown_is_not_found(registry):
+    with pytest.raises(NotFound):
+        registry.heartbeat("nope")

@@ -1,0 +1,392 @@
+"""The query pool with its real processes: replica changes, deadlines that kill, crashes, priorities."""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+import orjson
+import pyoxigraph as ox
+import pytest
+
+from semreg.errors import BadRequest, Unavailable
+from semreg.sparql import replica
+from semreg.sparql.job import Job
+from semreg.sparql.pool import LONG_QUERY_S, QueryPool
+from semreg.storage.store import RECORDS, REGISTRY
+
+pytestmark = pytest.mark.process
+
+EX = "http://ex.org/"
+RUNAWAY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }"
+
+
+def n(local: str) -> ox.NamedNode:
+    return ox.NamedNode(EX + local)
+
+
+def small_store(count: int = 300) -> ox.Store:
+    store = ox.Store()
+    store.extend(ox.Quad(n(f"s{i}"), n("p"), ox.Literal(str(i)), n("g")) for i in range(count))
+    store.add(ox.Quad(n("hidden"), n("p"), ox.Literal("secret"), RECORDS))
+    return store
+
+
+def job(query: str, time_limit_s: float = 5.0, prefixes: dict[str, str] | None = None, accept: str | None = None) -> Job:
+    return Job(query, (), (), accept, None, prefixes, time_limit_s, time_limit_s, None)
+
+
+def publish_instances(pool: QueryPool, count: int, tickets: bool = False) -> None:
+    """`count` one-quad instances into the registry graph, a batch each (with the feed's tickets, as
+    the node publishes them, when `tickets`)."""
+    for k in range(count):
+        added = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:i{k}"), n("p"), ox.Literal("x" * 50), REGISTRY)]
+        pool.publish(("changes", [replica.instances_change([], added)]))
+        if tickets:
+            pool.note_requested(k + 1)
+            pool.publish(("ticket", k + 1))
+
+
+async def ask(pool: QueryPool, query: str, time_limit_s: float = 5.0, **kw) -> dict:
+    output = await pool.evaluate(job(query, time_limit_s, **kw), 0, time.monotonic() + time_limit_s)
+    return orjson.loads(output.body)
+
+
+def count(answer: dict) -> int:
+    return int(answer["results"]["bindings"][0]["n"]["value"])
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):  # gone before or while /proc was read
+        return False
+
+
+def niceness(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[16])
+
+
+async def until(condition, timeout_s: float = 10.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{what} did not happen within {timeout_s} s")
+
+
+def test_answers_from_a_snapshot_without_the_hidden_graph():
+    async def main():
+        pool = QueryPool.over_store(small_store(), hidden=[RECORDS], min_workers=1)
+        try:
+            assert count(await ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }")) == 300
+            assert (await ask(pool, "ASK { ?s ?p 'secret' }"))["boolean"] is False
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_published_changes_are_seen_by_the_next_query_in_every_process():
+    async def main():
+        store = small_store(10)
+        pool = QueryPool.over_store(store, hidden=[RECORDS], min_workers=2, max_workers=2)
+        try:
+            assert count(await ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }")) == 10
+            added = [ox.Quad(ox.NamedNode("urn:semreg:instance:a"), n("p"), ox.Literal("x"), REGISTRY)]
+            pool.publish(("changes", [replica.instances_change([], added),
+                                      replica.graph_change(n("g"), [ox.Triple(n("only"), n("p"), n("o"))])]))
+            # two at once: both processes answer, and both have the change
+            answers = await asyncio.gather(*[ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }") for _ in range(2)])
+            assert [count(a) for a in answers] == [2, 2]
+            pool.publish(("changes", [replica.instances_change(["urn:semreg:instance:a"], []),
+                                      replica.graph_change(n("g"), None)]))
+            assert count(await ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }")) == 0
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_a_worker_forked_right_after_a_change_sees_it_though_the_template_held_it_back():
+    async def main():
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=2)
+        try:
+            assert count(await ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }")) == 10
+            added = [ox.Quad(ox.NamedNode("urn:semreg:instance:a"), n("p"), ox.Literal("x"), REGISTRY)]
+            pool.publish(("changes", [replica.instances_change([], added)]))
+            forked = pool.forked
+            # two at once: the second needs a new fork, made from the template with the change applied first
+            answers = await asyncio.gather(*[ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }") for _ in range(2)])
+            assert pool.forked == forked + 1 and [count(a) for a in answers] == [11, 11]
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_an_idle_worker_takes_in_every_change_that_came_while_it_waited():
+    async def main():
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=1)
+        try:
+            assert count(await ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }")) == 10
+            [worker] = pool.pids()[1:]
+            forked = pool.forked
+            publish_instances(pool, 100)  # more batches than a worker keeps unapplied: it applies them while idle
+            answer = await ask(pool, f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}")
+            assert count(answer) == 100
+            assert pool.pids()[1:] == [worker] and pool.forked == forked  # the same process, caught up
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_an_idle_worker_far_behind_is_replaced_by_a_fork_that_sees_every_change(monkeypatch):
+    monkeypatch.setattr("semreg.sparql.pool_stream.DEFER_LIMIT_BYTES", 2000)
+
+    async def main():
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=1)
+        try:
+            assert count(await ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }")) == 10
+            [worker] = pool.pids()[1:]
+            forked = pool.forked
+            publish_instances(pool, 40)  # each change held for the idle worker until it has fallen too far behind
+            await until(lambda: pool.forked > forked, what="a fresh fork")
+            await until(lambda: not alive(worker), what="the stale worker gone")
+            answer = await ask(pool, f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}")
+            assert count(answer) == 40
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_a_query_past_its_deadline_gets_503_and_its_process_is_killed_and_replaced():
+    async def main():
+        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=1)
+        try:
+            await ask(pool, "ASK {}")
+            before = set(pool.pids()[1:])
+            started = time.monotonic()
+            with pytest.raises(Unavailable) as caught:
+                await ask(pool, RUNAWAY, time_limit_s=0.3)
+            assert 0.3 <= time.monotonic() - started < 3.0
+            assert "time limit of 0.3 s" in caught.value.message
+            assert pool.killed == 1
+            for pid in before:
+                await until(lambda pid=pid: not alive(pid), what=f"process {pid} gone")
+            assert (await ask(pool, "ASK {}"))["boolean"] is True  # a fresh fork answers
+            assert set(pool.pids()[1:]).isdisjoint(before)
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_a_query_that_waited_past_its_deadline_never_runs():
+    async def main():
+        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=1)
+        try:
+            await ask(pool, "ASK {}")
+            runaway = asyncio.ensure_future(ask(pool, RUNAWAY, time_limit_s=1.0))
+            await until(lambda: pool.busy == 1, what="the runaway running")
+            with pytest.raises(Unavailable):
+                await ask(pool, "ASK {}", time_limit_s=0.2)  # waits behind it, then gives up
+            assert pool.killed == 0 and pool.waiting == 0
+            with pytest.raises(Unavailable):
+                await runaway
+            assert pool.killed == 1
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_runaways_take_a_process_each_and_a_small_query_beside_them_answers_first():
+    async def main():
+        pool = QueryPool.over_store(small_store(), min_workers=2, max_workers=8)
+        try:
+            await ask(pool, "ASK {}")
+            runaways = [asyncio.ensure_future(ask(pool, RUNAWAY, time_limit_s=3.0)) for _ in range(5)]
+            await until(lambda: pool.busy == 5, what="five runaways running")
+            assert (await ask(pool, "ASK { ?s ?p ?o }"))["boolean"] is True
+            assert not any(r.done() for r in runaways)  # answered while all five still ran
+            results = await asyncio.gather(*runaways, return_exceptions=True)
+            assert all(isinstance(r, Unavailable) for r in results)
+            assert pool.killed == 5
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_processes_run_below_the_server_and_long_queries_drop_to_the_lowest_priority():
+    async def main():
+        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=2)
+        try:
+            await ask(pool, "ASK {}")
+            own = os.getpriority(os.PRIO_PROCESS, 0)
+            assert all(niceness(pid) >= own + 5 for pid in pool.pids())
+            runaway = asyncio.ensure_future(ask(pool, RUNAWAY, time_limit_s=LONG_QUERY_S + 1.0))
+            await until(lambda: pool.busy == 1, what="the runaway running")
+            worker = next(w for w in pool._workers.values() if w.state == "busy")
+            assert worker.pid is not None
+            await until(lambda: niceness(worker.pid) == 19, what="the long query demoted")
+            with pytest.raises(Unavailable):
+                await runaway
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_a_demoted_worker_that_finishes_retires():
+    async def main():
+        store = small_store(200)
+        pool = QueryPool.over_store(store, hidden=[RECORDS], min_workers=1, max_workers=1)
+        slow = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"  # 8 million rows: seconds
+        try:
+            await ask(pool, "ASK {}")
+            first = pool.pids()[1]
+            pool_job = asyncio.ensure_future(ask(pool, slow, time_limit_s=30.0))
+            await until(lambda: niceness(first) == 19 or pool_job.done(), what="demotion or the end")
+            if pool_job.done():
+                pytest.fail("the slow query ended before it counted as long; make it slower")
+            assert count(await pool_job) == 200 ** 3
+            await until(lambda: not alive(first), what="the demoted worker retired")
+            assert (await ask(pool, "ASK {}"))["boolean"] is True
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_a_worker_that_dies_mid_query_answers_503_and_is_replaced():
+    async def main():
+        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=1)
+        try:
+            await ask(pool, "ASK {}")
+            runaway = asyncio.ensure_future(ask(pool, RUNAWAY, time_limit_s=20.0))
+            await until(lambda: pool.busy == 1, what="the runaway running")
+            os.kill(pool.pids()[1], signal.SIGKILL)
+            with pytest.raises(Unavailable) as caught:
+                await runaway
+            assert "stopped while evaluating" in caught.value.message
+            assert (await ask(pool, "ASK {}"))["boolean"] is True
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_a_template_that_dies_is_started_again_from_a_fresh_snapshot():
+    async def main():
+        store = small_store(5)
+        pool = QueryPool.over_store(store, hidden=[RECORDS], min_workers=1, max_workers=3)
+        try:
+            await ask(pool, "ASK {}")
+            template = pool.pids()[0]
+            store.add(ox.Quad(n("late"), n("p"), ox.Literal("x"), n("g")))  # only in the next snapshot
+            os.kill(template, signal.SIGKILL)  # its workers go with it
+            await until(lambda: pool.pids() and pool.pids()[0] != template and pool._template is not None
+                        and pool._template.transport is not None, what="a new template")
+            answers = await asyncio.gather(*[ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }") for _ in range(3)])
+            assert {count(a) for a in answers} == {6}
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_prefixes_travel_once_per_version_and_a_query_prefix_wins():
+    async def main():
+        pool = QueryPool.over_store(small_store(3), hidden=[RECORDS], min_workers=1, max_workers=1)
+        try:
+            query = "SELECT (COUNT(*) AS ?n) { ?s ex:p ?o }"
+            output = await pool.evaluate(job(query, prefixes={"ex": EX}), 1, time.monotonic() + 5)
+            assert count(orjson.loads(output.body)) == 3
+            output = await pool.evaluate(job(query, prefixes={"ex": EX}), 1, time.monotonic() + 5)
+            assert count(orjson.loads(output.body)) == 3  # the worker kept them: sent without
+            output = await pool.evaluate(job(query, prefixes={"ex": "http://elsewhere/"}), 2, time.monotonic() + 5)
+            assert count(orjson.loads(output.body)) == 0
+            with pytest.raises(BadRequest):
+                await pool.evaluate(job("SELECT * { ?s nope:p ?o }", prefixes={}), 3, time.monotonic() + 5)
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_extra_workers_retire_when_idle():
+    async def main():
+        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=4, idle_s=0.2)
+        try:
+            await asyncio.gather(*[ask(pool, "SELECT (COUNT(*) AS ?n) { ?a ?b ?c . ?d ?e ?f }") for _ in range(4)])
+            assert pool.forked >= 2
+            await until(lambda: pool.workers == 1, what="back to one worker")
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_stop_answers_everything_at_once_and_leaves_no_process():
+    async def main():
+        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=1)
+        await ask(pool, "ASK {}")
+        pids = pool.pids()
+        running = asyncio.ensure_future(ask(pool, RUNAWAY, time_limit_s=30.0))
+        waiting = asyncio.ensure_future(ask(pool, "ASK {}", time_limit_s=30.0))
+        await until(lambda: pool.busy == 1 and pool.waiting == 1, what="one running, one waiting")
+        started = time.monotonic()
+        await pool.close()
+        for task in (running, waiting):
+            with pytest.raises(Unavailable) as caught:
+                await task
+            assert "stopping" in caught.value.message
+        assert time.monotonic() - started < 5
+        for pid in pids:
+            await until(lambda pid=pid: not alive(pid), what=f"process {pid} gone")
+        with pytest.raises(Unavailable):
+            await ask(pool, "ASK {}")
+    run(main())
+
+
+def test_a_stale_worker_hands_its_connections_over_and_they_see_every_change(monkeypatch):
+    """A connection the pool adopted survives its worker's replacement, and its next query sees the changes."""
+    import socket
+
+    from semreg.access.tokens import Tokens
+    from semreg.sparql.service import Gate
+
+    monkeypatch.setattr("semreg.sparql.pool_stream.DEFER_LIMIT_BYTES", 2000)
+
+    async def main():
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=2)
+        pool.set_gate(Gate(Tokens(None), None, False, False, False, None, 5.0, None, 1 << 20, 1 << 20))
+        listener = socket.create_server(("127.0.0.1", 0))
+        client = socket.create_connection(listener.getsockname())
+        served, _ = listener.accept()
+        loop = asyncio.get_running_loop()
+
+        async def query(text: str) -> dict:
+            request = f"GET /sparql?query={text} HTTP/1.1\r\nHost: t\r\n\r\n".encode()
+            await loop.sock_sendall(client, request)
+            data = b""
+            while b"\r\n\r\n" not in data or len(data.partition(b"\r\n\r\n")[2]) < int(
+                    data.split(b"content-length: ")[1].split(b"\r\n")[0]):
+                data += await loop.sock_recv(client, 65536)
+            return orjson.loads(data.partition(b"\r\n\r\n")[2])
+
+        try:
+            await pool.start()
+            await until(lambda: pool.ready, what="a worker ready")
+            client.setblocking(False)
+            assert pool.adopt(served, b"")
+            count_all = f"SELECT%20(COUNT(*)%20AS%20%3Fn)%20%7B%20GRAPH%20%3C{REGISTRY.value}%3E%20%7B%3Fs%20%3Fp%20%3Fo%7D%20%7D"
+            assert count(await query(count_all)) == 0
+            [worker] = pool.pids()[1:]
+            publish_instances(pool, 40, tickets=True)
+            await until(lambda: not alive(worker), what="the stale worker gone")
+            assert count(await query(count_all)) == 40  # the same connection, in a fresh fork
+            assert worker not in pool.pids()
+        finally:
+            client.close()
+            listener.close()
+            await pool.close()
+    run(main())

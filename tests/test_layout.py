@@ -1,0 +1,47 @@
+"""The layout's own rules, beside the import contracts `lint-imports` checks (pyproject.toml): every room
+says in its docstring what lives there and what it may import, no module holds more than one idea's worth
+of lines, and no function is longer than a screen unless it is a table."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from support.paths import ROOT
+
+PACKAGE = ROOT / "semreg"
+MODULE_LINES = 400
+FUNCTION_LINES = 60
+# Functions that are declarations read top to bottom (a parser's table of flags), not logic to split.
+TABLES: dict[str, str] = {}
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "vendor" not in p.parts)
+
+
+def test_every_room_says_what_lives_there_and_what_it_may_import():
+    rooms = sorted(p.parent for p in PACKAGE.glob("*/__init__.py"))
+    assert rooms, "semreg has subpackages"
+    for room in rooms:
+        doc = ast.get_docstring(ast.parse((room / "__init__.py").read_text())) or ""
+        assert len(doc.split()) >= 20, f"{room.name}/__init__.py says too little about its room"
+        assert "import" in doc, f"{room.name}/__init__.py does not say what it may import"
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_a_module_holds_one_idea(path: Path):
+    lines = len(path.read_text().splitlines())
+    assert lines <= MODULE_LINES, f"{path.relative_to(ROOT)} is {lines} lines: split it along its concepts"
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_function_is_longer_than_a_screen(path: Path):
+    long = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            where = f"{path.relative_to(ROOT)}:{node.name}"
+            if length > FUNCTION_LINES and where not in TABLES:
+                long.append(f"{where} ({length} lines)")
+    assert not long, f"split into named steps: {', '.join(long)}"
