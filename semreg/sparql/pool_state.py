@@ -4,7 +4,8 @@ part makes to another.
 `QueryPool` is one object whose parts live in their own modules, each a class over `PoolState`: the
 processes' life cycle (`pool_lifecycle`), the replica stream to them (`pool_stream`), the connections
 placed on them (`pool_placement`) and the queries it sends them (`pool`). The methods below marked as
-another part's are declared here so that each part can call them; the part named implements them.
+another part's are declared for the type checker only (they do not exist at run time here), so that
+each part can call them; the part named implements them.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import socket
 import subprocess
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from semreg.errors import SemregError
 from semreg.sparql.pool_process import Conn, Pending, Process
@@ -78,34 +79,26 @@ class PoolState:
         self._started = False
         self._quiet: asyncio.TimerHandle | None = None
 
-    # -- the life cycle's (`pool_lifecycle`) ------------------------------------------------------------
-    @property
-    def ready(self) -> bool:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # the other parts' methods this part calls: declared for mypy only
+        # -- the life cycle's (`pool_lifecycle`) ------------------------------------------------------------
+        @property
+        def ready(self) -> bool: ...
 
-    def _grow(self) -> None:
-        raise NotImplementedError
+        def _grow(self) -> None: ...
 
-    def _retire(self, process: Process, kill: bool) -> None:
-        raise NotImplementedError
+        def _retire(self, process: Process, kill: bool) -> None: ...
 
-    def _signal(self, process: Process) -> None:
-        raise NotImplementedError
+        def _signal(self, process: Process) -> None: ...
 
-    # -- the stream's (`pool_stream`) -------------------------------------------------------------------
-    def drain(self) -> None:
-        raise NotImplementedError
+        # -- the stream's (`pool_stream`) -------------------------------------------------------------------
+        def drain(self) -> None: ...
 
-    # -- the placement's (`pool_placement`) -------------------------------------------------------------
-    def _rehome(self) -> None:
-        raise NotImplementedError
+        # -- the placement's (`pool_placement`) -------------------------------------------------------------
+        def _rehome(self) -> None: ...
 
-    def _answer_for(self, process: Process, reply: Reply) -> None:
-        raise NotImplementedError
+        def _answer_for(self, process: Process, reply: Reply) -> None: ...
 
-    # -- the pool's own (`pool`) ------------------------------------------------------------------------
-    def _dispatch(self) -> None:
-        raise NotImplementedError
+        # -- the pool's own (`pool`) ------------------------------------------------------------------------
+        def _dispatch(self) -> None: ...
 
-    def _message(self, process: Process, message: Any) -> None:
-        raise NotImplementedError
+        def _message(self, process: Process, message: Any) -> None: ...
