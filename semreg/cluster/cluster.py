@@ -44,6 +44,9 @@ from semreg.registry.registry import Change
 from semreg.registry.shard import ShardUnavailable
 
 log = logging.getLogger("semreg.cluster")
+# removals made this long before a member joins travel with reads again until settled with it (it compared
+# what it holds with every member before joining: this covers what was removed meanwhile)
+REOPEN_S = 600.0
 
 
 class Cluster:
@@ -71,6 +74,8 @@ class Cluster:
         self.statuses = Statuses(placement=self.placement, shard=shard)
         self.anti_entropy = AntiEntropy(placement=self.placement, shard=shard, degraded=lambda: self.degraded,
                                         stopping=stopping)
+        shard.removals.enabled = True  # a removal travels with reads until every member holds it
+        shard.removals.on_added = self.anti_entropy.settle_wanted
         self.shared = SharedKnowledge(kv=kv, name=cluster, node_id=node_id, knowledge=knowledge, clock=clock,
                                       placement=self.placement, membership=self.membership, stopping=stopping)
         self._tasks: list[asyncio.Task] = []
@@ -84,6 +89,8 @@ class Cluster:
         """Read the member list, catch up with what every node holds whole, then join the ring and keep
         everything converging. While etcd cannot be reached, keep trying (`waiting` says why)."""
         self.shard.subscribe(self.statuses.local_changes)
+        self.followers.local_removals(self.shard.registry.tombstones)
+        self.shard.removals.reopen(self.clock.wall() - REOPEN_S)
         backoff = 0.5
         while not self._stopping:
             try:
@@ -103,7 +110,8 @@ class Cluster:
                 backoff = min(backoff * 2, 5.0)
         self.waiting = ""
         loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self.anti_entropy.run()), loop.create_task(self.shared.run())]
+        self._tasks = [loop.create_task(self.anti_entropy.run()), loop.create_task(self.shared.run()),
+                       loop.create_task(self.anti_entropy.settle_loop())]
         self.anti_entropy.wanted()
 
     async def leave(self) -> None:
@@ -136,7 +144,10 @@ class Cluster:
 
     # -- the ring ----------------------------------------------------------------------------------------
     def _on_view(self, view: View) -> None:
+        before = set(self.ring.members)
         ring_changed = self.placement.see(view)
+        if set(self.ring.members) - before:  # a member (back) on the ring may hold copies of what was removed
+            self.shard.removals.reopen(self.clock.wall() - REOPEN_S)
         for member in self.ring.members:
             if member == self.node_id:
                 continue
@@ -222,6 +233,10 @@ class Cluster:
     @property
     def syncs(self) -> int:
         return self.anti_entropy.syncs
+
+    @property
+    def settled(self) -> int:
+        return self.anti_entropy.settled
 
     # -- what every node holds whole ----------------------------------------------------------------------
     async def catch_up(self) -> None:

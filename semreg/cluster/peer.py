@@ -20,7 +20,7 @@ from semreg.registry import discovery
 from semreg.registry.catalogue import Match
 from semreg.registry.instances import Registration
 from semreg.registry.selector import Selector
-from semreg.registry.shard import ShardUnavailable
+from semreg.registry.shard import Held, Removed, ShardUnavailable
 
 SECRET_HEADER = "X-Semreg-Cluster"
 READ_TIMEOUT_S = 5.0
@@ -50,6 +50,9 @@ class RemoteShard:
         except Unreachable as exc:
             raise ShardUnavailable(self.member_id, str(exc)) from exc
         if head.status == 404:
+            removed = _removed(content)
+            if removed is not None:
+                raise Removed(_error(head.status, content), removed)
             raise NotFound(_error(head.status, content))
         if head.status >= 500:
             raise ShardUnavailable(self.member_id, f"HTTP {head.status}: {_error(head.status, content)}")
@@ -100,15 +103,15 @@ class RemoteShard:
         answer = await self.call("POST", "/registered-by", {"ids": ids})
         return {iid: (int(rev), owner, str(env)) for iid, (rev, owner, env) in answer["found"].items()}
 
-    async def instances(self, service: str | None, tags: bool = True) -> list[Any]:
+    async def instances(self, service: str | None, tags: bool = True) -> Held[list[Any]]:
         answer = await self.call("GET", "/instances", params={"service": service, "tags": "true" if tags else "false"})
-        return [wire.RemoteMember.from_json(m, tags) for m in answer["members"]]
+        return Held([wire.RemoteMember.from_json(m, tags) for m in answer["members"]], wire.removed_from_json(answer))
 
     async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part:
         _, content = await self.raw("POST", "/discover", {"query": wire.query_json(q)})
         return wire.part_from_bytes(content, q.tags)
 
-    async def holders(self, tags: list[Tag], with_tags: bool = True) -> dict[Tag, list[Any]]:
+    async def holders(self, tags: list[Tag], with_tags: bool = True) -> Held[dict[Tag, list[Any]]]:
         answer = await self.call("POST", "/holders", {"tags": [list(t) for t in tags], "with_tags": with_tags})
         return wire.holders_from_json(answer, with_tags)
 
@@ -116,9 +119,9 @@ class RemoteShard:
         answer = await self.call("POST", "/matching-tags", {"tag": list(query), "match": sorted(match)})
         return [(Tag(s, p, o), degree, int(distance)) for s, p, o, degree, distance in answer["matches"]]
 
-    async def tag_holders(self, selector: Selector) -> dict[Tag, set[str]]:
+    async def tag_holders(self, selector: Selector) -> Held[dict[Tag, set[str]]]:
         answer = await self.call("POST", "/tags", {"selector": selector.as_json()})
-        return {Tag(s, p, o): set(ids) for s, p, o, ids in answer["tags"]}
+        return Held({Tag(s, p, o): set(ids) for s, p, o, ids in answer["tags"]}, wire.removed_from_json(answer))
 
     async def names_term(self, iri: str) -> bool:
         return bool((await self.call("GET", "/terms", params={"iri": iri}))["named"])
@@ -159,6 +162,15 @@ class RemoteShard:
 
     def subscribe(self, listener: Any) -> None:
         """A remote shard's changes come through the cluster's followers (`semreg.cluster.followers`)."""
+
+
+def _removed(content: bytes) -> int | None:
+    """The revision of the removal a 404 names, if it names one (`semreg.registry.shard.Removed`)."""
+    try:
+        found = orjson.loads(content).get("removed")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
 
 
 def _error(status: int, content: bytes) -> str:

@@ -33,10 +33,11 @@ from semreg.registry.catalogue import Match
 from semreg.registry.discovery import newest
 from semreg.registry.instances import UP, Registration
 from semreg.registry.local_shard import LocalShard
+from semreg.registry.merged import newest_copies, removals_of
 from semreg.registry.placement import Placement
 from semreg.registry.registry import REMOVALS, Change
 from semreg.registry.selector import Selector
-from semreg.registry.shard import ShardUnavailable
+from semreg.registry.shard import Removed, ShardUnavailable
 from semreg.registry.watch import Topic, WatchHub
 
 
@@ -197,18 +198,20 @@ class Coordinator:
     async def get(self, instance_id: str) -> Any:
         owners = self.placement.owners(instance_id)
         answers = await asyncio.gather(*(shard.get(instance_id) for _, shard in owners), return_exceptions=True)
-        found, unreachable = None, []
+        found, unreachable, removed = None, [], 0
         for (member, _), answer in zip(owners, answers):
             if isinstance(answer, ShardUnavailable):
                 self.placement.failed(member)
                 unreachable.append(member)
+            elif isinstance(answer, Removed):
+                removed = max(removed, answer.revision)
             elif isinstance(answer, NotFound):
                 continue
             elif isinstance(answer, BaseException):
                 raise answer
             else:
                 found = answer if found is None else newest(found, answer)
-        if found is not None:
+        if found is not None and found.revision > removed:
             return found
         if unreachable and len(unreachable) == len(owners):
             raise Unavailable(f"no owner of '{instance_id}' answered; try again.", retry_after_s=1)
@@ -224,10 +227,10 @@ class Coordinator:
                               f"theirs; try again.", retry_after_s=1)
         newest_seen: dict[str, tuple[int, str | None, str]] = {}
         for found in answers:
-            for iid, seen in found.items():
-                if iid not in newest_seen or newest_seen[iid][0] < seen[0]:
+            for iid, seen in found.items():  # a removal as its negated revision: the newest copy decides
+                if iid not in newest_seen or abs(newest_seen[iid][0]) < abs(seen[0]):
                     newest_seen[iid] = seen
-        return {iid: (owner, environment) for iid, (_, owner, environment) in newest_seen.items()}
+        return {iid: (owner, environment) for iid, (rev, owner, environment) in newest_seen.items() if rev > 0}
 
     async def exists(self, instance_id: str) -> bool:
         try:
@@ -293,8 +296,11 @@ class Coordinator:
     async def instances(self, service: str | None, tags: bool = True, selector: Selector = Selector()) -> Topic:
         async def compute() -> tuple[Any, Gathered]:
             lists, missing = await self.gather(lambda shard: shard.instances(service))
-            # the newest copy of each, then the selector: an older copy may be in another environment
-            insts = [i for i in _newest([i for found in lists for i in found]) if selector.admits(i.reg)]
+            # the newest copy of each, unless removed since, then the selector: an older copy may be in
+            # another environment
+            removed = removals_of(lists)
+            insts = [i for i in newest_copies([i for found in lists for i in found.items], removed)
+                     if selector.admits(i.reg)]
             return (tuple(i.state for i in insts), missing), Gathered(insts, missing)
 
         def relevant(changes: Iterable[Change]) -> bool:
@@ -315,8 +321,9 @@ class Coordinator:
             holders: dict[Tag, set[str]] = {}
             found, missing = await self.gather(lambda shard: shard.tag_holders(selector))
             for one in found:
-                for tag, ids in one.items():
+                for tag, ids in one.items.items():
                     holders.setdefault(tag, set()).update(ids)
+            await self._without_removed(holders, removals_of(found))
             counts = sorted(((t, len(ids)) for t, ids in holders.items()), key=lambda x: x[0].text)
             return (tuple(counts), missing), Gathered(counts, missing)
 
@@ -336,15 +343,33 @@ class Coordinator:
             self.hub.stale(key)
         return topic
 
+    async def _without_removed(self, holders: dict[Tag, set[str]], removed: dict[str, int]) -> None:
+        """Take out of `holders` the instances whose newest copy anywhere is older than their removal (a tag
+        count carries ids, not revisions: the few removed lately are looked up)."""
+        suspect = {iid for ids in holders.values() for iid in ids if iid in removed}
+        if not suspect:
+            return
+        answers, _ = await self.gather(lambda shard: shard.registered_by(sorted(suspect)))
+        live: dict[str, int] = {}
+        for found in answers:
+            for iid, (revision, _, _) in found.items():
+                live[iid] = max(live.get(iid, 0), revision)
+        gone = {iid for iid in suspect if live.get(iid, 0) < removed[iid]}
+        for tag, ids in list(holders.items()):
+            ids -= gone
+            if not ids:
+                del holders[tag]
+
     async def holders(self, tags: list[Tag], with_tags: bool = True, selector: Selector = Selector()
                       ) -> tuple[dict[Tag, list[Any]], tuple[str, ...]]:
         """Each tag's `up` instances that the selector admits, exactly (no reasoning): the multi-tag lookup."""
         out: dict[Tag, list[Any]] = {tag: [] for tag in tags}
         found, missing = await self.gather(lambda shard: shard.holders(tags, with_tags))
         for one in found:
-            for tag, insts in one.items():
+            for tag, insts in one.items.items():
                 out[tag] += insts
-        return {tag: [i for i in _newest(insts) if i.status == UP and selector.admits(i.reg)]
+        removed = removals_of(found)
+        return {tag: [i for i in newest_copies(insts, removed) if i.status == UP and selector.admits(i.reg)]
                 for tag, insts in out.items()}, missing
 
     async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]:
@@ -361,11 +386,3 @@ class Coordinator:
         answers, _ = await self.gather(lambda shard: shard.names_term(iri))
         return any(answers)
 
-
-def _newest(instances: list[Any]) -> list[Any]:
-    """One copy of each instance (the newest), by id."""
-    found: dict[str, Any] = {}
-    for inst in instances:
-        known = found.get(inst.id)
-        found[inst.id] = inst if known is None else newest(known, inst)
-    return [found[i] for i in sorted(found)]

@@ -82,6 +82,9 @@ class Part:
     # instances holding a matching tag that the selector leaves out, by id, with their revision (when
     # the query asked): a copy elsewhere older than one of these is not admitted either
     excluded: dict[str, int] = field(default_factory=dict)
+    # the shard's recent removals, by id, with their revision: a copy elsewhere older than one of these is of
+    # a removed registration (`semreg.registry.shard.Held`)
+    removed: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -118,8 +121,9 @@ def shard_query(q: DiscoverQuery) -> DiscoverQuery:
     return replace(q, any_status=True, report_excluded=not q.selector.everything)
 
 
-def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery) -> Part:
-    """A shard's part: expand the query over its catalogue, keep each tag's eligible instances."""
+def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery, removed: dict[str, int] | None = None) -> Part:
+    """A shard's part: expand the query over its catalogue, keep each tag's eligible instances (and the
+    shard's recent removals, which a merge applies to every part)."""
     expansion = catalogue.expand(q.tag, q.match)
     holder_ids = catalogue.holder_ids
     out: list[tuple[Match, list[Member]]] = []
@@ -144,7 +148,7 @@ def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery) -> Part:
             group.append(inst)
         if group:
             out.append((m, group))
-    return Part(out, frozenset(m[0] for m in expansion), excluded or {})
+    return Part(out, frozenset(m[0] for m in expansion), excluded or {}, removed or {})
 
 
 def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> DiscoverResult:
@@ -160,13 +164,16 @@ def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> Dis
         for p in parts:
             for iid, revision in p.excluded.items():
                 excluded[iid] = max(revision, excluded.get(iid, 0))
+            for iid, revision in p.removed.items():  # a copy older than a removal is of a removed registration
+                excluded[iid] = max(revision, excluded.get(iid, 0))
             for m, group in p.matches:
                 holders = merged.setdefault(m[0], (m, {}))[1]
                 for inst in group:
                     holders[inst.id] = inst
                     known = copies.get(inst.id)
                     copies[inst.id] = inst if known is None else newest(known, inst)
-        # a copy older than one the selector left out is of a registration that moved out of what was asked
+        # a copy older than one the selector left out is of a registration that moved out of what was asked;
+        # one older than a removal, of a registration removed since
         left_out = {iid for iid, revision in excluded.items() if iid in copies and copies[iid].revision < revision}
         ordered = sorted(merged.values(), key=lambda entry: rank_key(entry[0][1], entry[0][2], entry[0][0]))
         any_status = q.any_status

@@ -10,8 +10,10 @@ when it does not answer.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
 
+from semreg.errors import NotFound
 from semreg.rdf.terms import Tag
 from semreg.registry import discovery
 from semreg.registry.catalogue import Match
@@ -20,6 +22,26 @@ from semreg.registry.registry import Change
 from semreg.registry.selector import Selector
 
 Listener = Callable[[list[Change]], None]
+T = TypeVar("T")
+
+
+@dataclass
+class Held(Generic[T]):
+    """A shard's answer to a read, with the removals it must not be read without: `removed` maps the id of
+    each instance it removed lately (a tombstone some other node may not hold yet) to the revision of the
+    removal. A copy from anywhere older than that is of a removed registration, and a merged read leaves it
+    out (`semreg.registry.coordinator`)."""
+
+    items: T
+    removed: dict[str, int] = field(default_factory=dict)
+
+
+class Removed(NotFound):
+    """The shard holds no such instance, but a tombstone of it: a copy older than `revision` is stale."""
+
+    def __init__(self, message: str, revision: int) -> None:
+        super().__init__(message)
+        self.revision = revision
 
 
 class ShardUnavailable(Exception):
@@ -39,19 +61,20 @@ class Shard(Protocol):
 
     async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Instance: ...
 
-    async def get(self, instance_id: str) -> Instance: ...
+    async def get(self, instance_id: str) -> Instance: ...  # Removed when it holds a tombstone of it
 
     async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None, str]]: ...
+    # a tombstone held as (-revision, None, "")
 
-    async def instances(self, service: str | None) -> list[Instance]: ...
+    async def instances(self, service: str | None) -> Held[list[Instance]]: ...
 
     async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part: ...
 
-    async def holders(self, tags: list[Tag], with_tags: bool = True) -> dict[Tag, list[Instance]]: ...
+    async def holders(self, tags: list[Tag], with_tags: bool = True) -> Held[dict[Tag, list[Instance]]]: ...
 
     async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]: ...
 
-    async def tag_holders(self, selector: Selector) -> dict[Tag, set[str]]: ...
+    async def tag_holders(self, selector: Selector) -> Held[dict[Tag, set[str]]]: ...
 
     async def names_term(self, iri: str) -> bool: ...
 
