@@ -7,6 +7,8 @@ queues them), so a request to it hangs until its timeout rather than failing at 
 for then is the question. Each round stops the third node, registers one instance at a time through the
 first, keeps the node stopped past the peers' write timeout (10 s), continues it, and waits until it holds
 every instance registered (brought to it by the healthy nodes) and the first node reaches it again.
+`caught_up_s` is how long it took to hold them all; `hints` counts the writes the first node saw it miss
+and the records it took from them (fewer when it had applied its queued requests first).
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ HOLD_S = 12.0  # how long each round keeps the owner stopped: past the peers' wr
 LEASE_S = 30  # members' lease: longer than a round's pause, so the stopped node stays on the ring
 CATCH_UP_S = 45.0  # the longest a round waits for the resumed node: past one anti-entropy interval (30 s)
 UP = 'semreg_instances{status="up"}'
+HINTS = "semreg_cluster_hints"  # on the node registered through: writes the stopped node missed, records it took
 
 
 @scenario("paused-owner", "registrations of one instance through a healthy node of three (k=3) while another "
@@ -62,11 +65,13 @@ def paused_owner(ctx: BenchContext) -> dict:
                 held += len(times)
                 first.append(round(times[0] * 1000, 2))
                 caught_up.append(took)
+            seen = ctx.metrics(http)
+            hints = {"kept": int(seen.get(HINTS + "_kept_total", 0)), "delivered": int(seen.get(HINTS + "_delivered_total", 0))}
     finally:
         with ctx.ui.step("stopping the ring"):
             cluster.close()
     return {"steady": latency_stats(steady), "paused": latency_stats(paused), "paused_first_ms": first,
-            "caught_up_s": caught_up, "nodes": NODES, "replicas": REPLICAS, "held_s": HOLD_S}
+            "caught_up_s": caught_up, "hints": hints, "nodes": NODES, "replicas": REPLICAS, "held_s": HOLD_S}
 
 
 def pause_round(ctx: BenchContext, http: httpx.Client, other: httpx.Client, stopped: ClusterNode, prefix: str,
