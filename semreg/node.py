@@ -120,6 +120,7 @@ class Node:
     async def close(self) -> None:
         if self._joining is not None and not self._joining.done():
             self._joining.cancel()
+        await self.coordinator.close()  # acknowledged writes still on their way to other owners
         if self.cluster is not None:
             await self.cluster.leave()  # hands its records over, then leaves the ring
         await self.shard.close()

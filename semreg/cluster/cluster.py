@@ -10,6 +10,8 @@ explicitly to the ones it needs:
 - **Followers** (`semreg.cluster.followers`): every other member's change log, followed into this node's
   watches and into the SPARQL replica's copies, and the read barrier a SPARQL query waits on.
 - **Statuses** (`semreg.cluster.statuses`): a status change on an owner, sent to the other owners.
+- **Hints** (`semreg.cluster.hints`): the writes an owner missed (a write is acknowledged without
+  waiting for every owner), sent to it as soon as it answers again.
 - **Hand-off and anti-entropy** (`semreg.cluster.antientropy`): after every ring change, and every
   `SYNC_INTERVAL_S`, every record this node holds brought to its owners; what it no longer owns let go.
 - **What every node holds whole** (`semreg.cluster.shared`): ontologies and prefixes, published in etcd
@@ -30,6 +32,7 @@ from typing import Any
 from semreg.clock import Clock, sleep
 from semreg.cluster.antientropy import AntiEntropy
 from semreg.cluster.followers import Followers
+from semreg.cluster.hints import Hints
 from semreg.cluster.kv import KV, KVUnavailable
 from semreg.cluster.membership import Membership, View
 from semreg.cluster.peer import RemoteShard
@@ -72,6 +75,8 @@ class Cluster:
         self.followers = Followers(placement=self.placement, shard=shard, coordinator=coordinator, clock=clock,
                                    stopping=stopping)
         self.statuses = Statuses(placement=self.placement, shard=shard)
+        self.hints = Hints(placement=self.placement, shard=shard, stopping=stopping)
+        self.placement.on_answer = self.hints.answered
         self.anti_entropy = AntiEntropy(placement=self.placement, shard=shard, degraded=lambda: self.degraded,
                                         stopping=stopping)
         shard.removals.enabled = True  # a removal travels with reads until every member holds it
@@ -129,9 +134,9 @@ class Cluster:
     async def stop(self) -> None:
         self._stopping = True
         await self.membership.stop()
-        for task in [*self._tasks, *self.followers.tasks(), *self.statuses.tasks()]:
+        for task in [*self._tasks, *self.followers.tasks(), *self.statuses.tasks(), *self.hints.tasks()]:
             task.cancel()
-        for task in [*self._tasks, *self.followers.tasks()]:
+        for task in [*self._tasks, *self.followers.tasks(), *self.hints.tasks()]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self.followers.clear()
@@ -191,6 +196,9 @@ class Cluster:
 
     def answered(self, member: str) -> None:
         self.placement.answered(member)
+
+    def hint(self, member: str, ids: list[str]) -> None:
+        self.hints.keep(member, ids)
 
     def missing(self, failed: Iterable[str]) -> list[str]:
         return self.placement.missing(failed)
