@@ -9,6 +9,7 @@ from typing import Any
 
 from semreg.errors import NotFound
 from semreg.registry.instances import Registration
+from semreg.registry.removals import RecentRemovals
 from semreg.registry.shard import ShardUnavailable
 
 
@@ -44,6 +45,7 @@ class FakeShard:
         self.hang: asyncio.Future | None = None  # when set, every call waits on it first
         self.down = False
         self.calls: list[str] = []
+        self.removals = RecentRemovals({})  # what a cluster enables on its local shard
 
     async def _enter(self, call: str) -> None:
         self.calls.append(call)
