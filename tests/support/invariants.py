@@ -64,6 +64,10 @@ class Reading:
     sparql: list[str] = field(default_factory=list)
     sparql_count: int = -1
     notes: list[str] = field(default_factory=list)  # partial answers, read errors
+    # what the node's own shard held as the listing was read: live copies (id → revision), and the removals
+    # its answers carried (id → revision), for the evidence
+    shard: dict[str, int] = field(default_factory=dict)
+    removed: dict[str, int] = field(default_factory=dict)
 
 
 def read(node: ClusterNode) -> Reading:
@@ -72,6 +76,11 @@ def read(node: ClusterNode) -> Reading:
         with node.client(timeout=30.0) as c:
             r = c.get("/v1/instances", params={"tags": "false"})
             out.listed = [i["id"] for i in r.json()] if r.status_code == 200 else []
+            own = c.get("/internal/v1/instances", params={"tags": "false"},
+                        headers={"X-Semreg-Cluster": secret(node)})
+            if own.status_code == 200:
+                out.shard = {m["view"]["id"]: m["revision"] for m in own.json()["members"]}
+                out.removed = own.json().get("removed", {})
             if r.status_code != 200 or "X-Semreg-Partial" in r.headers:
                 out.notes.append(f"/v1/instances {r.status_code} partial={r.headers.get('X-Semreg-Partial')}")
             r = c.get("/v1/discover", params=DISCOVERY)
@@ -151,15 +160,21 @@ def evidence(cluster: LocalCluster, ledger: Ledger, found: dict[str, dict[str, l
         lines.append(f"{iid}: owners {ring.owners(iid, 3)}; listed by "
                      f"{[n for n, r in sorted(readings.items()) if iid in r.listed]}; inventory "
                      f"{ {n: h.get(iid, '-') if isinstance(h, dict) else h for n, h in held.items()} }")
+        live = {n: r.shard[iid] for n, r in sorted(readings.items()) if iid in r.shard}
+        carried = {n: r.removed[iid] for n, r in sorted(readings.items()) if iid in r.removed}
+        lines.append(f"    as it was read: live copies {live}, removals carried {carried}")
         lines += [f"    {e}" for e in ledger.events[iid]]
     return lines
 
 
+def secret(node: ClusterNode) -> str:
+    return (node.data_dir.parent.parent / "cluster.secret").read_text().strip()
+
+
 def inventory(node: ClusterNode, ids: list[str]) -> dict[str, int] | str:
-    secret = (node.data_dir.parent.parent / "cluster.secret").read_text().strip()
     try:
         r = httpx.post(node.url + "/internal/v1/inventory", json={"ids": ids}, timeout=10.0,
-                       headers={"X-Semreg-Cluster": secret})
+                       headers={"X-Semreg-Cluster": secret(node)})
         return r.json()["inventory"] if r.status_code == 200 else f"HTTP {r.status_code}"
     except (httpx.HTTPError, ValueError, KeyError) as exc:
         return type(exc).__name__
