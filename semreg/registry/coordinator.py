@@ -36,7 +36,7 @@ from semreg.registry.local_shard import LocalShard
 from semreg.registry.placement import Placement
 from semreg.registry.registry import REMOVALS, Change
 from semreg.registry.selector import Selector
-from semreg.registry.shard import ShardUnavailable
+from semreg.registry.shard import ShardUnavailable, StaleRing
 from semreg.registry.watch import Topic, WatchHub
 
 
@@ -72,6 +72,7 @@ class Coordinator:
         with whether it is new, and (with `views`) the instance as stored, else None."""
         if not regs:
             return []
+        self.placement.check_writable()  # not while this node's membership lease is known to have lapsed
         ids = [r.id for r in regs]
         if len(set(ids)) != len(ids):
             from semreg.errors import BadRequest
@@ -142,6 +143,7 @@ class Coordinator:
 
     async def deregister(self, instance_id: str) -> None:
         """A tombstone on every owner (stand-ins for the ones that fail), enough of them durably."""
+        self.placement.check_writable()  # not while this node's membership lease is known to have lapsed
         await self.get(instance_id)  # 404 when no owner has it
         revision = self.placement.next_revision()
         done: set[str] = set()
@@ -154,6 +156,8 @@ class Coordinator:
             for (member, _), answer in zip(owners, answers):
                 if isinstance(answer, ShardUnavailable):
                     self.placement.failed(member)
+                    failed.add(member)
+                elif isinstance(answer, StaleRing):  # its ring is newer than ours: not counted
                     failed.add(member)
                 elif isinstance(answer, BaseException):
                     raise answer

@@ -33,6 +33,8 @@ class Placement(Protocol):
 
     def next_revision(self) -> int: ...
 
+    def check_writable(self) -> None: ...  # raises `Unavailable` while this node may not take writes
+
 
 class Single:
     """A node alone."""
@@ -62,3 +64,6 @@ class Single:
 
     def next_revision(self) -> int:
         return self.shard.revisions.next()
+
+    def check_writable(self) -> None:
+        return None
