@@ -3,7 +3,8 @@
 A supervised task that ends with an exception, or with a `CancelledError` nobody asked its task for (a
 library that cancels the calls of a connection another task closed), is logged at error level with the
 exception, listed in `trouble` until it reports itself `healthy` again, and started again after a backoff
-that doubles from `min_s` up to `max_s` (and starts over once it ran well). Only `stop` ends them.
+that doubles from `min_s` up to `max_s` (and starts over once it ran `max_s` without failing). Only
+`stop` ends them.
 """
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ class Supervisor:
     async def _run(self, name: str, what: str, body: Callable[[], Awaitable[None]]) -> None:
         backoff = self.min_s
         while not self._stopping:
+            started = self.clock.monotonic()
             try:
                 await body()
                 exc: BaseException = RuntimeError(f"{what} ended by itself")
@@ -67,8 +69,8 @@ class Supervisor:
                 exc = failure
             if self._stopping:
                 return
-            if name not in self.trouble:
-                backoff = self.min_s  # it ran well since it last failed
+            if self.clock.monotonic() - started > self.max_s:
+                backoff = self.min_s  # it ran a good while before it failed
             self.trouble[name] = f"its {what} failed ({type(exc).__name__}: {str(exc)[:160]}); starting it again"
             self.restarts += 1
             log.error(f"{what} failed; starting it again", exc_info=exc,
