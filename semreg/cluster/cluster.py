@@ -17,6 +17,11 @@ explicitly to the ones it needs:
 - **What every node holds whole** (`semreg.cluster.shared`): ontologies and prefixes, published in etcd
   and applied on every node. A node starting catches up before it says it is ready.
 - **etcd away.** Reads and writes go on over the last ring known; `/readyz` says `degraded`.
+- **Fencing.** A node that knows its lease lapsed takes no writes until it is back on the ring
+  (`check_writable`, 503). A write from another node carries the sender's view (`RingPlacement.fencing_view`):
+  a node whose member list is at a newer revision, with another ring, refuses it (`admit`, 409), so no write
+  is acknowledged on a ring the others moved past. `/readyz` is 503 while the membership is not running as
+  it should (`trouble`).
 
 Every view of the member list comes here first (`_on_view`): placement takes it, the followers follow the
 ring's members, and a ring change recomputes every watch and asks for a hand-off pass.
@@ -41,10 +46,11 @@ from semreg.cluster.replica_copies import ReplicaCopies
 from semreg.cluster.ring import Ring
 from semreg.cluster.shared import SharedKnowledge
 from semreg.cluster.statuses import Statuses
+from semreg.errors import Unavailable
 from semreg.registry.coordinator import Coordinator
 from semreg.registry.local_shard import LocalShard
 from semreg.registry.registry import Change
-from semreg.registry.shard import ShardUnavailable
+from semreg.registry.shard import ShardUnavailable, StaleRing
 
 log = logging.getLogger("semreg.cluster")
 # removals made this long before a member joins travel with reads again until settled with it (it compared
@@ -146,6 +152,34 @@ class Cluster:
     @property
     def degraded(self) -> bool:
         return self.membership.degraded
+
+    @property
+    def trouble(self) -> str:
+        """Why this node's membership is not running as it should ('' when it is)."""
+        return self.membership.trouble
+
+    # -- fencing ---------------------------------------------------------------------------------------
+    def check_writable(self) -> None:
+        if not self.membership.writable:
+            raise Unavailable("this node's membership lease lapsed: it takes no writes until it is back on the "
+                              "ring and has read the member list; try again.", retry_after_s=1)
+
+    def admit(self, sender: Any) -> None:
+        """A write from another node, whose view is `sender` ([revision, checksum], None from a node that
+        sends none): refused while this node may not take writes, and when this node's member list is newer
+        with another ring. A sender ahead of this node makes it read the member list at once."""
+        self.check_writable()
+        if not sender:
+            return
+        revision, checksum = int(sender[0]), int(sender[1])
+        if checksum == self.ring.checksum:
+            return
+        if revision < self.view.revision:
+            raise StaleRing(f"the sender's ring (checksum {checksum}, member list at etcd revision {revision}) is "
+                            f"one this node moved past (checksum {self.ring.checksum}, revision "
+                            f"{self.view.revision}): the sender reads the member list again; try again.")
+        if revision > self.view.revision:
+            self.membership.refresh()
 
     # -- the ring ----------------------------------------------------------------------------------------
     def _on_view(self, view: View) -> None:

@@ -3,10 +3,14 @@
 Every request carries the cluster secret. A request that gets no answer (refused, reset, past its
 timeout) raises `ShardUnavailable`, which the cluster layer turns into trying another owner, or into a
 partial answer; an answer with an error status is that error (a 404 is `NotFound`, as locally).
+
+A write (`put_records`, `delete_record`) carries this node's view: the etcd revision of its member list
+and its ring's checksum. An owner whose view is newer, with another ring, refuses it with 409: that is
+`StaleRing`, and this node is asked to read the member list again (`on_stale`).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -20,7 +24,7 @@ from semreg.registry import discovery
 from semreg.registry.catalogue import Match
 from semreg.registry.instances import Registration
 from semreg.registry.selector import Selector
-from semreg.registry.shard import Held, Removed, ShardUnavailable
+from semreg.registry.shard import Held, Removed, ShardUnavailable, StaleRing
 
 SECRET_HEADER = "X-Semreg-Cluster"
 READ_TIMEOUT_S = 5.0
@@ -30,10 +34,16 @@ WRITE_TIMEOUT_S = 10.0
 class RemoteShard:
     """The shard of member `member_id`, reached at `address`."""
 
-    def __init__(self, member_id: str, address: str, secret: str, timeout_s: float = READ_TIMEOUT_S) -> None:
+    def __init__(self, member_id: str, address: str, secret: str, timeout_s: float = READ_TIMEOUT_S, *,
+                 view: Callable[[], tuple[int, int]] | None = None, on_stale: Callable[[], None] | None = None
+                 ) -> None:
+        """`view`: this node's (member list revision, ring checksum), sent with every write; `on_stale`: told
+        when the member refused a write because this node's ring is stale."""
         self.member_id = member_id
         self.address = address.rstrip("/")
         self.timeout_s = timeout_s
+        self.view = view
+        self.on_stale = on_stale
         self.http = PeerConnections(self.address, {SECRET_HEADER: secret, "Content-Type": "application/json"},
                                     prefix="/internal/v1")
 
@@ -72,7 +82,7 @@ class RemoteShard:
     async def put_records(self, items: list[tuple[Registration, int]], views: bool = True
                           ) -> list[tuple[Any, bool]]:
         body = {"items": [[reg.record(), rev] for reg, rev in items], "views": views}
-        answer = await self.call("POST", "/records", body, timeout_s=WRITE_TIMEOUT_S)
+        answer = await self._write("/records", body)
         return [(wire.RemoteMember.from_json(r["member"], True) if "member" in r else None, bool(r["created"]))
                 if r else (None, False) for r in answer["results"]]
 
@@ -81,8 +91,21 @@ class RemoteShard:
         return int(answer["applied"])
 
     async def delete_record(self, instance_id: str, revision: int) -> bool:
-        answer = await self.call("POST", "/delete", {"items": [[instance_id, revision]]}, timeout_s=WRITE_TIMEOUT_S)
+        answer = await self._write("/delete", {"items": [[instance_id, revision]]})
         return bool(answer["deleted"][0])
+
+    async def _write(self, path: str, body: dict[str, Any]) -> Any:
+        """A write, with this node's view; `StaleRing` when the member has moved past this node's ring."""
+        if self.view is not None:
+            body["view"] = list(self.view())
+        try:
+            return await self.call("POST", path, body, timeout_s=WRITE_TIMEOUT_S)
+        except SemregError as exc:
+            if exc.status != 409:
+                raise
+            if self.on_stale is not None:
+                self.on_stale()
+            raise StaleRing(f"{self.member_id} refused the write: {exc.message}") from exc
 
     async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Any:
         answer = await self.call("POST", f"/heartbeat/{instance_id}", {"load": load, "status": status})

@@ -54,7 +54,13 @@ class RingPlacement:
         if address and (peer is None or peer.address != address.rstrip("/")):
             if peer is not None:
                 asyncio.get_running_loop().create_task(peer.close())
-            self.peers[member] = RemoteShard(member, address, self.secret)
+            self.peers[member] = RemoteShard(member, address, self.secret, view=self.fencing_view,
+                                             on_stale=self.membership.refresh)
+
+    def fencing_view(self) -> tuple[int, int]:
+        """What a write to another member carries: the revision of the member list placed over, and the
+        ring's checksum (a member at a newer revision with another ring refuses it)."""
+        return self.view.revision, self.ring.checksum
 
     async def close(self) -> None:
         for peer in self.peers.values():

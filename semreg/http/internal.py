@@ -90,10 +90,19 @@ def route(method: str, path: str) -> Any:
     return wrap
 
 
+def admitted(request: Request, body: Any) -> None:
+    """A write from another node: not while this node's lease is known to have lapsed (503), nor when its
+    ring is one this node moved past (409; `semreg.cluster.cluster.Cluster.admit`)."""
+    cluster = request.app.state.cluster
+    if cluster is not None:
+        cluster.admit(body.get("view"))
+
+
 @route("POST", "/records")
 async def records(request: Request) -> Response:
     shard = guarded(request)
     body = await body_of(request)
+    admitted(request, body)
     items = [(Registration.from_record(rec), int(rev)) for rec, rev in body["items"]]
     views = bool(body.get("views", True))
     stored = await shard.put_records(items)
@@ -118,7 +127,9 @@ async def export(request: Request) -> Response:
 @route("POST", "/delete")
 async def delete(request: Request) -> Response:
     shard = guarded(request)
-    done = [await shard.delete_record(iid, int(rev)) for iid, rev in (await body_of(request))["items"]]
+    body = await body_of(request)
+    admitted(request, body)
+    done = [await shard.delete_record(iid, int(rev)) for iid, rev in body["items"]]
     return JSONResponse({"deleted": done})
 
 

@@ -160,21 +160,14 @@ def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> Dis
     else:
         copies: dict[str, Member] = {}
         merged: dict[Tag, tuple[Match, dict[str, Member]]] = {}
-        excluded: dict[str, int] = {}
         for p in parts:
-            for iid, revision in p.excluded.items():
-                excluded[iid] = max(revision, excluded.get(iid, 0))
-            for iid, revision in p.removed.items():  # a copy older than a removal is of a removed registration
-                excluded[iid] = max(revision, excluded.get(iid, 0))
             for m, group in p.matches:
                 holders = merged.setdefault(m[0], (m, {}))[1]
                 for inst in group:
                     holders[inst.id] = inst
                     known = copies.get(inst.id)
                     copies[inst.id] = inst if known is None else newest(known, inst)
-        # a copy older than one the selector left out is of a registration that moved out of what was asked;
-        # one older than a removal, of a registration removed since
-        left_out = {iid for iid, revision in excluded.items() if iid in copies and copies[iid].revision < revision}
+        left_out = _superseded(parts, copies)
         ordered = sorted(merged.values(), key=lambda entry: rank_key(entry[0][1], entry[0][2], entry[0][0]))
         any_status = q.any_status
         matches = []
@@ -212,6 +205,17 @@ def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> Dis
                     break  # nothing further can be listed or ranked
     matched = parts[0].matched_tags if len(parts) == 1 else frozenset().union(*(p.matched_tags for p in parts))
     return DiscoverResult(q, members, best, b"[" + b",".join(listed) + b"]", len(listed), truncated, matched)
+
+
+def _superseded(parts: Sequence[Part], copies: dict[str, Member]) -> set[str]:
+    """The instances whose newest copy is older than one a selector left out (a registration that moved out
+    of what was asked) or than a removal (a registration removed since)."""
+    newer: dict[str, int] = {}
+    for p in parts:
+        for found in (p.excluded, p.removed):
+            for iid, revision in found.items():
+                newer[iid] = max(revision, newer.get(iid, 0))
+    return {iid for iid, revision in newer.items() if iid in copies and copies[iid].revision < revision}
 
 
 def signature(result: DiscoverResult) -> int:

@@ -37,6 +37,8 @@ class Placement(Protocol):
 
     def next_revision(self) -> int: ...
 
+    def check_writable(self) -> None: ...  # raises `Unavailable` while this node may not take writes
+
 
 class Single:
     """A node alone."""
@@ -69,3 +71,6 @@ class Single:
 
     def next_revision(self) -> int:
         return self.shard.revisions.next()
+
+    def check_writable(self) -> None:
+        return None

@@ -5,7 +5,7 @@ heartbeat, read instances, resolve a discovery over its instances (`semreg.regis
 count and look up tags, record a route, and report its changes (per-query watching is the
 coordinator's, over those changes). The shard of this process is `semreg.registry.local_shard`; a shard
 on another node answers the same calls over HTTP (`semreg.cluster.peer`) and raises `ShardUnavailable`
-when it does not answer.
+when it does not answer, or `StaleRing` when it refuses a write sent on a ring it has moved past.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from semreg.errors import NotFound
+from semreg.errors import Conflict, NotFound
 from semreg.rdf.terms import Tag
 from semreg.registry import discovery
 from semreg.registry.catalogue import Match
@@ -52,6 +52,12 @@ class ShardUnavailable(Exception):
         super().__init__(f"{member}: {reason}")
         self.member = member
         self.reason = reason
+
+
+class StaleRing(Conflict):
+    """An owner refused a write: its member list is at a newer etcd revision than the sender's, with another
+    ring (the others moved past the sender's ring). The write does not count that owner; the sender reads
+    the member list again, and the write fails if too few owners took it (503, try again)."""
 
 
 class Shard(Protocol):

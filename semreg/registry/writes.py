@@ -23,6 +23,7 @@ async def register(placement: Placement, stragglers: Stragglers, regs: list[Regi
     with whether it is new, and (with `views`) the instance as stored, else None."""
     if not regs:
         return []
+    placement.check_writable()  # not while this node's membership lease is known to have lapsed
     ids = [r.id for r in regs]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
@@ -71,6 +72,7 @@ async def stored_view(placement: Placement, quorum: Quorum, instance_id: str) ->
 
 async def deregister(placement: Placement, stragglers: Stragglers, instance_id: str) -> None:
     """A tombstone on every owner (stand-ins for the ones that fail), enough of them durably."""
+    placement.check_writable()  # not while this node's membership lease is known to have lapsed
     await lookup(placement, instance_id)  # 404 when no owner has it
     revision = placement.next_revision()
 

@@ -46,6 +46,9 @@ class Placed(RingPlacement):
     def hint(self, member: str, ids: list[str]) -> None:
         self.hints.keep(member, ids)
 
+    def check_writable(self) -> None:
+        return None
+
 
 async def delivered(placement: Placed) -> None:
     for task in placement.hints.tasks():

@@ -58,6 +58,12 @@ class Fixed:
     def next_revision(self) -> int:
         return next(iter(self.shards.values())).revisions.next()
 
+    def hint(self, member: str, ids: list[str]) -> None:
+        return None
+
+    def check_writable(self) -> None:
+        return None
+
 
 class Knowledge:
     def __init__(self, hierarchy: Any) -> None:

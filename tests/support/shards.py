@@ -139,6 +139,9 @@ class FakePlacement:
     def hint(self, member: str, ids: list[str]) -> None:
         self.hints.append((member, list(ids)))
 
+    def check_writable(self) -> None:
+        return None
+
     def missing(self, failed: Any) -> list[str]:
         return sorted(failed)
 
