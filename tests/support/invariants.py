@@ -167,6 +167,26 @@ def evidence(cluster: LocalCluster, ledger: Ledger, found: dict[str, dict[str, l
     return lines
 
 
+def stale_copies(cluster: LocalCluster, removed: list[str]) -> int:
+    """Live copies of these (removed) instances held anywhere: what reads hide and anti-entropy removes."""
+    found = 0
+    for node in cluster.nodes:
+        held = inventory(node, removed)
+        found += sum(1 for rev in held.values() if rev > 0) if isinstance(held, dict) else 0
+    return found
+
+
+def stale_copies_gone(cluster: LocalCluster, removed: list[str], budget_s: float) -> tuple[int, float | None]:
+    """The live copies of removed instances held when asked, and the seconds until none was left (None: some
+    were still there after `budget_s`)."""
+    started = time.monotonic()
+    first = left = stale_copies(cluster, removed)
+    while left and time.monotonic() - started < budget_s:
+        time.sleep(0.2)
+        left = stale_copies(cluster, removed)
+    return first, None if left else time.monotonic() - started
+
+
 def secret(node: ClusterNode) -> str:
     return (node.data_dir.parent.parent / "cluster.secret").read_text().strip()
 
