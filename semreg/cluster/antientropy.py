@@ -27,7 +27,7 @@ from semreg.cluster.peer import RemoteShard
 from semreg.cluster.placement import RingPlacement
 from semreg.cluster.ring import Ring
 from semreg.errors import SemregError
-from semreg.registry.local_shard import LocalShard
+from semreg.registry.local_shard import TOMBSTONE_KEEP_S, LocalShard
 from semreg.registry.shard import ShardUnavailable
 
 log = logging.getLogger("semreg.cluster")
@@ -86,6 +86,20 @@ class AntiEntropy:
                     break
         self.repaired += taken
         log.info("records compared before joining", extra={"held": len(held), "taken": taken})
+
+    async def forget_if_away(self) -> int:
+        """Before this node is on the ring again: if it was away longer than a removal is remembered (the
+        tombstones' lifetime), forget every copy it holds. Some may be of instances removed since, whose
+        tombstones the others no longer hold, and nothing could tell them from current ones; the ring holds
+        every current one (on W owners at least). Returns how many were forgotten."""
+        seen = await self.shard.last_on_ring()
+        away = self.shard.clock.wall() - seen if seen is not None else 0.0
+        if away <= TOMBSTONE_KEEP_S:
+            return 0
+        forgotten = await self.shard.drop(list(self.shard.inventory()))
+        log.warning("away longer than removals are remembered: the copies held here are forgotten, and the "
+                    "ring's current ones taken instead", extra={"away_h": round(away / 3600, 1), "forgotten": forgotten})
+        return forgotten
 
     def settle_wanted(self) -> None:
         """A tombstone was stored here: settle it soon."""
@@ -146,14 +160,15 @@ class AntiEntropy:
             self._sync_wanted.clear()
             await asyncio.sleep(0.2)  # let a burst of ring changes settle into one pass
             try:
-                await self.sync(self.placement.ring)
+                if await self.sync(self.placement.ring):  # every member answered: this node was on the ring
+                    self.shard.on_ring()
             except Exception:
                 log.exception("a hand-off pass failed; the next one will try again")
             self.shard.forget_tombstones()
 
-    async def sync(self, ring: Ring, leaving: bool = False) -> None:
+    async def sync(self, ring: Ring, leaving: bool = False) -> bool:
         """Give every owner (on `ring`) what it lacks of what this node holds; let go of what this node no
-        longer owns once every owner of it holds it."""
+        longer owns once every owner of it holds it. Whether every member it had to ask answered."""
         held = self.shard.inventory()
         wanted: dict[str, list[str]] = {}
         mine_not: list[str] = []
@@ -165,16 +180,20 @@ class AntiEntropy:
             if self.node_id not in owners:
                 mine_not.append(iid)
         confirmed: dict[str, set[str]] = {}
+        complete = True
         for member, ids in wanted.items():
             peer = self.placement.peers.get(member)
             if peer is None:
+                complete = False
                 continue
-            confirmed.setdefault(member, set()).update(await self._hand_to(member, peer, ring, held, ids))
+            confirmed.setdefault(member, set()).update(found := await self._hand_to(member, peer, ring, held, ids))
+            complete = complete and len(found) == len(ids)
         let_go = [iid for iid in mine_not
                   if all(iid in confirmed.get(m, ()) for m in ring.owners(iid, self.replicas))]
         if let_go and (leaving or not self._degraded()):
             self.dropped += await self.shard.drop(let_go)
         self.syncs += 1
+        return complete
 
     async def _hand_to(self, member: str, peer: RemoteShard, ring: Ring, held: dict[str, int], ids: list[str]
                        ) -> set[str]:

@@ -109,6 +109,7 @@ class Cluster:
                 self.waiting = "catching up with the ontologies and prefixes of the cluster"
                 await self.catch_up()
                 self.waiting = "taking what changed meanwhile on the other owners of its records"
+                await self.anti_entropy.forget_if_away()
                 await self.repair()
                 self.waiting = "joining the ring"
                 await self.membership.join()

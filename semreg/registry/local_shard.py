@@ -298,6 +298,13 @@ class LocalShard:
             dropped += 1
         return dropped
 
+    async def last_on_ring(self) -> float | None:
+        """When this shard last compared its records with a ring (wall seconds), as its store remembers."""
+        return await self._write(self.store.load_last_on_ring)
+
+    def on_ring(self) -> None:
+        self._submit(self.store.save_last_on_ring, self.clock.wall())
+
     def forget_tombstones(self) -> int:
         gone = self.registry.forget_tombstones(self.clock.wall() - TOMBSTONE_KEEP_S)
         for iid in gone:
