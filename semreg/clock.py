@@ -8,6 +8,10 @@
 `LoopClock` is the real one (the event loop's timers). `FakeClock` is for tests: nothing happens until
 the test calls `advance(seconds)`, which runs every timer that falls due, in order, so a lease expiry
 or a watch timeout is tested without sleeping.
+
+`within(clock, aw, seconds)` waits for `aw` no longer than `seconds` on `clock`. Unlike `asyncio.wait_for`, it
+does not then wait for the cancelled `aw` to finish: a call that ignores its cancellation (a connection's
+`close()` stuck on a lock) cannot hold its caller past the deadline.
 """
 from __future__ import annotations
 
@@ -15,8 +19,10 @@ import asyncio
 import heapq
 import itertools
 import time
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Cancellable(Protocol):
@@ -111,3 +117,34 @@ async def sleep(clock: Clock, seconds: float) -> None:
         await done
     finally:
         timer.cancel()
+
+
+class Interrupted(Exception):
+    """What `within` waited for was cancelled by something other than its caller (a library cancels the
+    calls of a connection another task closed, and they end in `CancelledError`)."""
+
+
+async def within(clock: Clock, aw: Awaitable[T], seconds: float) -> T:
+    """`aw`'s result, or `TimeoutError` once `seconds` passed on `clock` (`aw` is then cancelled and left to
+    end by itself). A cancellation of `aw` that did not come from the caller is `Interrupted`, so that it is
+    never mistaken for the caller's own."""
+    task = asyncio.ensure_future(aw)
+    timer = asyncio.ensure_future(sleep(clock, seconds))
+    try:
+        await asyncio.wait((task, timer), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        timer.cancel()
+        if not task.done():
+            task.cancel()
+            task.add_done_callback(_quiet)
+    if not task.done():
+        raise TimeoutError(f"no answer within {seconds:g} s")
+    if task.cancelled():
+        raise Interrupted("cancelled from elsewhere")
+    return task.result()
+
+
+def _quiet(task: asyncio.Future) -> None:
+    """Retrieve a left-behind task's outcome, so that asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()

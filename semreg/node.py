@@ -18,7 +18,7 @@ from typing import Any
 from semreg import heap
 from semreg.clock import Clock, LoopClock
 from semreg.cluster.cluster import Cluster
-from semreg.cluster.kv import EtcdKV, parse_endpoints
+from semreg.cluster.kv import KV, EtcdKV, parse_endpoints
 from semreg.cluster.replica_copies import ReplicaCopies
 from semreg.config import Settings
 from semreg.knowledge.knowledge import Knowledge
@@ -36,7 +36,9 @@ log = logging.getLogger("semreg.node")
 
 class Node:
     def __init__(self, settings: Settings, clock: Clock | None = None, store: Store | None = None,
-                 health: HealthChecker | None = None) -> None:
+                 health: HealthChecker | None = None, kv: KV | None = None) -> None:
+        """`kv`: the cluster's store when `settings.etcd` is set (default etcd at those endpoints; tests pass
+        a `semreg.cluster.kv.MemoryKV`)."""
         self.settings = settings
         self.clock = clock or LoopClock()
         self.store = store if store is not None else Store(settings.data_dir)
@@ -51,7 +53,8 @@ class Node:
         self.shard.subscribe(self.changelog.append)
         self.cluster: Cluster | None = None
         if settings.etcd:
-            self.cluster = Cluster(kv=EtcdKV(parse_endpoints(settings.etcd)), cluster=settings.cluster,
+            kv = kv if kv is not None else EtcdKV(parse_endpoints(settings.etcd), clock=self.clock)
+            self.cluster = Cluster(kv=kv, cluster=settings.cluster,
                                    node_id=settings.node_id, address=settings.advertise, replicas=settings.replicas,
                                    secret=read_secret(settings), shard=self.shard, coordinator=self.coordinator,
                                    knowledge=self.knowledge, clock=self.clock,
@@ -120,6 +123,7 @@ class Node:
     async def close(self) -> None:
         if self._joining is not None and not self._joining.done():
             self._joining.cancel()
+        await self.coordinator.close()  # acknowledged writes still on their way to other owners
         if self.cluster is not None:
             await self.cluster.leave()  # hands its records over, then leaves the ring
         await self.shard.close()

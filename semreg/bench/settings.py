@@ -103,7 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", metavar="NAME[,NAME]", default="",
                         help="run only these scenarios (comma list of discovery, many-tags, cold-discovery, "
                              "sparql, register-1000-tags, closure, watches, health-checks, heartbeat-load, ring, "
-                             "cluster; an unknown name lists every scenario)")
+                             "paused-owner, cluster; an unknown name lists every scenario)")
     for flag, dest, kind, text in _SIZES:
         parser.add_argument(flag, dest=dest, type=kind, default=None, metavar="N", help=text)
     parser.add_argument("--semreg-url", metavar="URL", default=None,

@@ -5,9 +5,15 @@ owner of it holds (revisions, tombstones included), sends what they lack or hold
 what it no longer owns once its owners have it. Arcs whose digests agree (`semreg.cluster.digests`) are
 not compared record by record. Counters of records moved and repaired are in `/metrics`.
 
-Before this node is on the ring again (starting, or back from a pause past its lease), it takes from the
-other owners what they hold newer (`repair`); a graceful leave hands every record to its owners without
-this node (`sync` over that ring).
+Before this node is on the ring again (starting, or back from a pause past its lease), it takes from
+every other member what they hold newer (`repair`); a graceful leave hands every record to its owners
+without this node (`sync` over that ring).
+
+Removals are settled apart, and soon (`settle`): a tombstone stored here travels with every read this
+node answers (`semreg.registry.removals`) until every member of the ring is known to hold it or nothing
+older; a member still holding an older live copy is sent the tombstone. So a stale copy is hidden from
+every read at once, and gone from every node within a pass (`SETTLE_DELAY_S`, then `SETTLE_RETRY_S`
+while a member does not answer).
 """
 from __future__ import annotations
 
@@ -21,13 +27,15 @@ from semreg.cluster.peer import RemoteShard
 from semreg.cluster.placement import RingPlacement
 from semreg.cluster.ring import Ring
 from semreg.errors import SemregError
-from semreg.registry.local_shard import LocalShard
+from semreg.registry.local_shard import TOMBSTONE_KEEP_S, LocalShard
 from semreg.registry.shard import ShardUnavailable
 
 log = logging.getLogger("semreg.cluster")
 
 SYNC_INTERVAL_S = 30.0
 SYNC_BATCH = 2000
+SETTLE_DELAY_S = 0.1  # a burst of removals is settled in one pass
+SETTLE_RETRY_S = 1.0
 
 
 class AntiEntropy:
@@ -42,7 +50,9 @@ class AntiEntropy:
         self._degraded = degraded
         self._stopping = stopping
         self._sync_wanted = asyncio.Event()
+        self._settle_wanted = asyncio.Event()
         self.moved = 0
+        self.settled = 0  # stale live copies found on a member and replaced by their tombstone
         self.repaired = 0
         self.dropped = 0
         self.syncs = 0
@@ -56,11 +66,8 @@ class AntiEntropy:
         take from the other owners of what it holds whatever they hold newer, removals included, so that
         no stale copy here is read (a deregistered instance never comes back)."""
         held = self.shard.inventory()
-        by_member: dict[str, list[str]] = {}
-        for iid in held:
-            for member in self.placement.ring.owners(iid, self.replicas + 1):
-                if member != self.node_id:
-                    by_member.setdefault(member, []).append(iid)
+        # every member, not only the owners: a removal made while owners were away sits on stand-ins
+        by_member = {member: list(held) for member in self.placement.ring.members if member != self.node_id}
         taken = 0
         for member, ids in by_member.items():
             peer = self.placement.peers.get(member)
@@ -80,6 +87,71 @@ class AntiEntropy:
         self.repaired += taken
         log.info("records compared before joining", extra={"held": len(held), "taken": taken})
 
+    async def forget_if_away(self) -> int:
+        """Before this node is on the ring again: if it was away longer than a removal is remembered (the
+        tombstones' lifetime), forget every copy it holds. Some may be of instances removed since, whose
+        tombstones the others no longer hold, and nothing could tell them from current ones; the ring holds
+        every current one (on W owners at least). Returns how many were forgotten."""
+        seen = await self.shard.last_on_ring()
+        away = self.shard.clock.wall() - seen if seen is not None else 0.0
+        if away <= TOMBSTONE_KEEP_S:
+            return 0
+        forgotten = await self.shard.drop(list(self.shard.inventory()))
+        log.warning("away longer than removals are remembered: the copies held here are forgotten, and the "
+                    "ring's current ones taken instead", extra={"away_h": round(away / 3600, 1), "forgotten": forgotten})
+        return forgotten
+
+    def settle_wanted(self) -> None:
+        """A tombstone was stored here: settle it soon."""
+        self._settle_wanted.set()
+
+    async def settle_loop(self) -> None:
+        while not self._stopping():
+            await self._settle_wanted.wait()
+            self._settle_wanted.clear()
+            await asyncio.sleep(SETTLE_DELAY_S)
+            try:
+                left = await self.settle()
+            except Exception:
+                log.exception("settling removals failed; trying again")
+                left = 1
+            if left:
+                await asyncio.sleep(SETTLE_RETRY_S)
+                self._settle_wanted.set()
+
+    async def settle(self) -> int:
+        """Make sure every member of the ring holds this node's recent removals or nothing older, sending
+        the tombstone to any that still holds an older live copy; then they need not travel with reads any
+        more. Returns how many are left unsettled (a member did not answer)."""
+        pending = self.shard.removals.current()
+        if not pending:
+            return 0
+        ids = sorted(pending)
+        ring = self.placement.ring
+        for member in ring.members:
+            if member == self.node_id:
+                continue
+            peer = self.placement.peers.get(member)
+            if peer is None:
+                return len(pending)
+            for start in range(0, len(ids), SYNC_BATCH):
+                batch = ids[start:start + SYNC_BATCH]
+                try:
+                    theirs = await peer.inventory(batch)
+                    # an older live copy goes; an owner holding nothing takes the tombstone too, so that a
+                    # hand-off still in flight cannot bring the copy back once this removal stops travelling
+                    behind = [iid for iid in batch if abs(theirs.get(iid, 0)) < pending[iid]
+                              and (theirs.get(iid, 0) > 0 or member in ring.owners(iid, self.replicas))]
+                    if behind:
+                        self.settled += await peer.restore_records(self.shard.export(behind))
+                except (ShardUnavailable, SemregError) as exc:
+                    log.warning("could not settle removals with a member", extra={"member": member,
+                                                                                   "error": str(exc)[:200]})
+                    self.placement.failed(member)
+                    return len(pending)
+        self.shard.removals.settled(pending)
+        return 0
+
     async def run(self) -> None:
         """A pass after every ring change (a burst of them, once), and every `SYNC_INTERVAL_S`."""
         while not self._stopping():
@@ -88,14 +160,15 @@ class AntiEntropy:
             self._sync_wanted.clear()
             await asyncio.sleep(0.2)  # let a burst of ring changes settle into one pass
             try:
-                await self.sync(self.placement.ring)
+                if await self.sync(self.placement.ring):  # every member answered: this node was on the ring
+                    self.shard.on_ring()
             except Exception:
                 log.exception("a hand-off pass failed; the next one will try again")
             self.shard.forget_tombstones()
 
-    async def sync(self, ring: Ring, leaving: bool = False) -> None:
+    async def sync(self, ring: Ring, leaving: bool = False) -> bool:
         """Give every owner (on `ring`) what it lacks of what this node holds; let go of what this node no
-        longer owns once every owner of it holds it."""
+        longer owns once every owner of it holds it. Whether every member it had to ask answered."""
         held = self.shard.inventory()
         wanted: dict[str, list[str]] = {}
         mine_not: list[str] = []
@@ -107,16 +180,20 @@ class AntiEntropy:
             if self.node_id not in owners:
                 mine_not.append(iid)
         confirmed: dict[str, set[str]] = {}
+        complete = True
         for member, ids in wanted.items():
             peer = self.placement.peers.get(member)
             if peer is None:
+                complete = False
                 continue
-            confirmed.setdefault(member, set()).update(await self._hand_to(member, peer, ring, held, ids))
+            confirmed.setdefault(member, set()).update(found := await self._hand_to(member, peer, ring, held, ids))
+            complete = complete and len(found) == len(ids)
         let_go = [iid for iid in mine_not
                   if all(iid in confirmed.get(m, ()) for m in ring.owners(iid, self.replicas))]
         if let_go and (leaving or not self._degraded()):
             self.dropped += await self.shard.drop(let_go)
         self.syncs += 1
+        return complete
 
     async def _hand_to(self, member: str, peer: RemoteShard, ring: Ring, held: dict[str, int], ids: list[str]
                        ) -> set[str]:

@@ -10,11 +10,18 @@ explicitly to the ones it needs:
 - **Followers** (`semreg.cluster.followers`): every other member's change log, followed into this node's
   watches and into the SPARQL replica's copies, and the read barrier a SPARQL query waits on.
 - **Statuses** (`semreg.cluster.statuses`): a status change on an owner, sent to the other owners.
+- **Hints** (`semreg.cluster.hints`): the writes an owner missed (a write is acknowledged without
+  waiting for every owner), sent to it as soon as it answers again.
 - **Hand-off and anti-entropy** (`semreg.cluster.antientropy`): after every ring change, and every
   `SYNC_INTERVAL_S`, every record this node holds brought to its owners; what it no longer owns let go.
 - **What every node holds whole** (`semreg.cluster.shared`): ontologies and prefixes, published in etcd
   and applied on every node. A node starting catches up before it says it is ready.
 - **etcd away.** Reads and writes go on over the last ring known; `/readyz` says `degraded`.
+- **Fencing.** A node that knows its lease lapsed takes no writes until it is back on the ring
+  (`check_writable`, 503). A write from another node carries the sender's view (`RingPlacement.fencing_view`):
+  a node whose member list is at a newer revision, with another ring, refuses it (`admit`, 409), so no write
+  is acknowledged on a ring the others moved past. `/readyz` is 503 while the membership is not running as
+  it should (`trouble`).
 
 Every view of the member list comes here first (`_on_view`): placement takes it, the followers follow the
 ring's members, and a ring change recomputes every watch and asks for a hand-off pass.
@@ -30,6 +37,7 @@ from typing import Any
 from semreg.clock import Clock, sleep
 from semreg.cluster.antientropy import AntiEntropy
 from semreg.cluster.followers import Followers
+from semreg.cluster.hints import Hints
 from semreg.cluster.kv import KV, KVUnavailable
 from semreg.cluster.membership import Membership, View
 from semreg.cluster.peer import RemoteShard
@@ -38,12 +46,16 @@ from semreg.cluster.replica_copies import ReplicaCopies
 from semreg.cluster.ring import Ring
 from semreg.cluster.shared import SharedKnowledge
 from semreg.cluster.statuses import Statuses
+from semreg.errors import Unavailable
 from semreg.registry.coordinator import Coordinator
 from semreg.registry.local_shard import LocalShard
 from semreg.registry.registry import Change
-from semreg.registry.shard import ShardUnavailable
+from semreg.registry.shard import ShardUnavailable, StaleRing
 
 log = logging.getLogger("semreg.cluster")
+# removals made this long before a member joins travel with reads again until settled with it (it compared
+# what it holds with every member before joining: this covers what was removed meanwhile)
+REOPEN_S = 600.0
 
 
 class Cluster:
@@ -69,8 +81,12 @@ class Cluster:
         self.followers = Followers(placement=self.placement, shard=shard, coordinator=coordinator, clock=clock,
                                    stopping=stopping)
         self.statuses = Statuses(placement=self.placement, shard=shard)
+        self.hints = Hints(placement=self.placement, shard=shard, stopping=stopping)
+        self.placement.on_answer = self.hints.answered
         self.anti_entropy = AntiEntropy(placement=self.placement, shard=shard, degraded=lambda: self.degraded,
                                         stopping=stopping)
+        shard.removals.enabled = True  # a removal travels with reads until every member holds it
+        shard.removals.on_added = self.anti_entropy.settle_wanted
         self.shared = SharedKnowledge(kv=kv, name=cluster, node_id=node_id, knowledge=knowledge, clock=clock,
                                       placement=self.placement, membership=self.membership, stopping=stopping)
         self._tasks: list[asyncio.Task] = []
@@ -84,6 +100,8 @@ class Cluster:
         """Read the member list, catch up with what every node holds whole, then join the ring and keep
         everything converging. While etcd cannot be reached, keep trying (`waiting` says why)."""
         self.shard.subscribe(self.statuses.local_changes)
+        self.followers.local_removals(self.shard.registry.tombstones)
+        self.shard.removals.reopen(self.clock.wall() - REOPEN_S)
         backoff = 0.5
         while not self._stopping:
             try:
@@ -91,6 +109,7 @@ class Cluster:
                 self.waiting = "catching up with the ontologies and prefixes of the cluster"
                 await self.catch_up()
                 self.waiting = "taking what changed meanwhile on the other owners of its records"
+                await self.anti_entropy.forget_if_away()
                 await self.repair()
                 self.waiting = "joining the ring"
                 await self.membership.join()
@@ -103,7 +122,8 @@ class Cluster:
                 backoff = min(backoff * 2, 5.0)
         self.waiting = ""
         loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self.anti_entropy.run()), loop.create_task(self.shared.run())]
+        self._tasks = [loop.create_task(self.anti_entropy.run()), loop.create_task(self.shared.run()),
+                       loop.create_task(self.anti_entropy.settle_loop())]
         self.anti_entropy.wanted()
 
     async def leave(self) -> None:
@@ -121,9 +141,9 @@ class Cluster:
     async def stop(self) -> None:
         self._stopping = True
         await self.membership.stop()
-        for task in [*self._tasks, *self.followers.tasks(), *self.statuses.tasks()]:
+        for task in [*self._tasks, *self.followers.tasks(), *self.statuses.tasks(), *self.hints.tasks()]:
             task.cancel()
-        for task in [*self._tasks, *self.followers.tasks()]:
+        for task in [*self._tasks, *self.followers.tasks(), *self.hints.tasks()]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self.followers.clear()
@@ -134,9 +154,40 @@ class Cluster:
     def degraded(self) -> bool:
         return self.membership.degraded
 
+    @property
+    def trouble(self) -> str:
+        """Why this node's membership is not running as it should ('' when it is)."""
+        return self.membership.trouble
+
+    # -- fencing ---------------------------------------------------------------------------------------
+    def check_writable(self) -> None:
+        if not self.membership.writable:
+            raise Unavailable("this node's membership lease lapsed: it takes no writes until it is back on the "
+                              "ring and has read the member list; try again.", retry_after_s=1)
+
+    def admit(self, sender: Any) -> None:
+        """A write from another node, whose view is `sender` ([revision, checksum], None from a node that
+        sends none): refused while this node may not take writes, and when this node's member list is newer
+        with another ring. A sender ahead of this node makes it read the member list at once."""
+        self.check_writable()
+        if not sender:
+            return
+        revision, checksum = int(sender[0]), int(sender[1])
+        if checksum == self.ring.checksum:
+            return
+        if revision < self.view.revision:
+            raise StaleRing(f"the sender's ring (checksum {checksum}, member list at etcd revision {revision}) is "
+                            f"one this node moved past (checksum {self.ring.checksum}, revision "
+                            f"{self.view.revision}): the sender reads the member list again; try again.")
+        if revision > self.view.revision:
+            self.membership.refresh()
+
     # -- the ring ----------------------------------------------------------------------------------------
     def _on_view(self, view: View) -> None:
+        before = set(self.ring.members)
         ring_changed = self.placement.see(view)
+        if set(self.ring.members) - before:  # a member (back) on the ring may hold copies of what was removed
+            self.shard.removals.reopen(self.clock.wall() - REOPEN_S)
         for member in self.ring.members:
             if member == self.node_id:
                 continue
@@ -181,6 +232,9 @@ class Cluster:
     def answered(self, member: str) -> None:
         self.placement.answered(member)
 
+    def hint(self, member: str, ids: list[str]) -> None:
+        self.hints.keep(member, ids)
+
     def missing(self, failed: Iterable[str]) -> list[str]:
         return self.placement.missing(failed)
 
@@ -222,6 +276,10 @@ class Cluster:
     @property
     def syncs(self) -> int:
         return self.anti_entropy.syncs
+
+    @property
+    def settled(self) -> int:
+        return self.anti_entropy.settled
 
     # -- what every node holds whole ----------------------------------------------------------------------
     async def catch_up(self) -> None:

@@ -107,7 +107,9 @@ class Followers:
                         self.placement.failed(member)
                         epoch = None
                         continue
-                    self.copies.resync(member, [(m.view, m.revision, m.state_version) for m in held])
+                    self.copies.resync(member, [(m.view, m.revision, m.state_version) for m in held.items])
+                    for iid, revision in held.removed.items():  # a stale copy elsewhere stays hidden
+                        self.copies.removed(member, iid, revision)
                     self._copied_from.add(member)
                 self._progressed(member, epoch, cursor)
                 continue
@@ -143,6 +145,13 @@ class Followers:
             inst = self.shard.held(c.id) if c.membership and not c.removed else None
             return None if inst is None else (inst.view(), inst.revision, inst.state_version)
         self._copy(self.node_id, [(c, copy_of(c)) for c in changes])
+
+    def local_removals(self, tombstones: dict[str, tuple[int, float]]) -> None:
+        """This node's tombstones (as it starts), into the same table: a stale copy another member lists
+        never shows an instance removed here."""
+        if self.copies is not None:
+            for iid, (revision, _) in tombstones.items():
+                self.copies.removed(self.node_id, iid, revision)
 
     def _progressed(self, member: str, epoch: int, cursor: int) -> None:
         self._followed[member] = (epoch, cursor)

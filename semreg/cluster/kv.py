@@ -5,18 +5,19 @@ a prefix at a revision, and a watch of a prefix from a revision on. `EtcdKV` tal
 (`aetcd`) and moves to the next endpoint when one fails. `MemoryKV` is the same behaviour in memory,
 with leases that lapse on the injected clock, so membership is tested without a network or a delay.
 
-Errors: anything that means "etcd cannot answer now" is raised as `KVUnavailable`.
+Errors: anything that means "etcd cannot answer now" is raised as `KVUnavailable`, after at most the
+store's timeout: no call, watch or close waits on etcd forever.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from semreg.clock import Clock
+from semreg.clock import Clock, Interrupted, LoopClock, within
 
 log = logging.getLogger("semreg.kv")
 
@@ -70,47 +71,84 @@ def parse_endpoints(urls: str) -> list[tuple[str, int]]:
     return out
 
 
-class EtcdKV:
-    """etcd over gRPC; each call goes to the current endpoint and, on failure, the next one is used."""
+class _Connection:
+    """One client of `EtcdKV`, shared by every call until one of them fails; `retired` ends its watches."""
 
-    def __init__(self, endpoints: list[tuple[str, int]], timeout_s: float = 5.0) -> None:
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.retired = asyncio.Event()
+
+
+def _aetcd_client(host: str, port: int, timeout_s: float) -> Any:
+    import aetcd
+
+    return aetcd.Client(host=host, port=port, timeout=int(max(1, timeout_s)), connect_wait_timeout=2)
+
+
+class EtcdKV:
+    """etcd over gRPC; each call goes to the current endpoint and, on failure, the next one is used.
+
+    Every call, watch start, watch cancel and close is bounded by `timeout_s` on `clock` (`within`). One
+    client serves every task; when a call on it fails it is retired: closed in the background, which makes
+    gRPC cancel the other tasks' calls on it. Those end in `CancelledError` though their tasks were not
+    cancelled: they are failures of the call (`KVUnavailable`), never a reason for a task to stop."""
+
+    def __init__(self, endpoints: list[tuple[str, int]], timeout_s: float = 5.0, *, clock: Clock | None = None,
+                 client: Callable[[str, int, float], Any] = _aetcd_client) -> None:
         self.endpoints = endpoints
         self.timeout_s = timeout_s
+        self.clock: Clock = clock or LoopClock()
+        self._new_client = client
         self._current = 0
-        self._client: Any = None
+        self._connection: _Connection | None = None
+        self._closing: set[asyncio.Task] = set()
 
-    async def _conn(self) -> Any:
-        if self._client is None:
-            import aetcd
-
+    async def _conn(self) -> _Connection:
+        if self._connection is None:
             host, port = self.endpoints[self._current]
-            client = aetcd.Client(host=host, port=port, timeout=int(max(1, self.timeout_s)), connect_wait_timeout=2)
+            connection = _Connection(self._new_client(host, port, self.timeout_s))
             try:
-                await asyncio.wait_for(client.connect(), self.timeout_s)
+                await within(self.clock, connection.client.connect(), self.timeout_s)
             except Exception as exc:
-                await self._drop(client)
-                raise KVUnavailable(f"etcd at {host}:{port} cannot be reached: {exc}") from exc
-            self._client = client
-        return self._client
+                self._current = (self._current + 1) % len(self.endpoints)
+                self._retire(connection)
+                raise KVUnavailable(f"etcd at {host}:{port} cannot be reached: {_said(exc)}") from exc
+            if self._connection is not None:  # another task connected meanwhile: share its client
+                self._retire(connection)
+            else:
+                self._connection = connection
+        assert self._connection is not None
+        return self._connection
 
-    async def _drop(self, client: Any = None) -> None:
-        client = client or self._client
-        self._client = None
-        self._current = (self._current + 1) % len(self.endpoints)
-        if client is not None:
-            with contextlib.suppress(Exception):
-                await client.close()
+    def _drop(self, connection: _Connection) -> None:
+        """A call on `connection` failed: the next call opens a client to the next endpoint."""
+        if connection is self._connection:
+            self._connection = None
+            self._current = (self._current + 1) % len(self.endpoints)
+        self._retire(connection)
+
+    def _retire(self, connection: _Connection) -> None:
+        if connection.retired.is_set():
+            return
+        connection.retired.set()
+        task = asyncio.get_running_loop().create_task(self._close(connection.client))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def _close(self, client: Any) -> None:
+        try:
+            await within(self.clock, client.close(), self.timeout_s)
+        except Exception as exc:
+            log.warning("an etcd client did not close; left behind", extra={"error": _said(exc)})
 
     async def _call(self, fn: str, *args: Any, **kw: Any) -> Any:
         for _ in range(len(self.endpoints)):
-            client = await self._conn()
+            connection = await self._conn()
             try:
-                return await asyncio.wait_for(getattr(client, fn)(*args, **kw), self.timeout_s)
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                raise
+                return await within(self.clock, getattr(connection.client, fn)(*args, **kw), self.timeout_s)
             except Exception as exc:
-                log.warning("etcd call failed", extra={"call": fn, "error": f"{type(exc).__name__}: {exc}"[:300]})
-                await self._drop()
+                log.warning("etcd call failed", extra={"call": fn, "error": _said(exc)})
+                self._drop(connection)
         raise KVUnavailable(f"no etcd endpoint answered {fn}")
 
     async def grant(self, ttl_s: int) -> int:
@@ -137,35 +175,68 @@ class EtcdKV:
         return int(response.header.revision), [(kv.key.decode(), bytes(kv.value)) for kv in response]
 
     async def watch_prefix(self, prefix: str, start_revision: int) -> AsyncIterator[Event]:
-        client = await self._conn()
+        """The events from `start_revision` on; `KVUnavailable` when the watch or its client ends (a
+        compacted revision, etcd gone, the client retired after another call failed)."""
+        connection = await self._conn()
         try:
-            watch = await asyncio.wait_for(client.watch_prefix(prefix.encode(), start_revision=start_revision),
-                                           self.timeout_s)
+            watch = await within(self.clock, connection.client.watch_prefix(prefix.encode(),
+                                                                            start_revision=start_revision),
+                                 self.timeout_s)
         except Exception as exc:
-            await self._drop()
-            raise KVUnavailable(f"etcd watch failed: {exc}") from exc
+            self._drop(connection)
+            raise KVUnavailable(f"etcd watch failed: {_said(exc)}") from exc
         try:
-            async for event in watch:
+            events = watch.__aiter__()
+            while True:
+                event = await _next_event(events, connection)
                 kind = PUT if str(event.kind).upper().endswith("PUT") else DELETE
                 yield Event(kind, event.kv.key.decode(), bytes(event.kv.value), int(event.kv.mod_revision))
         except (asyncio.CancelledError, GeneratorExit):
             raise
         except Exception as exc:
-            await self._drop()
-            raise KVUnavailable(f"etcd watch ended: {exc}") from exc
+            self._drop(connection)
+            raise KVUnavailable(f"etcd watch ended: {_said(exc)}") from exc
         finally:
             with contextlib.suppress(Exception):
-                await watch.cancel()
+                await within(self.clock, watch.cancel(), self.timeout_s)
 
     async def close(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            with contextlib.suppress(Exception):
-                await client.close()
+        if self._connection is not None:
+            self._retire(self._connection)
+            self._connection = None
+        if self._closing:
+            await asyncio.wait(set(self._closing))
+
+
+async def _next_event(events: AsyncIterator[Any], connection: _Connection) -> Any:
+    """The watch's next event; an error once its client is retired (a retired client's watch may never
+    hear of it) or once the watch ends."""
+    following = asyncio.ensure_future(events.__anext__())
+    retired = asyncio.ensure_future(connection.retired.wait())
+    try:
+        await asyncio.wait((following, retired), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        retired.cancel()
+        if not following.done():
+            following.cancel()
+            following.add_done_callback(lambda f: f.cancelled() or f.exception())
+    if not following.done():
+        raise KVUnavailable("the watch's etcd client was closed")
+    if following.cancelled():
+        raise Interrupted("the watch was cancelled under it")
+    try:
+        return following.result()
+    except StopAsyncIteration:
+        raise KVUnavailable("the watch ended") from None
+
+
+def _said(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:300]
 
 
 class MemoryKV:
-    """etcd's semantics in memory, leases lapsing on `clock`; `down` makes every call fail."""
+    """etcd's semantics in memory, leases lapsing on `clock`; `fail()` makes every call fail and ends every
+    watch, until `recover()`."""
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
@@ -270,4 +341,8 @@ class MemoryKV:
         self._changed = asyncio.Event()
 
     def recover(self) -> None:
+        """Answer again. As etcd's leader does once elected, give every lease its whole time again: nobody
+        lost their lease to an outage of etcd itself."""
         self.down = False
+        now = self.clock.monotonic()
+        self.leases = {lease: (now + ttl, ttl) for lease, (_, ttl) in self.leases.items()}

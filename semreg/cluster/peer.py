@@ -3,10 +3,14 @@
 Every request carries the cluster secret. A request that gets no answer (refused, reset, past its
 timeout) raises `ShardUnavailable`, which the cluster layer turns into trying another owner, or into a
 partial answer; an answer with an error status is that error (a 404 is `NotFound`, as locally).
+
+A write (`put_records`, `delete_record`) carries this node's view: the etcd revision of its member list
+and its ring's checksum. An owner whose view is newer, with another ring, refuses it with 409: that is
+`StaleRing`, and this node is asked to read the member list again (`on_stale`).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -20,7 +24,7 @@ from semreg.registry import discovery
 from semreg.registry.catalogue import Match
 from semreg.registry.instances import Registration
 from semreg.registry.selector import Selector
-from semreg.registry.shard import ShardUnavailable
+from semreg.registry.shard import Held, Removed, ShardUnavailable, StaleRing
 
 SECRET_HEADER = "X-Semreg-Cluster"
 READ_TIMEOUT_S = 5.0
@@ -30,10 +34,16 @@ WRITE_TIMEOUT_S = 10.0
 class RemoteShard:
     """The shard of member `member_id`, reached at `address`."""
 
-    def __init__(self, member_id: str, address: str, secret: str, timeout_s: float = READ_TIMEOUT_S) -> None:
+    def __init__(self, member_id: str, address: str, secret: str, timeout_s: float = READ_TIMEOUT_S, *,
+                 view: Callable[[], tuple[int, int]] | None = None, on_stale: Callable[[], None] | None = None
+                 ) -> None:
+        """`view`: this node's (member list revision, ring checksum), sent with every write; `on_stale`: told
+        when the member refused a write because this node's ring is stale."""
         self.member_id = member_id
         self.address = address.rstrip("/")
         self.timeout_s = timeout_s
+        self.view = view
+        self.on_stale = on_stale
         self.http = PeerConnections(self.address, {SECRET_HEADER: secret, "Content-Type": "application/json"},
                                     prefix="/internal/v1")
 
@@ -50,6 +60,9 @@ class RemoteShard:
         except Unreachable as exc:
             raise ShardUnavailable(self.member_id, str(exc)) from exc
         if head.status == 404:
+            removed = _removed(content)
+            if removed is not None:
+                raise Removed(_error(head.status, content), removed)
             raise NotFound(_error(head.status, content))
         if head.status >= 500:
             raise ShardUnavailable(self.member_id, f"HTTP {head.status}: {_error(head.status, content)}")
@@ -69,7 +82,7 @@ class RemoteShard:
     async def put_records(self, items: list[tuple[Registration, int]], views: bool = True
                           ) -> list[tuple[Any, bool]]:
         body = {"items": [[reg.record(), rev] for reg, rev in items], "views": views}
-        answer = await self.call("POST", "/records", body, timeout_s=WRITE_TIMEOUT_S)
+        answer = await self._write("/records", body)
         return [(wire.RemoteMember.from_json(r["member"], True) if "member" in r else None, bool(r["created"]))
                 if r else (None, False) for r in answer["results"]]
 
@@ -78,8 +91,21 @@ class RemoteShard:
         return int(answer["applied"])
 
     async def delete_record(self, instance_id: str, revision: int) -> bool:
-        answer = await self.call("POST", "/delete", {"items": [[instance_id, revision]]}, timeout_s=WRITE_TIMEOUT_S)
+        answer = await self._write("/delete", {"items": [[instance_id, revision]]})
         return bool(answer["deleted"][0])
+
+    async def _write(self, path: str, body: dict[str, Any]) -> Any:
+        """A write, with this node's view; `StaleRing` when the member has moved past this node's ring."""
+        if self.view is not None:
+            body["view"] = list(self.view())
+        try:
+            return await self.call("POST", path, body, timeout_s=WRITE_TIMEOUT_S)
+        except SemregError as exc:
+            if exc.status != 409:
+                raise
+            if self.on_stale is not None:
+                self.on_stale()
+            raise StaleRing(f"{self.member_id} refused the write: {exc.message}") from exc
 
     async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Any:
         answer = await self.call("POST", f"/heartbeat/{instance_id}", {"load": load, "status": status})
@@ -100,15 +126,15 @@ class RemoteShard:
         answer = await self.call("POST", "/registered-by", {"ids": ids})
         return {iid: (int(rev), owner, str(env)) for iid, (rev, owner, env) in answer["found"].items()}
 
-    async def instances(self, service: str | None, tags: bool = True) -> list[Any]:
+    async def instances(self, service: str | None, tags: bool = True) -> Held[list[Any]]:
         answer = await self.call("GET", "/instances", params={"service": service, "tags": "true" if tags else "false"})
-        return [wire.RemoteMember.from_json(m, tags) for m in answer["members"]]
+        return Held([wire.RemoteMember.from_json(m, tags) for m in answer["members"]], wire.removed_from_json(answer))
 
     async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part:
         _, content = await self.raw("POST", "/discover", {"query": wire.query_json(q)})
         return wire.part_from_bytes(content, q.tags)
 
-    async def holders(self, tags: list[Tag], with_tags: bool = True) -> dict[Tag, list[Any]]:
+    async def holders(self, tags: list[Tag], with_tags: bool = True) -> Held[dict[Tag, list[Any]]]:
         answer = await self.call("POST", "/holders", {"tags": [list(t) for t in tags], "with_tags": with_tags})
         return wire.holders_from_json(answer, with_tags)
 
@@ -116,9 +142,9 @@ class RemoteShard:
         answer = await self.call("POST", "/matching-tags", {"tag": list(query), "match": sorted(match)})
         return [(Tag(s, p, o), degree, int(distance)) for s, p, o, degree, distance in answer["matches"]]
 
-    async def tag_holders(self, selector: Selector) -> dict[Tag, set[str]]:
+    async def tag_holders(self, selector: Selector) -> Held[dict[Tag, set[str]]]:
         answer = await self.call("POST", "/tags", {"selector": selector.as_json()})
-        return {Tag(s, p, o): set(ids) for s, p, o, ids in answer["tags"]}
+        return Held({Tag(s, p, o): set(ids) for s, p, o, ids in answer["tags"]}, wire.removed_from_json(answer))
 
     async def names_term(self, iri: str) -> bool:
         return bool((await self.call("GET", "/terms", params={"iri": iri}))["named"])
@@ -159,6 +185,15 @@ class RemoteShard:
 
     def subscribe(self, listener: Any) -> None:
         """A remote shard's changes come through the cluster's followers (`semreg.cluster.followers`)."""
+
+
+def _removed(content: bytes) -> int | None:
+    """The revision of the removal a 404 names, if it names one (`semreg.registry.shard.Removed`)."""
+    try:
+        found = orjson.loads(content).get("removed")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
 
 
 def _error(status: int, content: bytes) -> str:

@@ -12,7 +12,7 @@ with this.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from semreg.cluster.membership import FAULTY, Membership, View
@@ -34,6 +34,7 @@ class RingPlacement:
         self.view = View()
         self.ring = Ring([node_id])
         self._missing_cache: dict[tuple[int, frozenset[str]], list[str]] = {}
+        self.on_answer: Callable[[str], None] | None = None  # a member answered (hints are delivered then)
 
     # -- the view ----------------------------------------------------------------------------------------
     def see(self, view: View) -> bool:
@@ -53,7 +54,13 @@ class RingPlacement:
         if address and (peer is None or peer.address != address.rstrip("/")):
             if peer is not None:
                 asyncio.get_running_loop().create_task(peer.close())
-            self.peers[member] = RemoteShard(member, address, self.secret)
+            self.peers[member] = RemoteShard(member, address, self.secret, view=self.fencing_view,
+                                             on_stale=self.membership.refresh)
+
+    def fencing_view(self) -> tuple[int, int]:
+        """What a write to another member carries: the revision of the member list placed over, and the
+        ring's checksum (a member at a newer revision with another ring refuses it)."""
+        return self.view.revision, self.ring.checksum
 
     async def close(self) -> None:
         for peer in self.peers.values():
@@ -98,6 +105,8 @@ class RingPlacement:
 
     def answered(self, member: str) -> None:
         self.membership.unsuspect(member)
+        if self.on_answer is not None:
+            self.on_answer(member)
 
     def missing(self, failed: Iterable[str]) -> list[str]:
         """The members some of whose records no answer covered: every owner of an arc either failed to

@@ -20,6 +20,7 @@ from semreg.registry.instances import Instance
 from semreg.registry.registry import Change
 from semreg.registry.selector import DEFAULT as DEFAULT_ENVIRONMENT
 from semreg.registry.selector import Selector
+from semreg.registry.shard import Held
 
 
 def member_json(inst: Instance, tags: bool) -> dict[str, Any]:
@@ -120,7 +121,8 @@ def query_from_json(data: dict[str, Any]) -> discovery.DiscoverQuery:
                                    Selector.from_json(data.get("selector")), bool(data.get("report_excluded")))
 
 
-def holders_bytes(tags: list[Tag], found: dict[Tag, list[Instance]], with_tags: bool) -> bytes:
+def holders_bytes(tags: list[Tag], found: dict[Tag, list[Instance]], with_tags: bool,
+                  removed: dict[str, int] | None = None) -> bytes:
     """A shard's holders of each tag, each instance once however many of the tags it holds (one holding
     100 of them, with its 1,000 tags, would otherwise travel 100 times)."""
     index: dict[str, int] = {}
@@ -135,12 +137,17 @@ def holders_bytes(tags: list[Tag], found: dict[Tag, list[Instance]], with_tags: 
                 members.append(member_json(inst, with_tags))
             refs.append(n)
         holders.append([list(tag), refs])
-    return orjson.dumps({"members": members, "holders": holders})
+    return orjson.dumps({"members": members, "holders": holders, "removed": removed or {}})
 
 
-def holders_from_json(data: dict[str, Any], with_tags: bool) -> dict[Tag, list[RemoteMember]]:
+def holders_from_json(data: dict[str, Any], with_tags: bool) -> Held[dict[Tag, list[RemoteMember]]]:
     members = [RemoteMember.from_json(m, with_tags) for m in data["members"]]
-    return {Tag(*t): [members[n] for n in refs] for t, refs in data["holders"]}
+    return Held({Tag(*t): [members[n] for n in refs] for t, refs in data["holders"]}, removed_from_json(data))
+
+
+def removed_from_json(data: dict[str, Any]) -> dict[str, int]:
+    """A shard's recent removals, as an answer carries them (`semreg.registry.shard.Held`)."""
+    return {str(iid): int(revision) for iid, revision in (data.get("removed") or {}).items()}
 
 
 PART_MEDIA_TYPE = "application/x-semreg-part"
@@ -168,7 +175,8 @@ def part_bytes(part: discovery.Part, tags: bool) -> bytes:
         in_matches.add(tag)
         matches.append([*tag, degree, distance, refs])
     head = {"matches": matches, "members": members,
-            "matched_only": [list(t) for t in part.matched_tags if t not in in_matches], "excluded": part.excluded}
+            "matched_only": [list(t) for t in part.matched_tags if t not in in_matches], "excluded": part.excluded,
+            "removed": part.removed}
     return b"\n".join([orjson.dumps(head), *views])
 
 
@@ -184,7 +192,8 @@ def part_from_bytes(data: bytes, tags: bool) -> discovery.Part:
         matched.append(tag)
         matches.append(((tag, degree, distance), [members[i] for i in refs]))
     matched += [Tag(*t) for t in head["matched_only"]]
-    return discovery.Part(matches, frozenset(matched), {str(i): int(r) for i, r in head.get("excluded", {}).items()})
+    return discovery.Part(matches, frozenset(matched), {str(i): int(r) for i, r in head.get("excluded", {}).items()},
+                          removed_from_json(head))
 
 
 def change_json(c: Change) -> list[Any]:

@@ -19,6 +19,7 @@ from starlette.responses import Response
 from semreg.access.ratelimit import RateLimiter
 from semreg.access.tokens import Tokens, TokensFileError
 from semreg.clock import Clock
+from semreg.cluster.kv import KV
 from semreg.config import Settings
 from semreg.errors import SemregError
 from semreg.http import console
@@ -163,11 +164,12 @@ def _on_sighup(tokens: Tokens, reloaded: Callable[[], None]) -> None:
 
 
 def create_app(settings: Settings, *, store: Store | None = None, clock: Clock | None = None,
-               health: HealthChecker | None = None, join_at_start: bool = True) -> Starlette:
-    """The app of one node. Tests pass a `FakeClock` (leases and watches then move only when it does) and
-    a checker with a fake probe; `semreg serve` passes the store it opened, and joins the cluster itself
-    once it listens (`join_at_start=False`): peers may call a member as soon as it is on the ring."""
-    node = Node(settings, clock=clock, store=store, health=health)
+               health: HealthChecker | None = None, join_at_start: bool = True, kv: KV | None = None) -> Starlette:
+    """The app of one node. Tests pass a `FakeClock` (leases and watches then move only when it does), a
+    checker with a fake probe, and a cluster's store in memory (`kv`); `semreg serve` passes the store it
+    opened, and joins the cluster itself once it listens (`join_at_start=False`): peers may call a member
+    as soon as it is on the ring."""
+    node = Node(settings, clock=clock, store=store, health=health, kv=kv)
     tokens = Tokens(settings.tokens_file)
     sparql = sparql_endpoint(node, settings)
     pool = sparql.pool

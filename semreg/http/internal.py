@@ -25,6 +25,7 @@ from semreg.rdf.terms import Tag
 from semreg.registry.instances import Registration
 from semreg.registry.local_shard import LocalShard
 from semreg.registry.selector import Selector
+from semreg.registry.shard import Removed
 
 INTERNAL = Endpoints()
 PREFIX = "/internal/v1"
@@ -89,10 +90,19 @@ def route(method: str, path: str) -> Any:
     return wrap
 
 
+def admitted(request: Request, body: Any) -> None:
+    """A write from another node: not while this node's lease is known to have lapsed (503), nor when its
+    ring is one this node moved past (409; `semreg.cluster.cluster.Cluster.admit`)."""
+    cluster = request.app.state.cluster
+    if cluster is not None:
+        cluster.admit(body.get("view"))
+
+
 @route("POST", "/records")
 async def records(request: Request) -> Response:
     shard = guarded(request)
     body = await body_of(request)
+    admitted(request, body)
     items = [(Registration.from_record(rec), int(rev)) for rec, rev in body["items"]]
     views = bool(body.get("views", True))
     stored = await shard.put_records(items)
@@ -117,7 +127,9 @@ async def export(request: Request) -> Response:
 @route("POST", "/delete")
 async def delete(request: Request) -> Response:
     shard = guarded(request)
-    done = [await shard.delete_record(iid, int(rev)) for iid, rev in (await body_of(request))["items"]]
+    body = await body_of(request)
+    admitted(request, body)
+    done = [await shard.delete_record(iid, int(rev)) for iid, rev in body["items"]]
     return JSONResponse({"deleted": done})
 
 
@@ -145,7 +157,11 @@ async def routes(request: Request) -> Response:
 @route("GET", "/instances/{id}")
 async def instance(request: Request) -> Response:
     shard = guarded(request)
-    return JSONResponse(wire.member_json(await shard.get(request.path_params["id"]), True))
+    try:
+        inst = await shard.get(request.path_params["id"])
+    except Removed as exc:  # the other owners' copies older than this removal are stale
+        return JSONResponse({"error": str(exc), "removed": exc.revision}, status_code=404)
+    return JSONResponse(wire.member_json(inst, True))
 
 
 @route("POST", "/registered-by")
@@ -160,7 +176,8 @@ async def instances(request: Request) -> Response:
     shard = guarded(request)
     tags = request.query_params.get("tags") != "false"
     service = request.query_params.get("service") or None
-    return JSONResponse({"members": [wire.member_json(i, tags) for i in await shard.instances(service)]})
+    held = await shard.instances(service)
+    return JSONResponse({"members": [wire.member_json(i, tags) for i in held.items], "removed": held.removed})
 
 
 @route("POST", "/discover")
@@ -177,7 +194,7 @@ async def holders(request: Request) -> Response:
     tags = [Tag(*t) for t in body["tags"]]
     with_tags = bool(body.get("with_tags", True))
     found = await shard.holders(tags, with_tags)
-    return Response(wire.holders_bytes(tags, found, with_tags), media_type="application/json")
+    return Response(wire.holders_bytes(tags, found.items, with_tags, found.removed), media_type="application/json")
 
 
 @route("POST", "/matching-tags")
@@ -192,7 +209,8 @@ async def matching_tags(request: Request) -> Response:
 async def tags(request: Request) -> Response:
     shard = guarded(request)
     selector = Selector.from_json((await body_of(request)).get("selector"))
-    return JSONResponse({"tags": [[*t, sorted(ids)] for t, ids in (await shard.tag_holders(selector)).items()]})
+    held = await shard.tag_holders(selector)
+    return JSONResponse({"tags": [[*t, sorted(ids)] for t, ids in held.items.items()], "removed": held.removed})
 
 
 @route("GET", "/terms")

@@ -119,6 +119,12 @@ class _Collector(Collector):
                                       "to date by anti-entropy", value=cluster.repaired)
             yield CounterMetricFamily("semreg_cluster_records_dropped", "copies let go once their owners held them",
                                       value=cluster.dropped)
+            yield CounterMetricFamily("semreg_cluster_stale_copies_removed", "live copies older than a removal, "
+                                      "found on a member and replaced by the tombstone", value=cluster.settled)
+            yield CounterMetricFamily("semreg_cluster_hints_kept", "writes of a record an owner missed, kept to "
+                                      "bring it when it answers again", value=cluster.hints.kept)
+            yield CounterMetricFamily("semreg_cluster_hints_delivered", "records an owner took from hints",
+                                      value=cluster.hints.delivered)
             yield CounterMetricFamily("semreg_cluster_syncs", "hand-off and anti-entropy passes over what this node "
                                       "holds", value=cluster.syncs)
             yield GaugeMetricFamily("semreg_cluster_degraded", "1 while etcd cannot be reached", value=int(cluster.degraded))

@@ -2,7 +2,8 @@
 catalogue (`catalogue`), which instances a read covers (`selector`), discovery parts and their merge
 (`discovery`), per-query watches (`watch`), the change log (`changelog`), active health checks
 (`health`, `probes`), balancing and routing (`balancer`, `routing`), a shard and its seam (`shard`,
-`revisions`), where instances live (`placement`) and the coordinator over the shards (`coordinator`).
+`revisions`), where instances live (`placement`), the coordinator over the shards (`coordinator`) and
+its writes, acknowledged at a quorum of owners (`writes`, `quorum`).
 
 May import: `semreg.knowledge`, `semreg.reasoning`, `semreg.storage`, `semreg.rdf`, `semreg.http1`
 (the probes' framing) and the top-level modules; time comes from the injected `semreg.clock`. Must not

@@ -3,11 +3,13 @@ are gathered from the shards and merged, and every watchable read is a topic of 
 
 Where instances live is the placement's (`semreg.registry.placement`): a node alone has one local shard and a
 merge is the identity; in a cluster an instance has `replicas` owners on the ring. A write is sent to
-every owner and acknowledged once `min(2, replicas)` of them hold it durably; before a failed forward is
-tried again the owners are looked up again (they may have moved). A read asks every member once; copies
-of an instance keep the newest (revision, then state version). When a member does not answer and no
-other owner covered its records, the answer says which members are missing (`partial`), never a silent
-gap.
+every owner and acknowledged as soon as `min(2, replicas)` of them hold it durably, without waiting for
+the others (`semreg.registry.writes` over `semreg.registry.quorum`): their sends finish in the background,
+and an owner that missed one gets it from a hint when it answers again, or else from anti-entropy; before
+a failed forward is tried again the owners are looked up again (they may have moved). A read asks every
+member once; copies of an instance keep the newest (revision, then state version). When a member does
+not answer and no other owner covered its records, the answer says which members are missing
+(`partial`), never a silent gap.
 
 Watches are kept here, over merged results: shards report their changes as values
 (`semreg.registry.registry.Change`, from other nodes through the cluster's followers), and a topic whose query a
@@ -23,20 +25,21 @@ from typing import Any
 import orjson
 
 from semreg.clock import Clock
-from semreg.errors import NotFound, SemregError, Unavailable
+from semreg.errors import NotFound, Unavailable
 from semreg.knowledge.knowledge import Knowledge
 from semreg.rdf.terms import Tag
 from semreg.reasoning.matching import rank_key
 from semreg.reasoning.reasoner import Hierarchy
-from semreg.registry import discovery
+from semreg.registry import discovery, quorum, writes
 from semreg.registry.catalogue import Match
 from semreg.registry.discovery import newest
 from semreg.registry.instances import UP, Registration
 from semreg.registry.local_shard import LocalShard
+from semreg.registry.merged import newest_copies, removals_of
 from semreg.registry.placement import Placement
 from semreg.registry.registry import REMOVALS, Change
 from semreg.registry.selector import Selector
-from semreg.registry.shard import ShardUnavailable
+from semreg.registry.shard import Removed, ShardUnavailable
 from semreg.registry.watch import Topic, WatchHub
 
 
@@ -53,6 +56,7 @@ class Coordinator:
         self.knowledge = knowledge
         self.hub = WatchHub(clock)
         self.placement = placement
+        self.stragglers = quorum.Stragglers()
 
     # -- changes -----------------------------------------------------------------------------------
     def changed(self, changes: list[Change]) -> None:
@@ -70,99 +74,15 @@ class Coordinator:
     async def register(self, regs: list[Registration], views: bool = True) -> list[tuple[Any, bool]]:
         """Every owner of each instance stores it; acknowledged once enough of them hold it durably. Each
         with whether it is new, and (with `views`) the instance as stored, else None."""
-        if not regs:
-            return []
-        ids = [r.id for r in regs]
-        if len(set(ids)) != len(ids):
-            from semreg.errors import BadRequest
-
-            dup = next(i for i in ids if ids.count(i) > 1)
-            raise BadRequest(f"the instance id '{dup}' appears more than once in the batch.", field="instances")
-        revisions = {reg.id: self.placement.next_revision() for reg in regs}
-        results: dict[str, tuple[Any, bool]] = {}
-        acks: dict[str, set[str]] = {reg.id: set() for reg in regs}
-        pending = list(regs)
-        failed: set[str] = set()
-        existed: set[str] = set()
-        for _attempt in range(2):  # the second time with the owners looked up again, past those that failed
-            groups: dict[tuple[str, ...], list[Registration]] = {}
-            shards: dict[str, Any] = {}
-            avoid = frozenset(failed)
-            for reg in pending:
-                owners = self.placement.owners(reg.id, avoid)
-                for member, shard in owners:
-                    shards[member] = shard
-                groups.setdefault(tuple(m for m, _ in owners), []).append(reg)
-            # the first owner answers with the stored instance (when the caller wants it back), the others
-            # with whether they stored it: a view of 1,000 tags need not cross twice
-            sends = [(member, group, views and n == 0) for members, group in groups.items()
-                     for n, member in enumerate(members) if any(member not in acks[r.id] for r in group)]
-            answers = await asyncio.gather(*(self._put(member, shards[member], [
-                (r, revisions[r.id]) for r in group if member not in acks[r.id]], want)
-                for member, group, want in sends), return_exceptions=True)
-            for (member, _, _), answer in zip(sends, answers):
-                if isinstance(answer, BaseException):
-                    if not isinstance(answer, (ShardUnavailable, SemregError)):
-                        raise answer
-                    failed.add(member)
-                    continue
-                for reg, (inst, created) in answer:
-                    acks[reg.id].add(member)
-                    if not created:
-                        existed.add(reg.id)
-                    if inst is not None and (reg.id not in results or member == self._primary_of(reg.id)):
-                        results[reg.id] = (inst, created)
-            pending = [reg for reg in regs if len(acks[reg.id]) < self._needed(reg.id)]
-            if not pending:
-                break
-        if pending:
-            raise Unavailable(f"'{pending[0].id}' is held by {len(acks[pending[0].id])} of the "
-                              f"{self._needed(pending[0].id)} owners a write needs; try again.", retry_after_s=1)
-        if views:
-            missing = [reg.id for reg in regs if reg.id not in results]
-            for iid in missing:  # superseded meanwhile, or its first owner failed: what is there now
-                results[iid] = (await self.get(iid), iid not in existed)
-        # created only if no owner had it (a stand-in for a failed owner has nothing to replace)
-        return [(results.get(reg.id, (None, True))[0], reg.id not in existed) for reg in regs]
-
-    async def _put(self, member: str, shard: Any, items: list[tuple[Registration, int]], views: bool) -> list[Any]:
-        try:
-            stored = await shard.put_records(items, views)
-        except ShardUnavailable:
-            self.placement.failed(member)
-            raise
-        self.placement.answered(member)
-        return [(reg, result) for (reg, _), result in zip(items, stored)]
-
-    def _needed(self, instance_id: str) -> int:
-        return self.placement.needed(instance_id)
-
-    def _primary_of(self, instance_id: str) -> str:
-        return self.placement.owners(instance_id)[0][0]
+        return await writes.register(self.placement, self.stragglers, regs, views)
 
     async def deregister(self, instance_id: str) -> None:
         """A tombstone on every owner (stand-ins for the ones that fail), enough of them durably."""
-        await self.get(instance_id)  # 404 when no owner has it
-        revision = self.placement.next_revision()
-        done: set[str] = set()
-        failed: set[str] = set()
-        for _attempt in range(2):
-            owners = [(m, shard) for m, shard in self.placement.owners(instance_id, frozenset(failed))
-                      if m not in done]
-            answers = await asyncio.gather(*(shard.delete_record(instance_id, revision) for _, shard in owners),
-                                           return_exceptions=True)
-            for (member, _), answer in zip(owners, answers):
-                if isinstance(answer, ShardUnavailable):
-                    self.placement.failed(member)
-                    failed.add(member)
-                elif isinstance(answer, BaseException):
-                    raise answer
-                else:
-                    done.add(member)
-            if len(done) >= self._needed(instance_id):
-                return
-        raise Unavailable(f"the removal of '{instance_id}' reached {len(done)} of the {self._needed(instance_id)} "
-                          f"owners it needs; try again.")
+        await writes.deregister(self.placement, self.stragglers, instance_id)
+
+    async def close(self) -> None:
+        """Call off the sends of acknowledged writes still on their way (their members get hints)."""
+        await self.stragglers.close()
 
     async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Any:
         """To the first owner that answers (the one running the lease, unless it is down)."""
@@ -197,18 +117,20 @@ class Coordinator:
     async def get(self, instance_id: str) -> Any:
         owners = self.placement.owners(instance_id)
         answers = await asyncio.gather(*(shard.get(instance_id) for _, shard in owners), return_exceptions=True)
-        found, unreachable = None, []
+        found, unreachable, removed = None, [], 0
         for (member, _), answer in zip(owners, answers):
             if isinstance(answer, ShardUnavailable):
                 self.placement.failed(member)
                 unreachable.append(member)
+            elif isinstance(answer, Removed):
+                removed = max(removed, answer.revision)
             elif isinstance(answer, NotFound):
                 continue
             elif isinstance(answer, BaseException):
                 raise answer
             else:
                 found = answer if found is None else newest(found, answer)
-        if found is not None:
+        if found is not None and found.revision > removed:
             return found
         if unreachable and len(unreachable) == len(owners):
             raise Unavailable(f"no owner of '{instance_id}' answered; try again.", retry_after_s=1)
@@ -224,14 +146,15 @@ class Coordinator:
                               f"theirs; try again.", retry_after_s=1)
         newest_seen: dict[str, tuple[int, str | None, str]] = {}
         for found in answers:
-            for iid, seen in found.items():
-                if iid not in newest_seen or newest_seen[iid][0] < seen[0]:
+            for iid, seen in found.items():  # a removal as its negated revision: the newest copy decides
+                if iid not in newest_seen or abs(newest_seen[iid][0]) < abs(seen[0]):
                     newest_seen[iid] = seen
-        return {iid: (owner, environment) for iid, (_, owner, environment) in newest_seen.items()}
+        return {iid: (owner, environment) for iid, (rev, owner, environment) in newest_seen.items() if rev > 0}
 
     async def exists(self, instance_id: str) -> bool:
+        """Whether an instance is registered, for a write's check: as enough of its owners say."""
         try:
-            await self.get(instance_id)
+            await quorum.lookup(self.placement, instance_id)
         except NotFound:
             return False
         return True
@@ -293,8 +216,11 @@ class Coordinator:
     async def instances(self, service: str | None, tags: bool = True, selector: Selector = Selector()) -> Topic:
         async def compute() -> tuple[Any, Gathered]:
             lists, missing = await self.gather(lambda shard: shard.instances(service))
-            # the newest copy of each, then the selector: an older copy may be in another environment
-            insts = [i for i in _newest([i for found in lists for i in found]) if selector.admits(i.reg)]
+            # the newest copy of each, unless removed since, then the selector: an older copy may be in
+            # another environment
+            removed = removals_of(lists)
+            insts = [i for i in newest_copies([i for found in lists for i in found.items], removed)
+                     if selector.admits(i.reg)]
             return (tuple(i.state for i in insts), missing), Gathered(insts, missing)
 
         def relevant(changes: Iterable[Change]) -> bool:
@@ -315,8 +241,9 @@ class Coordinator:
             holders: dict[Tag, set[str]] = {}
             found, missing = await self.gather(lambda shard: shard.tag_holders(selector))
             for one in found:
-                for tag, ids in one.items():
+                for tag, ids in one.items.items():
                     holders.setdefault(tag, set()).update(ids)
+            await self._without_removed(holders, removals_of(found))
             counts = sorted(((t, len(ids)) for t, ids in holders.items()), key=lambda x: x[0].text)
             return (tuple(counts), missing), Gathered(counts, missing)
 
@@ -336,15 +263,33 @@ class Coordinator:
             self.hub.stale(key)
         return topic
 
+    async def _without_removed(self, holders: dict[Tag, set[str]], removed: dict[str, int]) -> None:
+        """Take out of `holders` the instances whose newest copy anywhere is older than their removal (a tag
+        count carries ids, not revisions: the few removed lately are looked up)."""
+        suspect = {iid for ids in holders.values() for iid in ids if iid in removed}
+        if not suspect:
+            return
+        answers, _ = await self.gather(lambda shard: shard.registered_by(sorted(suspect)))
+        live: dict[str, int] = {}
+        for found in answers:
+            for iid, (revision, _, _) in found.items():
+                live[iid] = max(live.get(iid, 0), revision)
+        gone = {iid for iid in suspect if live.get(iid, 0) < removed[iid]}
+        for tag, ids in list(holders.items()):
+            ids -= gone
+            if not ids:
+                del holders[tag]
+
     async def holders(self, tags: list[Tag], with_tags: bool = True, selector: Selector = Selector()
                       ) -> tuple[dict[Tag, list[Any]], tuple[str, ...]]:
         """Each tag's `up` instances that the selector admits, exactly (no reasoning): the multi-tag lookup."""
         out: dict[Tag, list[Any]] = {tag: [] for tag in tags}
         found, missing = await self.gather(lambda shard: shard.holders(tags, with_tags))
         for one in found:
-            for tag, insts in one.items():
+            for tag, insts in one.items.items():
                 out[tag] += insts
-        return {tag: [i for i in _newest(insts) if i.status == UP and selector.admits(i.reg)]
+        removed = removals_of(found)
+        return {tag: [i for i in newest_copies(insts, removed) if i.status == UP and selector.admits(i.reg)]
                 for tag, insts in out.items()}, missing
 
     async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]:
@@ -361,11 +306,3 @@ class Coordinator:
         answers, _ = await self.gather(lambda shard: shard.names_term(iri))
         return any(answers)
 
-
-def _newest(instances: list[Any]) -> list[Any]:
-    """One copy of each instance (the newest), by id."""
-    found: dict[str, Any] = {}
-    for inst in instances:
-        known = found.get(inst.id)
-        found[inst.id] = inst if known is None else newest(known, inst)
-    return [found[i] for i in sorted(found)]

@@ -82,6 +82,9 @@ class Part:
     # instances holding a matching tag that the selector leaves out, by id, with their revision (when
     # the query asked): a copy elsewhere older than one of these is not admitted either
     excluded: dict[str, int] = field(default_factory=dict)
+    # the shard's recent removals, by id, with their revision: a copy elsewhere older than one of these is of
+    # a removed registration (`semreg.registry.shard.Held`)
+    removed: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -118,8 +121,9 @@ def shard_query(q: DiscoverQuery) -> DiscoverQuery:
     return replace(q, any_status=True, report_excluded=not q.selector.everything)
 
 
-def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery) -> Part:
-    """A shard's part: expand the query over its catalogue, keep each tag's eligible instances."""
+def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery, removed: dict[str, int] | None = None) -> Part:
+    """A shard's part: expand the query over its catalogue, keep each tag's eligible instances (and the
+    shard's recent removals, which a merge applies to every part)."""
     expansion = catalogue.expand(q.tag, q.match)
     holder_ids = catalogue.holder_ids
     out: list[tuple[Match, list[Member]]] = []
@@ -144,7 +148,7 @@ def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery) -> Part:
             group.append(inst)
         if group:
             out.append((m, group))
-    return Part(out, frozenset(m[0] for m in expansion), excluded or {})
+    return Part(out, frozenset(m[0] for m in expansion), excluded or {}, removed or {})
 
 
 def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> DiscoverResult:
@@ -156,18 +160,14 @@ def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> Dis
     else:
         copies: dict[str, Member] = {}
         merged: dict[Tag, tuple[Match, dict[str, Member]]] = {}
-        excluded: dict[str, int] = {}
         for p in parts:
-            for iid, revision in p.excluded.items():
-                excluded[iid] = max(revision, excluded.get(iid, 0))
             for m, group in p.matches:
                 holders = merged.setdefault(m[0], (m, {}))[1]
                 for inst in group:
                     holders[inst.id] = inst
                     known = copies.get(inst.id)
                     copies[inst.id] = inst if known is None else newest(known, inst)
-        # a copy older than one the selector left out is of a registration that moved out of what was asked
-        left_out = {iid for iid, revision in excluded.items() if iid in copies and copies[iid].revision < revision}
+        left_out = _superseded(parts, copies)
         ordered = sorted(merged.values(), key=lambda entry: rank_key(entry[0][1], entry[0][2], entry[0][0]))
         any_status = q.any_status
         matches = []
@@ -205,6 +205,17 @@ def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> Dis
                     break  # nothing further can be listed or ranked
     matched = parts[0].matched_tags if len(parts) == 1 else frozenset().union(*(p.matched_tags for p in parts))
     return DiscoverResult(q, members, best, b"[" + b",".join(listed) + b"]", len(listed), truncated, matched)
+
+
+def _superseded(parts: Sequence[Part], copies: dict[str, Member]) -> set[str]:
+    """The instances whose newest copy is older than one a selector left out (a registration that moved out
+    of what was asked) or than a removal (a registration removed since)."""
+    newer: dict[str, int] = {}
+    for p in parts:
+        for found in (p.excluded, p.removed):
+            for iid, revision in found.items():
+                newer[iid] = max(revision, newer.get(iid, 0))
+    return {iid for iid, revision in newer.items() if iid in copies and copies[iid].revision < revision}
 
 
 def signature(result: DiscoverResult) -> int:

@@ -27,9 +27,10 @@ from semreg.registry.catalogue import Match
 from semreg.registry.health import HealthChecker
 from semreg.registry.instances import Instance, Registration
 from semreg.registry.registry import Change, Registry
+from semreg.registry.removals import RecentRemovals
 from semreg.registry.revisions import Revisions
 from semreg.registry.selector import Selector
-from semreg.registry.shard import Listener
+from semreg.registry.shard import Held, Listener, Removed
 from semreg.storage.store import Store
 
 log = logging.getLogger("semreg.shard")
@@ -62,6 +63,7 @@ class LocalShard:
         self.health = health or HealthChecker(self._apply_check, clock)
         self.health.report = self._apply_check
         self.revisions = Revisions(clock, node_id)
+        self.removals = RecentRemovals(self.registry.tombstones)  # enabled in a ring
         self._listeners: list[Listener] = []
         self._expiry: Cancellable | None = None
         self._expiry_when = 0.0
@@ -222,6 +224,7 @@ class LocalShard:
         tomb = {"id": instance_id, "deleted": True, "deleted_at": self.clock.wall()}
         await self._write(self.store.save_records, [(tomb, revision)])
         self.registry.delete(instance_id, revision=revision)
+        self.removals.added(instance_id, revision)
         return True
 
     async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Instance:
@@ -295,6 +298,13 @@ class LocalShard:
             dropped += 1
         return dropped
 
+    async def last_on_ring(self) -> float | None:
+        """When this shard last compared its records with a ring (wall seconds), as its store remembers."""
+        return await self._write(self.store.load_last_on_ring)
+
+    def on_ring(self) -> None:
+        self._submit(self.store.save_last_on_ring, self.clock.wall())
+
     def forget_tombstones(self) -> int:
         gone = self.registry.forget_tombstones(self.clock.wall() - TOMBSTONE_KEEP_S)
         for iid in gone:
@@ -307,36 +317,43 @@ class LocalShard:
         return self.registry.instances.get(instance_id)
 
     async def get(self, instance_id: str) -> Instance:
+        inst = self.registry.instances.get(instance_id)
+        if inst is None and (tomb := self.registry.tombstones.get(instance_id)) is not None:
+            raise Removed(f"no instance '{instance_id}' is registered.", tomb[0])
         return self.registry.get(instance_id)
 
-    async def instances(self, service: str | None) -> list[Instance]:
-        return self.registry.of_service(service)
+    async def instances(self, service: str | None) -> Held[list[Instance]]:
+        return Held(self.registry.of_service(service), self.removals.current())
 
     async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None, str]]:
         """Of these instances, the ones held here: their revision, the token that registered them and their
-        environment."""
+        environment; and the ones removed lately, as (-revision, None, "")."""
         held = self.registry.instances
-        return {iid: (inst.revision, inst.reg.owner, inst.reg.environment) for iid in ids
-                if (inst := held.get(iid)) is not None}
+        removed = self.removals.current()
+        out = {iid: (inst.revision, inst.reg.owner, inst.reg.environment) for iid in ids
+               if (inst := held.get(iid)) is not None}
+        out.update({iid: (-removed[iid], None, "") for iid in ids if iid in removed})
+        return out
 
     async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part:
         return self.part(q)
 
     def part(self, q: discovery.DiscoverQuery) -> discovery.Part:
-        return discovery.part(self.registry.catalogue, self.registry.instances, q)
+        return discovery.part(self.registry.catalogue, self.registry.instances, q, self.removals.current())
 
-    async def holders(self, tags: list[Tag], with_tags: bool = True) -> dict[Tag, list[Instance]]:
+    async def holders(self, tags: list[Tag], with_tags: bool = True) -> Held[dict[Tag, list[Instance]]]:
         """Each tag's holders (`with_tags` matters only to a shard that sends views elsewhere)."""
         holders = self.registry.catalogue.holders
         instances = self.registry.instances
-        return {tag: [instances[i] for i in sorted(holders.get(tag, ())) if i in instances] for tag in tags}
+        return Held({tag: [instances[i] for i in sorted(holders.get(tag, ())) if i in instances] for tag in tags},
+                    self.removals.current())
 
     async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]:
         return self.registry.catalogue.expand(query, match)
 
-    async def tag_holders(self, selector: Selector) -> dict[Tag, set[str]]:
+    async def tag_holders(self, selector: Selector) -> Held[dict[Tag, set[str]]]:
         """Every tag of this shard with the ids of its instances the selector admits (read, do not keep)."""
-        return self.registry.tag_holders(selector)
+        return Held(self.registry.tag_holders(selector), self.removals.current())
 
     async def names_term(self, iri: str) -> bool:
         return any(iri in terms for terms in self.registry.catalogue.by_position)
@@ -363,6 +380,7 @@ class LocalShard:
                 # a deletion after deregister_after: a tombstone, so that no copy brings it back
                 revision = self.revisions.next()
                 self.registry.tombstones[c.id] = (revision, self.clock.wall())
+                self.removals.added(c.id, revision)
                 self._submit(self.store.save_records, [({"id": c.id, "deleted": True,
                                                          "deleted_at": self.clock.wall()}, revision)])
             log.info("instance " + c.reason, extra={"instance": c.id})

@@ -29,9 +29,15 @@ class Placement(Protocol):
 
     def answered(self, member: str) -> None: ...
 
+    def hint(self, member: str, ids: list[str]) -> None: ...
+    # a write of these records did not reach `member` (it failed, or was called off): bring it the newest
+    # copies when it answers again
+
     def missing(self, failed: Iterable[str]) -> list[str]: ...  # members whose records no answer covered
 
     def next_revision(self) -> int: ...
+
+    def check_writable(self) -> None: ...  # raises `Unavailable` while this node may not take writes
 
 
 class Single:
@@ -57,8 +63,14 @@ class Single:
     def answered(self, member: str) -> None:
         return None
 
+    def hint(self, member: str, ids: list[str]) -> None:
+        return None  # the one shard holds everything
+
     def missing(self, failed: Iterable[str]) -> list[str]:
         return sorted(failed)  # nothing fails here: a local shard answers or raises
 
     def next_revision(self) -> int:
         return self.shard.revisions.next()
+
+    def check_writable(self) -> None:
+        return None

@@ -48,6 +48,9 @@ CLOSURE_STATE = ox.NamedNode("urn:semreg:closure")  # written by earlier version
 SOURCE = ox.NamedNode(SR + "source")
 MATERIALIZED = ox.NamedNode(SR + "materializedFrom")  # likewise
 XSD_INTEGER = ox.NamedNode(XSD + "integer")
+XSD_DOUBLE = ox.NamedNode(XSD + "double")
+THIS_NODE = ox.NamedNode("urn:semreg:node")
+LAST_ON_RING = ox.NamedNode(SR + "lastOnRing")  # wall seconds this node last compared records with the ring
 
 
 class StoreError(Exception):
@@ -251,6 +254,20 @@ class Store:
             for q in list(self.ox.quads_for_pattern(CLOSURE_STATE, None, None, RECORDS)):
                 self.ox.remove(q)
         return dropped
+
+    # -- this node in a ring ------------------------------------------------------------------------
+    def load_last_on_ring(self) -> float | None:
+        for q in self.ox.quads_for_pattern(THIS_NODE, LAST_ON_RING, None, RECORDS):
+            try:
+                return float(_text(q.object))
+            except ValueError:
+                return None
+        return None
+
+    def save_last_on_ring(self, wall: float) -> None:
+        with self._lock:
+            self._remove_subject(THIS_NODE, RECORDS)
+            self.ox.add(ox.Quad(THIS_NODE, LAST_ON_RING, ox.Literal(repr(float(wall)), datatype=XSD_DOUBLE), RECORDS))
 
     # -- prefixes ----------------------------------------------------------------------------------
     def load_prefixes(self) -> dict[str, str]:

@@ -265,7 +265,7 @@ def test_settings_quick_preset_keeps_the_load_scenarios_small():
 
 def test_scenarios_are_registered_in_order_with_targets():
     assert list(SCENARIOS) == ["discovery", "many-tags", "cold-discovery", "sparql", "register-1000-tags", "closure",
-                               "watches", "health-checks", "heartbeat-load", "ring", "cluster"]
+                               "watches", "health-checks", "heartbeat-load", "ring", "paused-owner", "cluster"]
     assert SCENARIOS["discovery"].needs == ("wrk", "etcd")
     assert SCENARIOS["watches"].needs == () and SCENARIOS["heartbeat-load"].needs == ("wrk",)
     assert SCENARIOS["ring"].needs == ("wrk", "etcd")
@@ -577,3 +577,18 @@ def test_quick_run_of_the_ring_scenario():
     assert ring["register_1000_tags"]["n"] == 5 and ring["ratio_repeated_ring_single"] > 0
     assert len(ring["targets"]) == 3 and all(isinstance(t["met"], bool) for t in ring["targets"])
     assert set(ring["rss_mib"]) == {"single", "n1", "n2", "n3"}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+@pytest.mark.process
+def test_quick_run_of_the_paused_owner_scenario():
+    """One round at --quick sizes: the JSON shape, and the stopped node holding every registration after."""
+    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", "paused-owner", "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=170, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    paused = json.loads(done.stdout)["scenarios"]["paused-owner"]
+    assert "error" not in paused, paused["error"]
+    assert paused["steady"]["n"] == paused["paused"]["n"] == 10 and len(paused["paused_first_ms"]) == 1
+    assert len(paused["caught_up_s"]) == 1 and set(paused["hints"]) == {"kept", "delivered"}
+    assert len(paused["targets"]) == 1 and isinstance(paused["targets"][0]["met"], bool)

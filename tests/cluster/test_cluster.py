@@ -379,6 +379,27 @@ def test_without_etcd_the_ring_serves_on_degraded_and_recovers(ring: LocalCluste
     wait_for(lambda: httpx.get(c.url + "/v1/prefixes/zz").status_code == 200, 10, "the prefix on every node")
 
 
+def test_etcd_stopped_twice_back_to_back_leaves_every_node_on_the_ring_and_following_it(ring: LocalCluster) -> None:
+    """The chaos run that wedged a node: with its etcd client closed under them, its keep-alive loop or its
+    watch ended silently. Every node must come back ready on one ring, and still follow the member list."""
+    a, b, c = ring.nodes
+    upload(a)
+    for _ in range(2):
+        ring.stop_etcd()
+        for node in (a, b, c):
+            wait_for(lambda node=node: httpx.get(node.url + "/readyz").json()["status"] == "degraded", 30,
+                     f"{node.name} to say degraded")
+        ring.start_etcd()
+    for node in (a, b, c):
+        wait_for(lambda node=node: httpx.get(node.url + "/readyz").json()["status"] == "ready", 30,
+                 f"{node.name} ready again")
+    wait_for(lambda: ring.converged([a, b, c]), 30, "one ring again")
+    d = ring.add()  # seen only by a node whose watch still runs
+    wait_for(lambda: ring.converged([a, b, c, d]), 30, "every node to see the newcomer")
+    with a.client() as ca:
+        assert ca.post("/v1/instances/batch", json={"instances": [body(n) for n in range(30)]}).status_code == 200
+
+
 def test_a_fourth_node_joins_then_leaves_and_a_quarter_of_the_copies_move(ring: LocalCluster) -> None:
     a, b, c = ring.nodes
     upload(a)

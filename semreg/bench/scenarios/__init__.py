@@ -14,6 +14,7 @@ name it in `SCENARIOS` below; `--only NAME` selects it.
     watches.py       watches: 10,000 blocking reads held at once
     liveness.py      health-checks, heartbeat-load: discovery beside active checks and heartbeats
     ring.py          ring: three nodes against one
+    paused.py        paused-owner: registrations while one owner of every record is stopped
     thesis.py        cluster: the thesis's tables on rings of 2 and 5 nodes (`semreg bench cluster`)
 
 The scenario modules import common.py (ring also the cold questions of discovery.py), never this
@@ -21,7 +22,7 @@ package's `SCENARIOS`: only this module imports them all, so there is no circle 
 """
 from __future__ import annotations
 
-from semreg.bench.scenarios import discovery, liveness, registration, ring, sparql, thesis, watches
+from semreg.bench.scenarios import discovery, liveness, paused, registration, ring, sparql, thesis, watches
 from semreg.bench.scenarios.common import Scenario
 
 SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
@@ -35,5 +36,6 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     liveness.health_checks,
     liveness.heartbeat_load,
     ring.ring,
+    paused.paused_owner,
     thesis.cluster,
 )}

@@ -43,13 +43,17 @@ async def healthz(request: Request) -> Response:
 
 @API.route("GET", "/readyz", scope=None, summary="ready: store open, closure built, ring joined",
            replies=[Reply(200, OBJECT, "ready, or degraded: serving on the last ring known while etcd is away"),
-                    Reply(503, s.ErrorView, "starting")])
+                    Reply(503, s.ErrorView, "starting, or recovering: its membership in the ring is not running as "
+                                            "it should (the error says why)")])
 async def readyz(request: Request) -> Response:
     state = request.app.state
     if not state.ready():
         return JSONResponse({"status": "starting", "error": state.starting()}, status_code=503,
                             headers={"Retry-After": "1"})
     cluster = state.cluster
+    if cluster is not None and cluster.trouble:
+        return JSONResponse({"status": "recovering", "error": cluster.trouble}, status_code=503,
+                            headers={"Retry-After": "1"})
     degraded = cluster is not None and cluster.degraded
     return JSONResponse({"status": "degraded" if degraded else "ready", "store": "open", "closure": "built",
                          "ring": "last known (etcd cannot be reached)" if degraded else "joined",

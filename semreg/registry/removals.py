@@ -1,0 +1,65 @@
+"""A shard's recent removals: the tombstones some other node may not hold yet.
+
+In a ring a removal reaches W owners before it is acknowledged; another owner that was slow or away, or a
+node that held a copy before the ring moved, may still hold the live copy it removes. Until every member
+of the ring is known to hold nothing older (`semreg.cluster.antientropy` settles them, pushing the
+tombstone where a live copy is older), the shard sends these removals with every read it answers
+(`semreg.registry.shard.Held`), and a merged read leaves out every copy older than one of them: a stale
+copy never brings a removed instance back, whichever node it is read from.
+
+A node alone has no other copies: nothing is kept (`enabled` is False).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+class RecentRemovals:
+    def __init__(self, tombstones: dict[str, tuple[int, float]]) -> None:
+        """`tombstones`: the registry's (id → (revision of the removal, wall time)), read, never written."""
+        self.tombstones = tombstones
+        self.enabled = False
+        self.on_added: Callable[[], None] | None = None
+        self._pending: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def added(self, instance_id: str, revision: int) -> None:
+        """A tombstone was stored here."""
+        if self.enabled:
+            self._pending[instance_id] = revision
+            if self.on_added is not None:
+                self.on_added()
+
+    def current(self) -> dict[str, int]:
+        """The removals not yet settled whose tombstone is still the newest thing held here (a newer
+        registration of the same id supersedes one)."""
+        if not self._pending:
+            return {}
+        tombstones = self.tombstones
+        for iid, revision in list(self._pending.items()):
+            tomb = tombstones.get(iid)
+            if tomb is None or tomb[0] != revision:
+                del self._pending[iid]
+        return dict(self._pending)
+
+    def settled(self, done: dict[str, int]) -> None:
+        """Every member of the ring holds these removals, or nothing older: they need not travel any more."""
+        for iid, revision in done.items():
+            if self._pending.get(iid) == revision:
+                del self._pending[iid]
+
+    def reopen(self, since_wall: float) -> int:
+        """Tombstones stored since `since_wall` travel again until settled anew (a member joined the ring,
+        which may hold copies they remove). Returns how many."""
+        if not self.enabled:
+            return 0
+        reopened = 0
+        for iid, (revision, at) in self.tombstones.items():
+            if at >= since_wall and self._pending.get(iid) != revision:
+                self._pending[iid] = revision
+                reopened += 1
+        if reopened and self.on_added is not None:
+            self.on_added()
+        return reopened

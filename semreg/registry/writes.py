@@ -1,0 +1,85 @@
+"""The registry's writes over the shards: a registration (or a batch) and a removal, each sent to the owners of
+its instances and acknowledged at a quorum (`semreg.registry.quorum`).
+
+The answer is that of the owners that acknowledged: an instance is new (201) only if none of them held
+it already (a stand-in for a failed owner has nothing to replace), and the view returned is the instance
+as stored, from its first owner, or, when that one is not among the first to answer, from one that is.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from semreg.errors import BadRequest, NotFound, Unavailable
+from semreg.registry.instances import Registration
+from semreg.registry.local_shard import LocalShard
+from semreg.registry.placement import Placement
+from semreg.registry.quorum import Quorum, Stragglers, lookup
+from semreg.registry.shard import ShardUnavailable
+
+
+async def register(placement: Placement, stragglers: Stragglers, regs: list[Registration], views: bool = True
+                   ) -> list[tuple[Any, bool]]:
+    """Every owner of each instance stores it; acknowledged once enough of them hold it durably. Each
+    with whether it is new, and (with `views`) the instance as stored, else None."""
+    if not regs:
+        return []
+    placement.check_writable()  # not while this node's membership lease is known to have lapsed
+    ids = [r.id for r in regs]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise BadRequest(f"the instance id '{dup}' appears more than once in the batch.", field="instances")
+    by_id = {reg.id: reg for reg in regs}
+    revisions = {reg.id: placement.next_revision() for reg in regs}
+    results: dict[str, tuple[Any, bool]] = {}
+    existed: set[str] = set()
+
+    def send(member: str, shard: Any, ids: list[str], first: bool) -> Any:
+        # the first owner answers with the stored instance (when the caller wants it back), the others
+        # with whether they stored it: a view of 1,000 tags need not cross twice
+        return shard.put_records([(by_id[i], revisions[i]) for i in ids], views and first)
+
+    def answered(member: str, ids: list[str], stored: list[tuple[Any, bool]]) -> None:
+        for iid, (inst, created) in zip(ids, stored):
+            if not created:
+                existed.add(iid)
+            if inst is not None and (iid not in results or member == placement.owners(iid)[0][0]):
+                results[iid] = (inst, created)
+
+    quorum = Quorum(placement, stragglers, ids, send)
+    short = await quorum.run(answered)
+    if short:
+        raise Unavailable(f"'{short[0]}' is held by {len(quorum.acks[short[0]])} of the "
+                          f"{placement.needed(short[0])} owners a write needs; try again.", retry_after_s=1)
+    if views:
+        for iid in [i for i in ids if i not in results]:  # its first owner was not among the first to answer
+            results[iid] = (await stored_view(placement, quorum, iid), True)
+    # created only if no owner that acknowledged had it
+    return [(results.get(iid, (None, True))[0], iid not in existed) for iid in ids]
+
+
+async def stored_view(placement: Placement, quorum: Quorum, instance_id: str) -> Any:
+    """The instance as one of the owners that acknowledged it holds it now (this node's own copy first);
+    what its owners hold when none of those answers."""
+    for member in sorted(quorum.acks[instance_id], key=lambda m: not isinstance(quorum.shards[m], LocalShard)):
+        try:
+            return await quorum.shards[member].get(instance_id)
+        except ShardUnavailable:
+            placement.failed(member)
+        except NotFound:
+            continue  # removed meanwhile, there
+    return await lookup(placement, instance_id)
+
+
+async def deregister(placement: Placement, stragglers: Stragglers, instance_id: str) -> None:
+    """A tombstone on every owner (stand-ins for the ones that fail), enough of them durably."""
+    placement.check_writable()  # not while this node's membership lease is known to have lapsed
+    await lookup(placement, instance_id)  # 404 when no owner has it
+    revision = placement.next_revision()
+
+    def send(member: str, shard: Any, ids: list[str], first: bool) -> Any:
+        return shard.delete_record(instance_id, revision)
+
+    quorum = Quorum(placement, stragglers, [instance_id], send)
+    if await quorum.run(lambda member, ids, answer: None):
+        raise Unavailable(f"the removal of '{instance_id}' reached {len(quorum.acks[instance_id])} of the "
+                          f"{placement.needed(instance_id)} owners it needs; try again.")

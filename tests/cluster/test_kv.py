@@ -1,0 +1,131 @@
+"""`EtcdKV` over a client that fails as etcd's does (`support.fakeetcd`), on the fake clock: a call cancelled
+under its task, a close or a watch cancel that never returns, a watch whose client was retired."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable
+from typing import Any
+
+import pytest
+from support.fakeetcd import FakeEtcd
+
+from semreg.clock import FakeClock
+from semreg.cluster.kv import PUT, EtcdKV, KVUnavailable, MemoryKV
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def drive(clock: FakeClock, aw: Awaitable[Any], step: float = 0.05, limit_s: float = 60.0) -> Any:
+    """`aw`'s result, moving the clock in steps until it has one (at most `limit_s` of fake time)."""
+    task = asyncio.ensure_future(aw)
+    moved = 0.0
+    await settle()
+    while not task.done():
+        assert moved < limit_s, "still waiting after a minute on the clock"
+        clock.advance(step)
+        moved += step
+        await settle()
+    return task.result()
+
+
+def world() -> tuple[FakeClock, MemoryKV, FakeEtcd, EtcdKV]:
+    clock = FakeClock()
+    memory = MemoryKV(clock)
+    etcd = FakeEtcd(memory, clock)
+    return clock, memory, etcd, EtcdKV([("etcd", 2379)], timeout_s=2.0, clock=clock, client=etcd.client)
+
+
+def run(coro: Awaitable[Any]) -> Any:
+    async def bounded() -> Any:
+        return await asyncio.wait_for(coro, 10)
+    return asyncio.run(bounded())
+
+
+def test_a_call_cancelled_under_its_task_is_a_failed_call_and_the_task_goes_on():
+    """gRPC cancels the calls of a channel another task closed: the task awaiting one sees CancelledError
+    though nobody cancelled it. It must be a failed call, not the end of (say) the keep-alive loop."""
+    async def go():
+        clock, _, etcd, kv = world()
+        lease = await drive(clock, kv.grant(9))
+        keeping = asyncio.ensure_future(kv.keepalive(lease))
+        await settle()
+        assert etcd.in_flight("refresh_lease") == 1
+        await etcd.clients[0].close()  # another task's call failed, and its client was closed
+        with pytest.raises(KVUnavailable):
+            await keeping
+        assert etcd.cancelled_calls == 1
+        assert await drive(clock, kv.keepalive(lease)) is True  # on a client of its own
+        assert len(etcd.clients) == 2
+    run(go())
+
+
+def test_a_close_that_never_returns_holds_up_no_call(caplog):
+    async def go():
+        clock, memory, etcd, kv = world()
+        lease = await drive(clock, kv.grant(9))
+        etcd.close_hangs = True
+        memory.fail()
+        with pytest.raises(KVUnavailable):
+            await drive(clock, kv.keepalive(lease), limit_s=1.0)  # failed at once, not after the close
+        memory.recover()
+        assert await drive(clock, kv.keepalive(lease), limit_s=1.0) is True
+        first = etcd.clients[0]
+        assert first.close_started and not first.close_cancelled
+        await settle()
+        clock.advance(2.0)  # the close's time is up
+        await settle()
+        assert first.close_cancelled
+        assert any(r.getMessage() == "an etcd client did not close; left behind" for r in caplog.records)
+    with caplog.at_level(logging.WARNING, logger="semreg.kv"):
+        run(go())
+
+
+def test_a_watch_whose_client_is_retired_ends_even_if_the_client_never_says_so():
+    async def go():
+        clock, memory, etcd, kv = world()
+        seen = []
+
+        async def watch() -> None:
+            async for event in kv.watch_prefix("/k/", 1):
+                seen.append(event)
+
+        watching = asyncio.ensure_future(watch())
+        await settle()
+        clock.advance(0.2)
+        await settle()
+        await memory.put("/k/a", b"1")
+        await settle()
+        assert [(e.kind, e.key) for e in seen] == [(PUT, "/k/a")]
+        etcd.close_hangs = True  # the close never reaches the watch
+        memory.fail()  # the next call fails: its client is retired
+        with pytest.raises(KVUnavailable):
+            await drive(clock, kv.get_prefix("/k/"), limit_s=1.0)
+        with pytest.raises(KVUnavailable):
+            await drive(clock, watching, limit_s=1.0)
+    run(go())
+
+
+def test_a_watch_cancel_that_never_returns_lets_the_watcher_stop():
+    async def go():
+        clock, _, etcd, kv = world()
+
+        async def watch() -> None:
+            async for _ in kv.watch_prefix("/k/", 1):
+                pass
+
+        watching = asyncio.ensure_future(watch())
+        await settle()
+        clock.advance(0.2)
+        await settle()
+        etcd.cancel_hangs = True
+        watching.cancel()
+        await settle()
+        assert not watching.done()  # in the watch's cancel, which does not return
+        clock.advance(2.0)
+        await settle()
+        assert watching.cancelled()
+    run(go())
