@@ -218,6 +218,7 @@ class Writers:
         self.targets = [n for n in nodes for _ in range(per_node)]
         self.acked: list[str] = []
         self.failed: list[tuple[float, int | str]] = []
+        self.unsure: set[str] = set()  # not acknowledged: a failed write may still have reached some owners
         self.acked_at: list[float] = []
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -250,6 +251,7 @@ class Writers:
                         self.acked_at.append(time.monotonic())
                     else:
                         self.failed.append((time.monotonic(), status))
+                        self.unsure.add(iid)
 
     def count_since(self, t: float) -> int:
         with self._lock:
@@ -280,7 +282,8 @@ def test_a_node_killed_under_writes_loses_no_acknowledged_registration(ring: Loc
     with b.client() as cb:
         expected = normal(cb.get("/v1/instances").json())
         discover = normal(cb.get("/v1/discover", params=QUERIES[0]).json())
-    assert len(expected) == len(acked)
+    listed = {i["id"] for i in expected}
+    assert acked <= listed <= acked | writers.unsure  # a write that answered 503 may have landed on some owners
     ring.restart(a)
     wait_for(lambda: ring.converged([a, b, c]), 30, "the restarted node back on the ring")
     for node in (a, b, c):
