@@ -45,7 +45,7 @@ from semreg.cluster.supervisor import Supervisor
 log = logging.getLogger("semreg.membership")
 
 ALIVE, SUSPECT, FAULTY, LEFT = "alive", "suspect", "faulty", "left"
-RESYNC_S = 30.0  # the member list is read afresh this often, whatever the watch says
+RESYNC_S = 10.0  # the member list is read afresh this often, whatever the watch says (one small read)
 WATCH, LEASE = "membership-watch", "membership-lease"
 
 
@@ -228,6 +228,7 @@ class Membership:
         if self.degraded:
             log.info("etcd answers again", extra={"node": self.node_id})
             self.degraded = False
+            self.refresh()  # the watch may have missed what changed meanwhile, or stalled across a restart
         if not alive:
             self._lapsed("etcd says the lease is gone")
         if self._fence == math.inf:
