@@ -63,6 +63,11 @@ class Principal:
         """Whether the token is kept to some environments (an admin token never is)."""
         return self.environments is not None and not self.admin
 
+    def sees(self, environment: str) -> bool:
+        """Whether instances in `environment` exist for this token: a bound token sees what a server holding
+        only its environments would hold."""
+        return not self.bound or environment in (self.environments or ())
+
     def require_environment(self, environment: str) -> None:
         """403 unless this token may read and write instances in `environment` (`*`: in every one)."""
         if not self.bound:

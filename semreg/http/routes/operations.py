@@ -77,8 +77,10 @@ async def cluster(request: Request) -> Response:
 
 @API.route("GET", "/metrics", scope=READ, summary="Prometheus metrics",
            replies=[Reply(200, description="the Prometheus text format",
-                          content={"text/plain": {"schema": {"type": "string"}}})])
+                          content={"text/plain": {"schema": {"type": "string"}}})], every_environment=True)
 async def metrics(request: Request) -> Response:
+    """The node's figures, which count every environment (instances, tags, checks, routes, requests): a token
+    bound to environments gets 403, as on `/sparql`. They are the operator's, scraped with an unbound token."""
     return Response(request.app.state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
