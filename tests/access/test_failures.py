@@ -143,3 +143,45 @@ def test_failures_on_handed_over_sparql_connections_are_throttled(start_server, 
         assert statuses == [401] * FAILURE_BURST + [429]
         assert ask_sparql(node.port, sock, GOOD) == 429
     assert "authentication failed" in node.log() and WRONG not in node.log()
+
+
+def test_any_authorization_header_gets_200_or_401_and_never_holds_back_a_good_token_after_the_wait(secured):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    c = secured.client()
+    text = st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f"), max_size=80)
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(value=st.one_of(text, text.map(lambda t: "Bearer " + t)))
+    def check(value):
+        secured.advance(60)  # a fresh allowance each time
+        header = {"Authorization": value.encode("latin-1")}
+        statuses = [c.get(path, headers=header).status_code for path in ("/v1/token/self", "/v1/instances")]
+        assert set(statuses) <= {200, 401}, statuses  # two failures at most: never 429, never 500
+        assert c.get("/v1/instances", headers={"Authorization": f"Bearer {GOOD}"}).status_code == 200
+
+    check()
+
+
+def test_raw_authorization_bytes_over_a_socket_get_401_then_429(secured):
+    url = secured.listen()
+    port = int(url.rsplit(":", 1)[1])
+    values = [b"Bearer \xff\xfe" + b"x" * 20, b"Bearer " + b"A" * 8000, b"bearer", b"Bearer\t" + WRONG.encode(),
+              b"Digest abc", b"Bearer " + WRONG.encode() + b" trailing"]
+    seen = []
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        for n in range(FAILURE_BURST + 1):
+            sock.sendall(b"GET /v1/instances HTTP/1.1\r\nHost: x\r\nAuthorization: " + values[n % len(values)] + b"\r\n\r\n")
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = sock.recv(65536)
+                assert chunk, "closed before an answer"
+                data += chunk
+            raw, _, rest = data.partition(b"\r\n\r\n")
+            head = parse_head(raw)
+            length = int(head.headers.get("content-length", "0"))
+            while len(rest) < length:
+                rest += sock.recv(65536)
+            seen.append(head.status)
+    assert seen == [401] * FAILURE_BURST + [429]
