@@ -17,6 +17,14 @@ class RateLimiter:
     def enabled(self) -> bool:
         return self.rate > 0
 
+    def wait(self, key: str, now: float) -> float:
+        """The seconds until `key` has a token (0: it has one now), taking none."""
+        if not self.enabled:
+            return 0.0
+        tokens, at = self._buckets.get(key, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - at) * self.rate)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
+
     def take(self, key: str, now: float) -> float:
         """Take one token; returns 0 when allowed, else the seconds until one is available."""
         if not self.enabled:

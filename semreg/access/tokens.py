@@ -1,13 +1,17 @@
 """Bearer tokens, scopes and ownership.
 
 Tokens file (JSON), reloaded on SIGHUP:
-    {"tokens": [{"name": "team-a", "token": "s3cret", "scopes": ["read", "write"]},
-                {"name": "staging", "token": "s3cret2", "scopes": ["read", "write"], "environments": ["staging"]},
+    {"tokens": [{"name": "team-a", "token": "a-long-random-secret", "scopes": ["read", "write"]},
+                {"name": "staging", "token": "another-long-secret", "scopes": ["read", "write"], "environments": ["staging"]},
                 {"name": "ci", "sha256": "<hex of the token's SHA-256>", "scopes": ["admin"]}]}
 Scopes: `read` (GET routes, SPARQL), `write` (instances), `admin` (everything). A `write` token may
 renew, replace or remove only the instances it registered (ownership by token name). A token bound to
 `environments` reads and writes instances only in those (403 naming the environment otherwise), and
 may not query SPARQL, whose default graph holds every environment's instances; an admin token sees all.
+
+A token is at least `MIN_TOKEN_CHARS` characters: a shorter one in the file is refused when it is loaded
+(naming the entry, never the token), and a shorter one presented is not valid (so a `sha256` entry of a
+short token, which the file cannot show, is never usable either).
 
 Presented tokens are hashed and looked up by their SHA-256, then compared with `hmac.compare_digest`,
 so neither the comparison nor the lookup depends on how much of a secret an attacker guessed. Tokens
@@ -32,6 +36,7 @@ READ, WRITE, ADMIN = "read", "write", "admin"
 SCOPES = (READ, WRITE, ADMIN)
 _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9._@-]{1,128}$")
+MIN_TOKEN_CHARS = 16
 
 
 class TokensFileError(Exception):
@@ -57,6 +62,11 @@ class Principal:
     def bound(self) -> bool:
         """Whether the token is kept to some environments (an admin token never is)."""
         return self.environments is not None and not self.admin
+
+    def sees(self, environment: str) -> bool:
+        """Whether instances in `environment` exist for this token: a bound token sees what a server holding
+        only its environments would hold."""
+        return not self.bound or environment in (self.environments or ())
 
     def require_environment(self, environment: str) -> None:
         """403 unless this token may read and write instances in `environment` (`*`: in every one)."""
@@ -119,6 +129,8 @@ class Tokens:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise Unauthorized("the Authorization header must be 'Bearer <token>'.")
+        if len(token) < MIN_TOKEN_CHARS:
+            raise Unauthorized("the token is not valid.")
         digest = hashlib.sha256(token.encode()).digest()
         entry = self._by_hash.get(digest.hex())
         if entry is None or not hmac.compare_digest(entry[0], digest):
@@ -151,8 +163,9 @@ def parse_tokens(data: object, where: str = "tokens") -> dict[str, tuple[bytes, 
             raise TokensFileError(f"{at} needs exactly one of token or sha256")
         if "token" in entry:
             token = entry["token"]
-            if not isinstance(token, str) or len(token) < 1:
-                raise TokensFileError(f"{at}.token must be a non-empty string")
+            if not isinstance(token, str) or len(token) < MIN_TOKEN_CHARS:
+                raise TokensFileError(f"{at}.token (of '{name}') must be a string of at least {MIN_TOKEN_CHARS} "
+                                      f"characters")
             digest = hashlib.sha256(token.encode()).digest()
         else:
             hexd = entry["sha256"]

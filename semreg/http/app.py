@@ -16,6 +16,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 
+from semreg.access.failures import FailureThrottle
 from semreg.access.ratelimit import RateLimiter
 from semreg.access.tokens import Tokens, TokensFileError
 from semreg.clock import Clock
@@ -179,6 +180,7 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
     metrics = node_metrics(node, router, pool)
     scopes = ScopeTable(API.endpoints, (console.PREFIX,), open_paths=("/",))
     limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_burst)
+    failures = FailureThrottle()
     connect_pool(pool, node, limiter, metrics)
 
     def gate() -> Gate:
@@ -188,11 +190,12 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
     pool.set_gate(gate())
     app = Starlette(routes=[*API.routes(), *console.routes()],
                     lifespan=node_lifespan(node, pool, settings, tokens, gate, join_at_start),
-                    middleware=middleware(node, metrics, tokens, scopes, limiter, known, sparql),
+                    middleware=middleware(node, metrics, tokens, scopes, limiter, known, sparql, failures),
                     exception_handlers={SemregError: _semreg_error, HTTPException: _http_error,
                                         Exception: _unexpected})
     hand_to_handlers(app.state, node, settings, tokens=tokens, router=router, metrics=metrics, known=known,
                      sparql=sparql)
+    app.state.auth_failures = failures
     return app
 
 
@@ -234,12 +237,13 @@ def node_lifespan(node: Node, pool: QueryPool, settings: Settings, tokens: Token
 
 
 def middleware(node: Node, metrics: Metrics, tokens: Tokens, scopes: ScopeTable, limiter: RateLimiter,
-               known: KnownQueries, sparql: SparqlEndpoint) -> list[Middleware]:
+               known: KnownQueries, sparql: SparqlEndpoint, failures: FailureThrottle) -> list[Middleware]:
     """The middleware, outermost first: the node-to-node routes, the metrics, the access gate, then the short
     paths of `GET /v1/discover` and `GET /sparql` (inside the gate and the metrics)."""
     return [Middleware(InternalGate),
             Middleware(MetricsMiddleware, metrics=metrics),
-            Middleware(AccessMiddleware, tokens=tokens, scopes=scopes, limiter=limiter, clock=node.clock.monotonic),
+            Middleware(AccessMiddleware, tokens=tokens, scopes=scopes, limiter=limiter, clock=node.clock.monotonic,
+                       failures=failures),
             Middleware(DiscoverFastPath, known=known, coordinator=node.coordinator, prefixes=node.knowledge.prefixes,
                        parse=discover_query, warnings=lambda q: discover_warnings(node.knowledge, q), route=DISCOVER),
             Middleware(SparqlGet, endpoint=sparql, route=SPARQL_GET)]

@@ -1,10 +1,12 @@
 """The access gate in front of every route: who is calling (tokens), may they (scopes), and how
-often (rate limit). Ownership of instances is checked by the handlers, which know the instance."""
+often (rate limit), and how often an address may fail to authenticate (`access.failures`). Ownership
+of instances is checked by the handlers, which know the instance."""
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 
+from semreg.access.failures import FailureThrottle
 from semreg.access.ratelimit import RateLimiter, retry_after_s
 from semreg.access.tokens import Tokens
 from semreg.errors import SemregError, TooManyRequests
@@ -14,8 +16,9 @@ from semreg.http.responses import JSONResponse
 
 class AccessMiddleware:
     def __init__(self, app, tokens: Tokens, limiter: RateLimiter, scopes: ScopeTable,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, failures: FailureThrottle | None = None) -> None:
         self.app = app
+        self.failures = failures or FailureThrottle()
         self.tokens = tokens
         self.scopes = scopes
         self.limiter = limiter
@@ -29,7 +32,8 @@ class AccessMiddleware:
         try:
             principal = None
             if needed is not None:
-                principal = self.tokens.authenticate(_header(scope, b"authorization"))
+                principal = self.failures.authenticate(self.tokens, _header(scope, b"authorization"), _client(scope),
+                                                       self.clock())
                 principal.require(needed)
                 if principal.bound and self.scopes.every_environment(scope["method"], scope["path"]):
                     principal.require_every_environment(scope["path"])

@@ -134,7 +134,7 @@ class Coordinator:
             return found
         if unreachable and len(unreachable) == len(owners):
             raise Unavailable(f"no owner of '{instance_id}' answered; try again.", retry_after_s=1)
-        raise NotFound(f"no instance '{instance_id}' is registered.")
+        raise not_registered(instance_id)
 
     async def registered_by(self, instance_ids: list[str]) -> dict[str, tuple[str | None, str]]:
         """Of these instances, the ones registered, with the token each was registered by and its
@@ -301,8 +301,28 @@ class Coordinator:
                 found[m[0]] = m
         return sorted(found.values(), key=lambda m: rank_key(m[1], m[2], m[0]))
 
+    async def tags_in(self, environments: Iterable[str]) -> set[Tag]:
+        """Every tag some instance in one of `environments` carries (what a reader kept to them may see)."""
+        tags: set[Tag] = set()
+        for environment in sorted(environments):
+            tags |= await self._tags_held(Selector(environment))
+        return tags
+
+    async def _tags_held(self, selector: Selector) -> set[Tag]:
+        holders: dict[Tag, set[str]] = {}
+        found, _ = await self.gather(lambda shard: shard.tag_holders(selector))
+        for one in found:
+            for tag, ids in one.items.items():
+                holders.setdefault(tag, set()).update(ids)
+        await self._without_removed(holders, removals_of(found))
+        return {tag for tag, ids in holders.items() if ids}
+
     async def is_registered_term(self, iri: str) -> bool:
         """Whether some registered tag names `iri` (a concept known only from registrations)."""
         answers, _ = await self.gather(lambda shard: shard.names_term(iri))
         return any(answers)
 
+
+def not_registered(instance_id: str) -> NotFound:
+    """What a read of an unknown instance answers (and a reader kept out of its environment, the same)."""
+    return NotFound(f"no instance '{instance_id}' is registered.")

@@ -10,12 +10,14 @@ asked of it in one round trip (`Gate.ask`); a single node without a rate limit a
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 import orjson
 import pyoxigraph as ox
 
+from semreg.access.failures import FailureThrottle
 from semreg.access.tokens import Tokens
 from semreg.errors import SemregError, Unavailable
 from semreg.http1.server import RequestHead
@@ -88,6 +90,8 @@ class QueryService:
         self.gate = gate
         self.cache = ResultCache(gate.cache_bytes)
         self.prefixes: dict[str, str] | None = None
+        # failed authentications on the connections this process serves (each process keeps its own count)
+        self.failures = FailureThrottle()
 
     def set_gate(self, gate: Gate) -> None:
         if gate.cache_bytes != self.gate.cache_bytes:
@@ -100,7 +104,8 @@ class QueryService:
         gate = self.gate
         if gate.scope is None:
             return None
-        principal = gate.tokens.authenticate(head.headers.get("authorization"))
+        principal = self.failures.authenticate(gate.tokens, head.headers.get("authorization"), client,
+                                               time.monotonic())
         principal.require(gate.scope)
         if principal.bound and gate.every_environment:
             principal.require_every_environment(PATH)

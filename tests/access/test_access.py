@@ -18,11 +18,12 @@ from support.server import wait_for
 from semreg.access.tokens import Tokens, TokensFileError
 from semreg.logs import JsonFormatter
 
+ADMIN, A, B, R = "t-admin-0123456789ab", "t-a-0123456789ab", "t-b-0123456789ab", "t-r-0123456789ab"  # 16 or more
 TOKENS = {"tokens": [
-    {"name": "ops", "token": "t-admin", "scopes": ["admin"]},
-    {"name": "team-a", "token": "t-a", "scopes": ["read", "write"]},
-    {"name": "team-b", "sha256": hashlib.sha256(b"t-b").hexdigest(), "scopes": ["read", "write"]},
-    {"name": "reader", "token": "t-r", "scopes": ["read"]},
+    {"name": "ops", "token": "t-admin-0123456789ab", "scopes": ["admin"]},
+    {"name": "team-a", "token": "t-a-0123456789ab", "scopes": ["read", "write"]},
+    {"name": "team-b", "sha256": hashlib.sha256(b"t-b-0123456789ab").hexdigest(), "scopes": ["read", "write"]},
+    {"name": "reader", "token": "t-r-0123456789ab", "scopes": ["read"]},
 ]}
 BODY = {"service": "cars", "address": "10.2.0.1", "port": 1, "tags": ["<http://x.org/Car>"], "ttl": 0}
 
@@ -57,7 +58,7 @@ def secured(tmp_path_factory):
         root.setLevel(level)
     log = "\n".join(records.lines)
     assert "tokens loaded" in log
-    assert "t-admin" not in log and "t-a\"" not in log  # tokens are never logged
+    assert "t-admin-0123456789ab" not in log and "t-a-0123456789ab\"" not in log  # tokens are never logged
 
 
 def client(server, token=None):
@@ -65,7 +66,7 @@ def client(server, token=None):
 
 
 def test_auth_matrix(secured):
-    anon, admin, a, b, r = (client(secured, t) for t in (None, "t-admin", "t-a", "t-b", "t-r"))
+    anon, admin, a, b, r = (client(secured, t) for t in (None, ADMIN, A, B, R))
     bad = client(secured, "nope")
     assert anon.get("/healthz").status_code == 200 and anon.get("/readyz").status_code == 200
     for c in (anon, bad):
@@ -98,10 +99,10 @@ def test_tokens_reload_on_sighup(start_server, tmp_path):
     path = tmp_path / "tokens.json"
     path.write_text(json.dumps(TOKENS))
     secured = start_server("--tokens", str(path), data_dir=None)
-    extra = {"tokens": [*TOKENS["tokens"], {"name": "late", "token": "t-late", "scopes": ["read"]}]}
+    extra = {"tokens": [*TOKENS["tokens"], {"name": "late", "token": "t-late-0123456789ab", "scopes": ["read"]}]}
     path.write_text(json.dumps(extra))
     os.kill(secured.proc.pid, signal.SIGHUP)
-    late = httpx.Client(base_url=secured.url, timeout=30, headers={"Authorization": "Bearer t-late"})
+    late = httpx.Client(base_url=secured.url, timeout=30, headers={"Authorization": "Bearer t-late-0123456789ab"})
     wait_for(lambda: late.get("/v1/instances").status_code == 200, 10, "the new token loaded")
     path.write_text("{broken")
     os.kill(secured.proc.pid, signal.SIGHUP)
@@ -113,8 +114,8 @@ def test_tokens_reload_on_sighup(start_server, tmp_path):
     ("{broken", "not JSON"), ('{"tokens": {}}', "expected"), ('{"tokens": [{"name": "x", "scopes": ["read"]}]}', "exactly one"),
     ('{"tokens": [{"name": "x", "token": "t", "scopes": ["root"]}]}', "scopes"),
     ('{"tokens": [{"name": "x", "sha256": "abc", "scopes": ["read"]}]}', "64 hex"),
-    ('{"tokens": [{"name": "x", "token": "t", "scopes": ["read"]}, {"name": "x", "token": "u", "scopes": ["read"]}]}',
-     "twice"),
+    ('{"tokens": [{"name": "x", "token": "t-0123456789abcdef", "scopes": ["read"]}, '
+     '{"name": "x", "token": "u-0123456789abcdef", "scopes": ["read"]}]}', "twice"),
 ])
 def test_bad_tokens_file_is_a_clear_error(tmp_path, content, fragment):
     path = tmp_path / "tokens.json"
@@ -122,6 +123,27 @@ def test_bad_tokens_file_is_a_clear_error(tmp_path, content, fragment):
     with pytest.raises(TokensFileError) as caught:
         Tokens(path)
     assert fragment in str(caught.value) and str(path) in str(caught.value)
+
+
+@pytest.mark.parametrize("token", ["x", "fifteen-chars-x", ""])
+def test_a_token_shorter_than_16_characters_is_refused_naming_its_entry(tmp_path, token):
+    path = tmp_path / "tokens.json"
+    path.write_text(json.dumps({"tokens": [TOKENS["tokens"][0], {"name": "short-one", "token": token, "scopes": ["read"]}]}))
+    with pytest.raises(TokensFileError) as caught:
+        Tokens(path)
+    message = str(caught.value)
+    assert "tokens[1]" in message and "'short-one'" in message and "16 characters" in message and str(path) in message
+    assert token == "" or token not in message  # the entry is named, the secret is not shown
+
+
+def test_a_token_of_16_characters_is_accepted_and_a_short_one_presented_is_not(in_process, tmp_path):
+    path = tmp_path / "tokens.json"
+    short = hashlib.sha256(b"abc").hexdigest()  # a sha256 entry cannot show its token's length
+    path.write_text(json.dumps({"tokens": [{"name": "edge", "token": "s" * 16, "scopes": ["read"]},
+                                           {"name": "hashed", "sha256": short, "scopes": ["read"]}]}))
+    srv = in_process(tokens_file=path)
+    assert srv.client("s" * 16).get("/v1/instances").status_code == 200
+    assert srv.client("abc").get("/v1/instances").status_code == 401
 
 
 @pytest.mark.process
@@ -187,7 +209,7 @@ def sized_body(size: int) -> bytes:
 
 def test_a_repeated_discovery_still_needs_a_token(secured):
     q = {"s": "<http://x.org/Car>"}
-    assert client(secured, "t-r").get("/v1/discover", params=q).status_code == 200
-    assert client(secured, "t-r").get("/v1/discover", params=q).status_code == 200
+    assert client(secured, "t-r-0123456789ab").get("/v1/discover", params=q).status_code == 200
+    assert client(secured, "t-r-0123456789ab").get("/v1/discover", params=q).status_code == 200
     assert client(secured).get("/v1/discover", params=q).status_code == 401
     assert client(secured, "nope").get("/v1/discover", params=q).status_code == 401

@@ -435,12 +435,12 @@ def test_exit_codes(srv):
 
 def test_url_list_env_and_token(start_server, tmp_path):
     tokens = tmp_path / "tokens.json"
-    tokens.write_text(json.dumps({"tokens": [{"name": "ops", "token": "t-ops", "scopes": ["admin"]}]}))
+    tokens.write_text(json.dumps({"tokens": [{"name": "ops", "token": "t-ops-0123456789ab", "scopes": ["admin"]}]}))
     server = start_server("--tokens", str(tokens))
     dead = f"http://127.0.0.1:{free_port()}"
     both = f"{dead},{server.url}"
-    assert js(semreg("instances", "--json", url=both, env={"SEMREG_TOKEN": "t-ops"})) == []
-    assert js(semreg("instances", "--json", "--token", "t-ops", "--url", both)) == []
+    assert js(semreg("instances", "--json", url=both, env={"SEMREG_TOKEN": "t-ops-0123456789ab"})) == []
+    assert js(semreg("instances", "--json", "--token", "t-ops-0123456789ab", "--url", both)) == []
     refused = semreg("instances", url=server.url)
     assert refused.returncode == 1 and refused.stderr.startswith("semreg: ")
 

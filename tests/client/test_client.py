@@ -706,9 +706,9 @@ def test_watch_cache_keeps_a_cached_result_current(srv):
 @pytest.mark.process
 def test_token_is_sent_and_a_refusal_is_an_api_error(start_server, tmp_path):
     tokens = tmp_path / "tokens.json"
-    tokens.write_text(json.dumps({"tokens": [{"name": "admin", "token": "t-admin", "scopes": ["admin"]}]}))
+    tokens.write_text(json.dumps({"tokens": [{"name": "admin", "token": "t-admin-0123456789ab", "scopes": ["admin"]}]}))
     server = start_server("--tokens", str(tokens))
-    with Client(server.url, token="t-admin") as admin, Client(server.url) as anonymous:
+    with Client(server.url, token="t-admin-0123456789ab") as admin, Client(server.url) as anonymous:
         assert admin.instances() == []
         with pytest.raises(ApiError) as err:
             anonymous.instances()

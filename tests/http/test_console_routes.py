@@ -20,8 +20,8 @@ TURTLE = {"Content-Type": "text/turtle"}
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
     path = tmp_path_factory.mktemp("console-tokens") / "tokens.json"
-    path.write_text(json.dumps({"tokens": [{"name": "ops", "token": "t-admin", "scopes": ["admin"]},
-                                           {"name": "team-a", "token": "t-a", "scopes": ["read", "write"]}]}))
+    path.write_text(json.dumps({"tokens": [{"name": "ops", "token": "t-admin-0123456789ab", "scopes": ["admin"]},
+                                           {"name": "team-a", "token": "t-a-0123456789ab", "scopes": ["read", "write"]}]}))
     server = InProcess(tokens_file=path)
     try:
         yield server.start()
@@ -50,15 +50,15 @@ def test_token_self_says_who_the_token_is(api, secured):
                                                 "tokens": False}
     assert secured.client().get("/v1/token/self").json() == {"name": "anonymous", "scopes": [], "tokens": True}
     assert secured.client("nope").get("/v1/token/self").status_code == 401
-    assert secured.client("t-a").get("/v1/token/self").json() == {"name": "team-a", "scopes": ["read", "write"],
+    assert secured.client("t-a-0123456789ab").get("/v1/token/self").json() == {"name": "team-a", "scopes": ["read", "write"],
                                                                   "tokens": True}
-    assert secured.client("t-admin").get("/v1/token/self").json()["scopes"] == ["read", "write", "admin"]
+    assert secured.client("t-admin-0123456789ab").get("/v1/token/self").json()["scopes"] == ["read", "write", "admin"]
 
 
 def test_views_name_their_owner_when_tokens_are_in_force(api, secured):
     body = {"service": "s", "address": "127.0.0.1", "port": 1, "ttl": 0}
-    assert secured.client("t-a").put("/v1/instances/owned", json=body).json()["owner"] == "team-a"
-    assert secured.client("t-admin").get("/v1/instances/owned").json()["owner"] == "team-a"
+    assert secured.client("t-a-0123456789ab").put("/v1/instances/owned", json=body).json()["owner"] == "team-a"
+    assert secured.client("t-admin-0123456789ab").get("/v1/instances/owned").json()["owner"] == "team-a"
     assert "owner" not in api.put("/v1/instances/unowned", json=body).json()
     assert api.delete("/v1/instances/unowned").status_code == 204
 

@@ -317,8 +317,8 @@ def test_a_process_that_dies_mid_query_answers_503_and_another_takes_the_next(st
 
 
 TOKENS = {"tokens": [
-    {"name": "reader", "token": "t-r", "scopes": ["read"]},
-    {"name": "bound", "token": "t-bound", "scopes": ["read"], "environments": ["prod"]},
+    {"name": "reader", "token": "t-r-0123456789ab", "scopes": ["read"]},
+    {"name": "bound", "token": "t-bound-0123456789ab", "scopes": ["read"], "environments": ["prod"]},
 ]}
 
 
@@ -329,7 +329,7 @@ def test_tokens_scopes_environments_and_rate_limits_hold_on_handed_over_connecti
     for name, extra in (("processes", ()), ("server", ("--sparql-in-server",))):
         node = start_server("--tokens", str(path), "--rate-limit", "0.1", "--rate-burst", "3", *extra, data_dir=None)
         seen = []
-        for token in (None, "nope", "t-bound", "t-r", "t-r", "t-r", "t-r"):
+        for token in (None, "nope", "t-bound-0123456789ab", *["t-r-0123456789ab"] * 4):
             conn = Raw(node.port)
             try:
                 conn.send(get(q("ASK {}"), *([f"Authorization: Bearer {token}"] if token else [])))
@@ -346,9 +346,10 @@ def test_a_token_added_on_sighup_opens_new_sparql_connections(start_server, tmp_
     path = tmp_path / "tokens.json"
     path.write_text(json.dumps(TOKENS))
     node = start_server("--tokens", str(path), data_dir=None)
-    late = {"Authorization": "Bearer t-late"}
+    late = {"Authorization": "Bearer t-late-0123456789ab"}
     assert httpx.get(node.url + "/sparql", params={"query": "ASK {}"}, headers=late).status_code == 401
-    path.write_text(json.dumps({"tokens": [*TOKENS["tokens"], {"name": "late", "token": "t-late", "scopes": ["read"]}]}))
+    late_entry = {"name": "late", "token": "t-late-0123456789ab", "scopes": ["read"]}
+    path.write_text(json.dumps({"tokens": [*TOKENS["tokens"], late_entry]}))
     os.kill(node.proc.pid, signal.SIGHUP)
     wait_for(lambda: httpx.get(node.url + "/sparql", params={"query": "ASK {}"}, headers=late).status_code == 200,
              10, "the new token known to the query processes")

@@ -188,6 +188,11 @@ async def expand(request: Request) -> Response:
     match = parse_match(request.query_params.get("match"))
     warnings = knowledge_of(request).term_warnings(pattern_terms(query))
     matched = await coordinator_of(request).matching_tags(query, match)
+    principal = principal_of(request)
+    if principal.bound:  # only the tags of its environments' instances, as a server holding only those
+        assert principal.environments is not None
+        visible = await coordinator_of(request).tags_in(principal.environments)
+        matched = [m for m in matched if m[0] in visible]
     knowledge = knowledge_of(request)
     hierarchy = knowledge.hierarchy
     return JSONResponse({"query": query.as_json(), "match": sorted(match, key=DEGREES.index),
@@ -210,6 +215,11 @@ async def concept(request: Request) -> Response:
     iri = RDF_TYPE if term == "a" else parse_component(term, knowledge_of(request).prefixes)
     if iri == ANY:
         raise BadRequest("sr:Any is the wildcard, not a concept.", field="term")
-    registered = await coordinator_of(request).is_registered_term(iri)
+    principal = principal_of(request)
+    if principal.bound:  # whether its environments' tags name it: others' use of a term is not its to learn
+        assert principal.environments is not None
+        registered = any(iri in tag for tag in await coordinator_of(request).tags_in(principal.environments))
+    else:
+        registered = await coordinator_of(request).is_registered_term(iri)
     return JSONResponse(knowledge_of(request).concept(iri, lambda _: registered))
 

@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from semreg.access.tokens import READ, WRITE
-from semreg.errors import BadRequest
+from semreg.errors import BadRequest, Forbidden
 from semreg.http import schemas as s
 from semreg.http.endpoints import Endpoints, Param, Reply
 from semreg.http.requests import bool_param, read_body, read_json
@@ -32,6 +32,7 @@ from semreg.http.routes.common import (
 from semreg.http.schemas import ID_PATTERN, BatchBody, HeartbeatBody, InstanceBody, validate
 from semreg.rdf.terms import parse_tags
 from semreg.reasoning.lexicon import MAX_WARNINGS
+from semreg.registry.coordinator import not_registered
 from semreg.registry.instances import Registration
 
 API = Endpoints()
@@ -46,13 +47,14 @@ def owner_of(request: Request) -> str | None:
 
 
 async def check_owner(request: Request, instance_id: str) -> None:
-    """403 unless the caller may change this instance (its owner, or an admin, in an environment the token
-    may write in); 404 if there is none (an admin is not looked up: the change itself answers 404)."""
+    """403 unless the caller may change this instance (its owner, or an admin); 404 if there is none, or
+    it is in an environment the token is not bound to (an admin is not looked up: the change answers 404)."""
     principal = principal_of(request)
     if principal.admin:
         return
     inst = await coordinator_of(request).get(instance_id)
-    principal.require_environment(inst.reg.environment)
+    if not principal.sees(inst.reg.environment):
+        raise not_registered(instance_id)
     principal.require_owner(inst.reg.owner, instance_id)
 
 
@@ -65,7 +67,9 @@ async def check_may_replace(request: Request, regs: list[Registration]) -> None:
     for reg in regs:
         principal.require_environment(reg.environment)
     for iid, (owner, environment) in (await coordinator_of(request).registered_by([r.id for r in regs])).items():
-        principal.require_environment(environment)
+        if not principal.sees(environment):  # taken, but where is not this token's to learn
+            raise Forbidden(f"the instance id '{iid}' is taken by an instance this token may not change; "
+                            f"choose another id.", field="id")
         principal.require_owner(owner, iid)
 
 
@@ -167,8 +171,10 @@ async def batch_instances(request: Request) -> Response:
 @API.route("GET", "/v1/instances/{id}", scope=READ, summary="one instance", params=(ID,),
            replies=[Reply(200, s.InstanceView)], errors=(404,))
 async def get_instance(request: Request) -> Response:
-    inst = await coordinator_of(request).get(path_id(request))
-    principal_of(request).require_environment(inst.reg.environment)
+    iid = path_id(request)
+    inst = await coordinator_of(request).get(iid)
+    if not principal_of(request).sees(inst.reg.environment):
+        raise not_registered(iid)  # as if it were not there: not a 403 naming where it is
     return JSONResponse(inst.view_json())
 
 

@@ -23,13 +23,16 @@ OBJECT = {"type": "object"}
            replies=[Reply(200, s.TokenView)], errors=(401,))
 async def token_self(request: Request) -> Response:
     """Open, so that a token of any scope can learn what it may do; the token is checked here (401 when it
-    is not valid). Without one, the caller is anonymous, with every scope when no tokens are in force and
-    with none when they are."""
+    is not valid, 429 once its address has failed too often). Without one, the caller is anonymous, with
+    every scope when no tokens are in force and with none when they are."""
     tokens = request.app.state.tokens
     if tokens.enabled and not request.headers.get("authorization"):
         return JSONResponse({"name": OPEN.name, "scopes": [], "tokens": True})
+    state = request.app.state
+    client = request.client.host if request.client else "unknown"
     try:
-        principal = tokens.authenticate(request.headers.get("authorization"))
+        principal = state.auth_failures.authenticate(tokens, request.headers.get("authorization"), client,
+                                                     state.node.clock.monotonic())
     except Unauthorized as exc:
         return JSONResponse(exc.body(), status_code=401, headers={"WWW-Authenticate": 'Bearer realm="semreg"'})
     scopes = [scope for scope in (READ, WRITE, ADMIN) if principal.admin or scope in principal.scopes]
@@ -74,8 +77,10 @@ async def cluster(request: Request) -> Response:
 
 @API.route("GET", "/metrics", scope=READ, summary="Prometheus metrics",
            replies=[Reply(200, description="the Prometheus text format",
-                          content={"text/plain": {"schema": {"type": "string"}}})])
+                          content={"text/plain": {"schema": {"type": "string"}}})], every_environment=True)
 async def metrics(request: Request) -> Response:
+    """The node's figures, which count every environment (instances, tags, checks, routes, requests): a token
+    bound to environments gets 403, as on `/sparql`. They are the operator's, scraped with an unbound token."""
     return Response(request.app.state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
