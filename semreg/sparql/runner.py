@@ -230,6 +230,11 @@ def _translate(exc: Exception) -> SemregError:
     if isinstance(exc, (ValueError, RuntimeError, TypeError)):
         # pyoxigraph raises these for what the query asks (an invalid IRI, an unsupported feature).
         return BadRequest(f"the query cannot be evaluated: {exc}.")
+    if isinstance(exc, PermissionError):
+        # Only the query processes' sandbox refuses pyoxigraph anything: the query asked for the network.
+        log.warning("sparql query tried to open a connection and was refused", extra={"error": str(exc)})
+        return BadRequest("the query cannot be evaluated: it asks for a network connection, which this "
+                          "endpoint never makes (SERVICE is not available).")
     if isinstance(exc, (OSError, MemoryError)):
         log.warning("sparql query failed in the store: %s", exc)
         return Unavailable(f"the store could not answer the query ({exc}); try again.")
