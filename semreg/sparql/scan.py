@@ -38,22 +38,27 @@ _VAR = f"[?$][{_CHARS_U}0-9][{_CHARS_U}0-9\u00B7\u0300-\u036F\u203F-\u2040]*"
 _IRI = r'<(?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*>'
 _SKIP = r"(?:[\x20\t\r\n]+|#[^\r\n]*)*"
 
-_LEXEME = re.compile(
-    r"(?P<skip>[\x20\t\r\n]+|#[^\r\n]*)"
-    f"|(?P<iri>{_IRI})"
-    r'''|(?P<string>"""(?:(?:"|"")?(?:[^"\\]|\\.))*"""'''
-    r"""|'''(?:(?:'|'')?(?:[^'\\]|\\.))*'''"""
-    r'''|"(?:[^"\\\n\r]|\\.)*"'''
-    r"""|'(?:[^'\\\n\r]|\\.)*')"""
-    f"|(?P<var>{_VAR})"
-    f"|(?P<bnode>_:[{_CHARS_U}0-9](?:[{_CHARS}.]*[{_CHARS}])?)"
-    r"|(?P<lang>@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*(?:--[a-zA-Z]+)?)"
-    f"|(?P<pname>{_PNAME})"
-    f"|(?P<word>[{_CHARS_U}][{_CHARS_U}0-9]*)"
-    r"|(?P<number>[0-9]+\.[0-9]*[eE][+-]?[0-9]+|\.[0-9]+[eE][+-]?[0-9]+|[0-9]+[eE][+-]?[0-9]+|[0-9]*\.[0-9]+|[0-9]+)"
-    r"|(?P<other>.)",
-    re.DOTALL,
-)
+_WORD = f"[{_CHARS_U}][{_CHARS_U}0-9]*"
+_NOTED = "(?i:service|from|limit|offset)"  # the words the scan looks at; the rest pass in runs
+_PLAIN = "|".join([
+    r"[\x20\t\r\n]+|#[^\r\n]*",
+    _IRI,
+    r'''"""(?:(?:"|"")?(?:[^"\\]|\\.))*"""''',
+    r"""'''(?:(?:'|'')?(?:[^'\\]|\\.))*'''""",
+    r'''"(?:[^"\\\n\r]|\\.)*"''',
+    r"""'(?:[^'\\\n\r]|\\.)*'""",
+    _VAR,
+    f"_:[{_CHARS_U}0-9](?:[{_CHARS}.]*[{_CHARS}])?",  # a blank node label
+    r"@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*(?:--[a-zA-Z]+)?",  # a language tag
+    f"(?!{_NOTED}){_PNAME}",
+    f"(?!{_NOTED}){_WORD}",
+    r"[0-9]+\.[0-9]*[eE][+-]?[0-9]+|\.[0-9]+[eE][+-]?[0-9]+|[0-9]+[eE][+-]?[0-9]+|[0-9]*\.[0-9]+|[0-9]+",
+    f"[^{_CHARS_U}:]",  # punctuation, or a character that starts no lexeme
+])
+# One match is a run of lexemes the scan need not look at, or one prefixed name or word it must.
+_LEXEME = re.compile(f"(?:{_PLAIN})+|(?P<pname>{_PNAME})|(?P<word>{_WORD})|.", re.DOTALL)
+_TAIL = re.compile(f"(?:(?i:limit){_SKIP}([0-9]{{1,18}}){_SKIP}(?:(?i:offset){_SKIP}[0-9]+{_SKIP})?"
+                   f"|(?i:offset){_SKIP}[0-9]+{_SKIP}(?i:limit){_SKIP}([0-9]{{1,18}}){_SKIP})")
 # What follows `SERVICE` in a ServiceGraphPattern: `SILENT? VarOrIri {`, keywords matched without a boundary.
 _SERVICE_OPERANDS = re.compile(f"{_SKIP}(?:silent{_SKIP})?(?:{_VAR}|{_IRI}|{_PNAME}){_SKIP}\\{{", re.IGNORECASE)
 
@@ -82,32 +87,25 @@ def _scan(query: str) -> Keywords:
     if "service" not in lowered and "from" not in lowered and "limit" not in lowered:
         return Keywords(False, False)
     service = dataset = False
-    tail: list[str] = []  # the last significant lexemes, for the trailing LIMIT
+    clauses: list[int] = []  # where LIMIT and OFFSET start
     for match in _LEXEME.finditer(query):
         kind = match.lastgroup
-        if kind == "skip":
+        if kind is None:
             continue
-        text = match.group()
-        if kind == "word" or kind == "pname":
-            word = text.lower()
-            if word.startswith("service") and (kind == "word" or _SERVICE_OPERANDS.match(query, match.start() + 7)):
-                service = True
-            elif kind == "word" and word.startswith("from"):
-                dataset = True
-        tail.append(text)
-        if len(tail) > 8:
-            del tail[:4]
-    return Keywords(service, dataset, _trailing_limit(tail))
+        word = match.group().lower()
+        if word.startswith("service") and (kind == "word" or _SERVICE_OPERANDS.match(query, match.start() + 7)):
+            service = True
+        elif kind == "word" and word.startswith("from"):
+            dataset = True
+        elif kind == "word" and (word.startswith("limit") or word.startswith("offset")):
+            clauses.append(match.start())
+    return Keywords(service, dataset, _trailing_limit(query, clauses[-2:]))
 
 
-def _trailing_limit(tail: list[str]) -> int | None:
-    """n when the lexemes end with `LIMIT n`, `LIMIT n OFFSET m` or `OFFSET m LIMIT n`."""
-    words = [text.upper() for text in tail[-4:]]
-    if len(words) >= 4 and words[-4] == "LIMIT" and words[-2] == "OFFSET" and _INTEGER.fullmatch(words[-1]):
-        words = words[:-2]
-    if len(words) >= 2 and words[-2] == "LIMIT" and _INTEGER.fullmatch(words[-1]):
-        return int(words[-1])
+def _trailing_limit(query: str, clauses: list[int]) -> int | None:
+    """n when the query ends with `LIMIT n`, `LIMIT n OFFSET m` or `OFFSET m LIMIT n` (comments aside)."""
+    for start in clauses:
+        found = _TAIL.fullmatch(query, start)
+        if found:
+            return int(found.group(1) or found.group(2))
     return None
-
-
-_INTEGER = re.compile("[0-9]{1,18}")
