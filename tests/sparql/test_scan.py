@@ -90,7 +90,8 @@ def test_federation_is_refused_and_nothing_is_fetched(app_server, listener, quer
 LOCALS = [r"x\#", r"x\'", r"\#y", "a%23", r"a\.b", "x.y", "service", r"x\"", r"a\%", r"s\-ervice", "x:y"]
 STRINGS = ['"a#b"', "'a\"b'", "'x\\'#'", '"""a"b""c\n#"""', "'''x'y''#'''", '"SERVICE <urn:z:1> {}"',
            "'''SERVICE <urn:z:2> {}'''", '"\\"#"']
-GAPS = [" ", "", "\n", "\t", "\r\n", "  # c \" ' < { \n", "#SERVICE <urn:z:3> {}\n", "\x0b", "\u00a0", "\u2028"]
+GAPS = [" ", "", "\n", "\t", "\r\n", "  # c \" ' < { \n", "#SERVICE <urn:z:3> {}\n", "#\r", "# \u2028 \n", "\x0b", "\u00a0",
+        "\u2028"]
 SERVICE_WORDS = ["SERVICE", "service", "SeRvIcE", "Service"]  # SILENT would hide the evaluation from the oracle
 TARGETS = ["<urn:svc:1>", "ex:svc", ":svc", "?svc", "<urn:svc:#>", "ex:s\\#vc", "<urn:svc:\\u0031>"]
 
