@@ -24,6 +24,7 @@ SPELLINGS = [
     "SELECT * WHERE {{ SERVICE <http://127.0.0.1:{port}/sparql> {{ ?a ?b ?c }} }}",
     r"PREFIX ex: <http://e/> SELECT * WHERE {{ BIND(ex:x\# AS ?x) SERVICE <http://127.0.0.1:{port}/x> {{?a ?b ?c}} }}",
     r"PREFIX ex: <http://e/> SELECT * WHERE {{ BIND(ex:x\' AS ?x) SERVICE <http://127.0.0.1:{port}/x> {{?a ?b ?c}} }}",
+    r"PREFIX ex: <http://e/> SELECT * WHERE {{ BIND(ex:x\' AS ?x) SERVICE <http://127.0.0.1:{port}/x> {{}} BIND('a' AS ?y) }}",
     "SELECT * WHERE {{ SERVICESILENT<http://localhost:{port}/x>{{}} }}",
     "SELECT * WHERE {{ VALUES ?e {{ <http://127.0.0.1:{port}/x> }} SERVICE ?e {{}} }}",
 ]

@@ -20,6 +20,8 @@ ISSUE_SPELLINGS = [
     r"PREFIX ex: <http://e/> SELECT * WHERE { BIND(ex:x\' AS ?x) SERVICE <http://127.0.0.1:PORT/x> {?a ?b ?c} }",
 ]
 MORE_SPELLINGS = [
+    # a quote later in the query closes what the escaped quote "opened" for a naive scan
+    r"PREFIX ex: <http://e/> SELECT * WHERE { BIND(ex:x\' AS ?x) SERVICE <http://127.0.0.1:PORT/x> {} BIND('a' AS ?y) }",
     r"PREFIX ex: <http://e/> SELECT * WHERE { BIND(ex:a%23 AS ?x) SERVICE <http://127.0.0.1:PORT/x> {} }",
     r"PREFIX ex: <http://e/> SELECT * WHERE { BIND(ex:x\" AS ?x) SERVICE <http://127.0.0.1:PORT/x> {} }",
     "SELECT * WHERE { SERVICESILENT<http://127.0.0.1:PORT/x>{} }",
