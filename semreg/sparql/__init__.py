@@ -1,7 +1,7 @@
 """The SPARQL 1.1 endpoint's machinery: the protocol operation (`protocol`), representations
 (`formats`), the lexical scan (`scan`), evaluation within limits (`runner`), the result cache
 (`cache`), the service description (`description`); the replica the queries read and what feeds it
-(`replica`, `feed`, `queries`); the query processes (`worker`, `job`, `service`, `shared_page`,
+(`replica`, `feed`, `queries`); the query processes (`worker`, `sandbox`, `job`, `service`, `shared_page`,
 `frames`), the server's side of them (`pool`, with its parts `pool_process`, `pool_state`,
 `pool_lifecycle`, `pool_stream`, `pool_placement`), their side of the connections they serve
 (`connections`, `channel`, `served_connections`) and the hand-over of connections to them (`handoff`).

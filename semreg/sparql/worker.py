@@ -14,7 +14,9 @@ what a fork needs besides the graphs: the last ticket, the prefixes and the gate
 Every process dies with its parent (PR_SET_PDEATHSIG on Linux, and end of input otherwise), ignores
 SIGINT (the server handles Ctrl-C), and runs at a lower CPU priority (nice 5), so that queries burning
 every core never slow discovery in the server's own process. A worker's address space is capped so
-that a query that would take all the memory fails in its own process instead.
+that a query that would take all the memory fails in its own process instead. The template forbids
+itself, and so every worker it forks, any socket but AF_UNIX (`semreg.sparql.sandbox`): no query can make
+a query process connect anywhere.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ import sys
 
 import pyoxigraph as ox
 
-from semreg.sparql import replica
+from semreg.sparql import replica, sandbox
 from semreg.sparql.channel import Channel
 from semreg.sparql.connections import ConnectionServer
 from semreg.sparql.frames import read_message, write_message
@@ -49,6 +51,7 @@ def main(argv: list[str]) -> int:
     _detach_from_terminal_signals()
     _die_with_parent()
     _lower_priority()
+    _forbid_outbound_connections()
     page = SharedPage(os.path.join(os.path.dirname(path), PAGE), slots)
     sock = _connect(path, ("hello", "template", 0, os.getpid(), secret))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forked workers are reaped by the kernel
@@ -118,6 +121,12 @@ def _connect(path: str, hello: tuple) -> socket.socket:
 
 def _detach_from_terminal_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _forbid_outbound_connections() -> None:
+    if not sandbox.apply():
+        log.warning("the query processes could not forbid themselves outbound connections (seccomp is not "
+                    "available here); only the query scan keeps SERVICE from fetching URLs")
 
 
 def _lower_priority() -> None:
