@@ -45,6 +45,7 @@ from semreg.cluster.placement import RingPlacement
 from semreg.cluster.replica_copies import ReplicaCopies
 from semreg.cluster.ring import Ring
 from semreg.cluster.shared import SharedKnowledge
+from semreg.cluster.signed import SignedKV
 from semreg.cluster.statuses import Statuses
 from semreg.errors import Unavailable
 from semreg.registry.coordinator import Coordinator
@@ -62,6 +63,7 @@ class Cluster:
     def __init__(self, *, kv: KV, cluster: str, node_id: str, address: str, replicas: int, secret: str,
                  shard: LocalShard, coordinator: Coordinator, knowledge: Any, clock: Clock,
                  lease_ttl_s: int = 10) -> None:
+        kv = SignedKV(kv, secret)  # a record etcd holds counts only if a holder of the secret wrote it
         self.kv = kv
         self.name = cluster
         self.node_id = node_id

@@ -123,6 +123,10 @@ class InProcessRing:
     def run(self, coro: Coroutine, timeout_s: float = 60) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout_s)
 
+    def start(self, coro: Coroutine) -> concurrent.futures.Future:
+        """`coro` on the ring's loop, not waited for (one that waits on the clock: the test advances it)."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
     def call(self, fn: Callable[[], Any]) -> Any:
         """Run `fn` on the ring's loop (what touches a node's state must)."""
         async def on_loop() -> Any:
