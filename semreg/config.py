@@ -37,8 +37,10 @@ class Settings:
     etcd: str = option("", "etcd", "etcd endpoints of the cluster's membership (without it the node runs alone)",
                        metavar="URL,...")
     cluster: str = option("semreg", "cluster", "the cluster's name: its key prefix in etcd", metavar="NAME")
-    advertise: str = option("", "advertise", "how the other nodes reach this one (default http://HOST:PORT; "
-                            "never a wildcard address)", metavar="URL")
+    cluster_listen: str = option("", "cluster-listen", "address of the node-to-node listener (required with --etcd; "
+                                 "the internal API is never on the public port)", metavar="HOST:PORT")
+    advertise: str = option("", "advertise", "how the other nodes reach this one's --cluster-listen (default "
+                            "http://HOST:PORT of that listener; never a wildcard address)", metavar="URL")
     node_id: str = option("", "node-id", "this node's id in the ring (default the advertised host:port); keep it "
                           "across restarts", metavar="ID")
     cluster_secret_file: Path | None = option(None, "cluster-secret", "file holding the secret node-to-node "

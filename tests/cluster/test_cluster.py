@@ -155,7 +155,7 @@ def test_three_nodes_converge_on_one_checksum_and_answer_as_one_node_would(ring:
 
 def internal(node: ClusterNode, method: str, path: str, body: Any = None) -> Any:
     secret = (node.data_dir.parent.parent / "cluster.secret").read_text().strip()
-    r = httpx.request(method, node.url + "/internal/v1" + path, json=body, timeout=30,
+    r = httpx.request(method, node.cluster_url + "/internal/v1" + path, json=body, timeout=30,
                       headers={"X-Semreg-Cluster": secret})
     assert r.status_code == 200, r.text
     return r.json()
@@ -163,12 +163,14 @@ def internal(node: ClusterNode, method: str, path: str, body: Any = None) -> Any
 
 def test_node_to_node_requests_need_the_cluster_secret(ring: LocalCluster) -> None:
     a = ring.nodes[0]
-    assert httpx.post(a.url + "/internal/v1/inventory", json={"ids": None}).status_code == 401
-    r = httpx.post(a.url + "/internal/v1/inventory", json={"ids": None}, headers={"X-Semreg-Cluster": "wrong" * 8})
+    secret = (a.data_dir.parent.parent / "cluster.secret").read_text().strip()
+    r = httpx.post(a.url + "/internal/v1/inventory", json={"ids": None}, headers={"X-Semreg-Cluster": secret})
+    assert r.status_code == 404  # never on the public port, even with the secret
+    assert httpx.post(a.cluster_url + "/internal/v1/inventory", json={"ids": None}).status_code == 401
+    r = httpx.post(a.cluster_url + "/internal/v1/inventory", json={"ids": None}, headers={"X-Semreg-Cluster": "wrong" * 8})
     assert r.status_code == 401
     assert internal(a, "POST", "/inventory", {"ids": None}) == {"inventory": {}}
-    secret = (a.data_dir.parent.parent / "cluster.secret").read_text().strip()
-    r = httpx.post(a.url + "/internal/v1/records", json={"items": [["not a record", 1]]},
+    r = httpx.post(a.cluster_url + "/internal/v1/records", json={"items": [["not a record", 1]]},
                    headers={"X-Semreg-Cluster": secret})
     assert r.status_code == 400
 

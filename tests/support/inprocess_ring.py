@@ -1,7 +1,8 @@
 """A ring of nodes in this process: every node's app on one event loop (a thread of its own), one fake clock
 and one etcd in memory (`MemoryKV`) for all, each node reaching that etcd through a `FaultyKV` the test can
-cut, hold or mute. Nodes reach each other over loopback ports (uvicorn, as `semreg serve` serves); a test's
-requests go through `httpx.ASGITransport`. Leases lapse only when the test calls `advance(seconds)`.
+cut, hold or mute. Nodes reach each other over loopback ports (each node's cluster listener, served by uvicorn
+as `semreg serve` serves it); a test's requests go through `httpx.ASGITransport`. Leases lapse only when the
+test calls `advance(seconds)`.
 """
 from __future__ import annotations
 
@@ -41,6 +42,10 @@ class RingNode:
         self.cluster = self.node.cluster
         self.http = httpx.AsyncClient(transport=httpx.ASGITransport(self.app, client=("127.0.0.1", 40000)),
                                       base_url=f"http://{name}.test", timeout=60)
+        # the node-to-node listener's app (served on `port`, which the others reach), for a test's requests
+        self.internal = httpx.AsyncClient(transport=httpx.ASGITransport(self.app.state.cluster_app,
+                                                                        client=("127.0.0.1", 40001)),
+                                          base_url=f"http://{name}.cluster.test", timeout=60)
         self._lifespan: Any = None
         self._server: Any = None
         self._serving: Any = None
@@ -48,7 +53,7 @@ class RingNode:
     async def open(self) -> None:
         self._lifespan = self.app.router.lifespan_context(self.app)
         await self._lifespan.__aenter__()
-        self._server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port, lifespan="off",
+        self._server = uvicorn.Server(uvicorn.Config(self.app.state.cluster_app, host="127.0.0.1", port=self.port, lifespan="off",
                                                      log_config=None, access_log=False))
         self._serving = asyncio.ensure_future(self._server.serve())
 
@@ -60,10 +65,15 @@ class RingNode:
                 self.node.changelog.release()
                 await asyncio.wait((self._serving,), timeout=0.01)
         await self.http.aclose()
+        await self.internal.aclose()
         await self._lifespan.__aexit__(None, None, None)
 
     def request(self, method: str, url: str, **kw: Any) -> httpx.Response:
         return self.ring.run(self.http.request(method, url, **kw))
+
+    def internal_request(self, method: str, url: str, **kw: Any) -> httpx.Response:
+        """A request to the node-to-node listener."""
+        return self.ring.run(self.internal.request(method, url, **kw))
 
     def put(self, url: str, **kw: Any) -> httpx.Response:
         return self.request("PUT", url, **kw)
