@@ -18,6 +18,7 @@ from typing import Any
 from semreg import heap
 from semreg.clock import Clock, LoopClock
 from semreg.cluster.cluster import Cluster
+from semreg.cluster.etcd_access import EtcdAccess, client_factory, read_access
 from semreg.cluster.kv import KV, EtcdKV, parse_endpoints
 from semreg.cluster.replica_copies import ReplicaCopies
 from semreg.config import Settings
@@ -53,7 +54,8 @@ class Node:
         self.shard.subscribe(self.changelog.append)
         self.cluster: Cluster | None = None
         if settings.etcd:
-            kv = kv if kv is not None else EtcdKV(parse_endpoints(settings.etcd), clock=self.clock)
+            kv = kv if kv is not None else EtcdKV(parse_endpoints(settings.etcd), clock=self.clock,
+                                                  client=client_factory(etcd_access(settings)))
             self.cluster = Cluster(kv=kv, cluster=settings.cluster,
                                    node_id=settings.node_id, address=settings.advertise, replicas=settings.replicas,
                                    secret=read_secret(settings), shard=self.shard, coordinator=self.coordinator,
@@ -168,6 +170,11 @@ class Node:
             elif c.membership and (inst := self.shard.held(c.id)) is not None:
                 # not held any more: removed by a later change of the same batch (expired, then deleted)
                 self._publish_view(inst.view())
+
+
+def etcd_access(settings: Settings) -> EtcdAccess:
+    return read_access(settings.etcd_ca, settings.etcd_cert, settings.etcd_key, settings.etcd_user,
+                       settings.etcd_password_file)
 
 
 def read_secret(settings: Settings) -> str:

@@ -76,9 +76,12 @@ def cluster_settings(settings: Settings) -> Settings:
     """Check a cluster node's flags and fill in what defaults to the listening address; ValueError says why."""
     from urllib.parse import urlsplit
 
+    from semreg.cluster.etcd_access import read_access
     from semreg.cluster.kv import parse_endpoints
 
     parse_endpoints(settings.etcd)
+    read_access(settings.etcd_ca, settings.etcd_cert, settings.etcd_key, settings.etcd_user,
+                settings.etcd_password_file)
     if settings.cluster_secret_file is None:
         raise ValueError("--etcd needs --cluster-secret FILE: node-to-node requests carry that secret "
                          "(make one with: head -c 32 /dev/urandom | base64 > cluster.secret).")
