@@ -48,6 +48,12 @@ class Settings:
     cluster: str = option("semreg", "cluster", "the cluster's name: its key prefix in etcd", metavar="NAME")
     cluster_listen: str = option("", "cluster-listen", "address of the node-to-node listener (required with --etcd; "
                                  "the internal API is never on the public port)", metavar="HOST:PORT")
+    cluster_tls_cert: Path | None = option(None, "cluster-tls-cert", "this node's certificate, served on "
+                                           "--cluster-listen and shown to the other nodes (TLS, mutual)",
+                                           metavar="FILE")
+    cluster_tls_key: Path | None = option(None, "cluster-tls-key", "the key of --cluster-tls-cert", metavar="FILE")
+    cluster_tls_ca: Path | None = option(None, "cluster-tls-ca", "CA every node's certificate must be signed by",
+                                         metavar="FILE")
     advertise: str = option("", "advertise", "how the other nodes reach this one's --cluster-listen (default "
                             "http://HOST:PORT of that listener; never a wildcard address)", metavar="URL")
     node_id: str = option("", "node-id", "this node's id in the ring (default the advertised host:port); keep it "

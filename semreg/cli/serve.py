@@ -76,6 +76,7 @@ def cluster_settings(settings: Settings) -> Settings:
     """Check a cluster node's flags and fill in what defaults to the listening address; ValueError says why."""
     from urllib.parse import urlsplit
 
+    from semreg.cluster import tls
     from semreg.cluster.etcd_access import read_access
     from semreg.cluster.kv import parse_endpoints
 
@@ -93,10 +94,14 @@ def cluster_settings(settings: Settings) -> Settings:
         raise ValueError(f"--cluster-secret {settings.cluster_secret_file}: the secret must be at least 16 "
                          f"characters long.")
     listen_host, listen_port = cluster_listen(settings.cluster_listen)
-    advertise = settings.advertise or f"http://{listen_host}:{listen_port}"
+    scheme = "https" if tls.check(settings.cluster_tls_cert, settings.cluster_tls_key, settings.cluster_tls_ca) \
+        else "http"
+    advertise = settings.advertise or f"{scheme}://{listen_host}:{listen_port}"
     parts = urlsplit(advertise)
     host = parts.hostname or ""
-    if parts.scheme not in ("http", "https") or not host or parts.port is None:
+    if parts.scheme != scheme:
+        raise ValueError(f"--advertise {advertise}: the cluster listener speaks {scheme}; give {scheme}://HOST:PORT.")
+    if not host or parts.port is None:
         raise ValueError(f"--advertise {advertise}: give the URL other nodes reach this one at, as "
                          f"http://HOST:PORT.")
     if host in ("0.0.0.0", "::", "*"):
@@ -116,6 +121,14 @@ def cluster_listen(value: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"--cluster-listen {value}: give HOST:PORT.")
     return host.strip("[]"), int(port)
+
+
+def cluster_tls(settings: Settings) -> dict[str, Any]:
+    """uvicorn's TLS options for the cluster listener (none without --cluster-tls-*)."""
+    from semreg.cluster import tls
+
+    cert, key, ca = settings.cluster_tls_cert, settings.cluster_tls_key, settings.cluster_tls_ca
+    return tls.server_options(cert, key, ca) if cert and key and ca else {}
 
 
 def is_loopback(host: str) -> bool:
@@ -240,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
         host, port = cluster_listen(settings.cluster_listen)
         cluster = uvicorn.Server(uvicorn.Config(app.state.cluster_app, host=host, port=port, log_config=None,
                                                 access_log=False, lifespan="off", backlog=4096, server_header=False,
-                                                timeout_graceful_shutdown=5))
+                                                timeout_graceful_shutdown=5, **cluster_tls(settings)))
     server = _draining_server_class()(config, app.state.node, cluster)
     # uvicorn re-raises the signal that stopped it once it has drained; after a clean drain on
     # SIGTERM the exit status should be 0, so the handler it restores and re-raises is a no-op.

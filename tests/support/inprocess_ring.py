@@ -17,6 +17,7 @@ import httpx
 import uvicorn
 
 from semreg.clock import FakeClock
+from semreg.cluster import tls
 from semreg.cluster.kv import MemoryKV
 from semreg.config import Settings
 from semreg.http.app import create_app
@@ -30,7 +31,9 @@ class RingNode:
     def __init__(self, name: str, ring: InProcessRing, port: int, **overrides: Any) -> None:
         self.name = name
         self.ring = ring
-        self.url = f"http://127.0.0.1:{port}"
+        self.tls = tls.server_options(overrides["cluster_tls_cert"], overrides["cluster_tls_key"],
+                                      overrides["cluster_tls_ca"]) if "cluster_tls_cert" in overrides else {}
+        self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{port}"
         self.port = port
         self.kv = FaultyKV(ring.etcd)
         settings = Settings(data_dir=None).replace(**{
@@ -53,7 +56,8 @@ class RingNode:
     async def open(self) -> None:
         self._lifespan = self.app.router.lifespan_context(self.app)
         await self._lifespan.__aenter__()
-        self._server = uvicorn.Server(uvicorn.Config(self.app.state.cluster_app, host="127.0.0.1", port=self.port, lifespan="off",
+        self._server = uvicorn.Server(uvicorn.Config(self.app.state.cluster_app, host="127.0.0.1", port=self.port,
+                                                     lifespan="off", **self.tls,
                                                      log_config=None, access_log=False))
         self._serving = asyncio.ensure_future(self._server.serve())
 
