@@ -9,11 +9,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
 from support.certs import certificates
+from support.server import wait_for
 
+from semreg.bench.localcluster import SECRET, LocalCluster
 from semreg.bench.peers import free_port
 from semreg.cluster.etcd_access import read_access
 
@@ -130,3 +133,29 @@ def test_etcd_access_flags_that_do_not_fit_are_refused_with_the_reason(kw: dict,
     with pytest.raises(ValueError, match=None) as raised:
         read_access(args["ca"], args["cert"], args["key"], args["user"], args["password_file"])
     assert says in str(raised.value)
+
+
+def test_a_ring_runs_with_tls_and_client_certificates_to_etcd_and_between_its_nodes(
+        etcd_factory, tmp_path: Path) -> None:
+    d = certificates(tmp_path / "certs")
+    _, port = etcd_factory("https", "--cert-file", str(d / "server.crt"), "--key-file", str(d / "server.key"),
+                           "--client-cert-auth", "--trusted-ca-file", str(d / "ca.crt"))
+    tls = ("--etcd-ca", str(d / "ca.crt"), "--etcd-cert", str(d / "client.crt"), "--etcd-key", str(d / "client.key"),
+           "--cluster-tls-cert", str(d / "server.crt"), "--cluster-tls-key", str(d / "server.key"),
+           "--cluster-tls-ca", str(d / "ca.crt"))
+    cluster = LocalCluster(tmp_path / "ring", extra=tls)
+    cluster.workdir.mkdir(parents=True)
+    cluster.secret.write_text(SECRET + "\n")
+    cluster.etcd = SimpleNamespace(url=f"https://127.0.0.1:{port}")  # type: ignore[assignment]
+    try:
+        a, b = cluster.add(), cluster.add()
+        wait_for(cluster.converged, 60, "two nodes on one ring")
+        for i in range(6):
+            r = httpx.put(f"{a.url}/v1/instances/i{i}", timeout=30, json={
+                "id": f"i{i}", "service": "svc", "address": "127.0.0.1", "port": 10000 + i, "tags": [], "ttl": 0})
+            assert r.status_code == 201, r.text
+        listed = httpx.get(f"{b.url}/v1/instances", params={"tags": "false"}, timeout=30).json()
+        assert sorted(i["id"] for i in listed) == [f"i{i}" for i in range(6)]
+        assert httpx.get(f"{a.url}/v1/cluster", timeout=10).json()["members"][0]["address"].startswith("https://")
+    finally:
+        cluster.close()
