@@ -106,7 +106,7 @@ def cluster_settings(settings: Settings) -> Settings:
                          f"http://HOST:PORT.")
     if host in ("0.0.0.0", "::", "*"):
         raise ValueError(f"--advertise {advertise}: a wildcard address does not say where this node is; listening "
-                         f"on {listen_host}, give --advertise http://<this host's address>:{listen_port}.")
+                         f"on {listen_host}, give --advertise {scheme}://<this host's address>:{listen_port}.")
     if not 1 <= settings.replicas <= 16:
         raise ValueError("--replicas takes 1 to 16 copies.")
     return settings.replace(advertise=advertise.rstrip("/"), node_id=settings.node_id or f"{host}:{parts.port}")
