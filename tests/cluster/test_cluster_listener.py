@@ -3,11 +3,14 @@ and wrong secrets throttled per client address and logged, on a ring of apps in 
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from support.inprocess_ring import InProcessRing, RingNode
 
 from semreg.errors import TooManyRequests
@@ -79,3 +82,56 @@ def test_the_throttle_counts_failures_within_the_window(failures_at: list[float]
     else:
         throttle.check("a")
     throttle.check("b")
+
+
+def exchange(port: int, raw: bytes) -> tuple[int, bool]:
+    """Send `raw` to the cluster listener; (the response's status, whether the connection was closed after it)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(raw)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        status = int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/1.1 ") else 0
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                       if line.lower().startswith(b"content-length:")), 0)
+        while len(body) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+        sock.settimeout(2)
+        try:
+            closed = sock.recv(1) == b""
+        except (TimeoutError, ConnectionResetError):
+            closed = False
+        return status, closed
+
+
+@pytest.mark.parametrize("raw, status, closed", [
+    (b"POST /internal/v1/inventory HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\n\r\n{\"ids\":null}", 401, False),
+    (b"POST /internal/v1/inventory HTTP/1.1\r\nHost: x\r\nX-Semreg-Cluster: \x00\r\nContent-Length: 0\r\n\r\n", 400,
+     True),
+    (b"POST /internal/v1/inventory HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+     b"0\r\n\r\n", 400, True),
+    (b"GET /v1/instances HTTP/1.1\r\nHost: x\r\n\r\n", 404, False),
+    (b"GARBAGE\r\n\r\n", 400, True),
+])
+def test_the_cluster_listener_over_raw_sockets(ring: InProcessRing, raw: bytes, status: int, closed: bool) -> None:
+    n1 = ring.add("n1")
+    assert exchange(n1.port, raw) == (status, closed)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shown=st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7e), max_size=80),
+       body=st.binary(max_size=200))
+def test_any_secret_and_body_from_a_stranger_get_a_4xx_never_a_5xx(ring: InProcessRing, shown: str,
+                                                                      body: bytes) -> None:
+    if not ring.nodes:
+        ring.add("n1")
+    n1 = ring.nodes["n1"]
+    r = n1.internal_request("POST", "/internal/v1/records", content=body, headers={"X-Semreg-Cluster": shown})
+    assert r.status_code in (401, 429), r.text
