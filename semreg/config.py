@@ -36,9 +36,26 @@ class Settings:
     insecure: bool = option(False, "insecure", "allow listening beyond loopback without tokens")
     etcd: str = option("", "etcd", "etcd endpoints of the cluster's membership (without it the node runs alone)",
                        metavar="URL,...")
+    etcd_ca: Path | None = option(None, "etcd-ca", "CA certificate etcd's certificate is checked against (TLS to "
+                                  "etcd; give https:// endpoints)", metavar="FILE")
+    etcd_cert: Path | None = option(None, "etcd-cert", "this node's client certificate for etcd (with --etcd-key)",
+                                    metavar="FILE")
+    etcd_key: Path | None = option(None, "etcd-key", "the key of --etcd-cert", metavar="FILE")
+    etcd_user: str = option("", "etcd-user", "the etcd user this node authenticates as (with "
+                            "--etcd-password-file)", metavar="NAME")
+    etcd_password_file: Path | None = option(None, "etcd-password-file", "file holding --etcd-user's password",
+                                             metavar="FILE")
     cluster: str = option("semreg", "cluster", "the cluster's name: its key prefix in etcd", metavar="NAME")
-    advertise: str = option("", "advertise", "how the other nodes reach this one (default http://HOST:PORT; "
-                            "never a wildcard address)", metavar="URL")
+    cluster_listen: str = option("", "cluster-listen", "address of the node-to-node listener (required with --etcd; "
+                                 "the internal API is never on the public port)", metavar="HOST:PORT")
+    cluster_tls_cert: Path | None = option(None, "cluster-tls-cert", "this node's certificate, served on "
+                                           "--cluster-listen and shown to the other nodes (TLS, mutual)",
+                                           metavar="FILE")
+    cluster_tls_key: Path | None = option(None, "cluster-tls-key", "the key of --cluster-tls-cert", metavar="FILE")
+    cluster_tls_ca: Path | None = option(None, "cluster-tls-ca", "CA every node's certificate must be signed by",
+                                         metavar="FILE")
+    advertise: str = option("", "advertise", "how the other nodes reach this one's --cluster-listen (default "
+                            "http://HOST:PORT of that listener; never a wildcard address)", metavar="URL")
     node_id: str = option("", "node-id", "this node's id in the ring (default the advertised host:port); keep it "
                           "across restarts", metavar="ID")
     cluster_secret_file: Path | None = option(None, "cluster-secret", "file holding the secret node-to-node "

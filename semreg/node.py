@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +18,9 @@ from typing import Any
 
 from semreg import heap
 from semreg.clock import Clock, LoopClock
+from semreg.cluster import tls
 from semreg.cluster.cluster import Cluster
+from semreg.cluster.etcd_access import EtcdAccess, client_factory, read_access
 from semreg.cluster.kv import KV, EtcdKV, parse_endpoints
 from semreg.cluster.replica_copies import ReplicaCopies
 from semreg.config import Settings
@@ -53,12 +56,13 @@ class Node:
         self.shard.subscribe(self.changelog.append)
         self.cluster: Cluster | None = None
         if settings.etcd:
-            kv = kv if kv is not None else EtcdKV(parse_endpoints(settings.etcd), clock=self.clock)
+            kv = kv if kv is not None else EtcdKV(parse_endpoints(settings.etcd), clock=self.clock,
+                                                  client=client_factory(etcd_access(settings)))
             self.cluster = Cluster(kv=kv, cluster=settings.cluster,
                                    node_id=settings.node_id, address=settings.advertise, replicas=settings.replicas,
                                    secret=read_secret(settings), shard=self.shard, coordinator=self.coordinator,
                                    knowledge=self.knowledge, clock=self.clock,
-                                   lease_ttl_s=settings.member_lease_ttl_s)
+                                   lease_ttl_s=settings.member_lease_ttl_s, tls=peer_tls(settings))
             self.coordinator.placement = self.cluster
             # every member's instances, in this node's SPARQL replica: the newest copy of each
             self.cluster.copies = ReplicaCopies(self._publish_view, self.replica.remove_instance)
@@ -168,6 +172,19 @@ class Node:
             elif c.membership and (inst := self.shard.held(c.id)) is not None:
                 # not held any more: removed by a later change of the same batch (expired, then deleted)
                 self._publish_view(inst.view())
+
+
+def peer_tls(settings: Settings) -> ssl.SSLContext | None:
+    """What this node calls the others with when the cluster speaks TLS (`semreg.cluster.tls`)."""
+    cert, key, ca = settings.cluster_tls_cert, settings.cluster_tls_key, settings.cluster_tls_ca
+    if cert is None or key is None or ca is None:
+        return None
+    return tls.client_context(cert, key, ca)
+
+
+def etcd_access(settings: Settings) -> EtcdAccess:
+    return read_access(settings.etcd_ca, settings.etcd_cert, settings.etcd_key, settings.etcd_user,
+                       settings.etcd_password_file)
 
 
 def read_secret(settings: Settings) -> str:

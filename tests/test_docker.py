@@ -19,6 +19,7 @@ from semreg.config import Settings
 
 DOCKER = ROOT / "docker"
 CONTAINER_PORT = 8080
+CLUSTER_PORT = "7080"  # node-to-node, not published on the host
 
 
 def dockerfile_env() -> dict[str, str]:
@@ -105,7 +106,9 @@ def test_the_cluster_file_runs_etcd_and_three_valid_nodes_holding_two_copies(tmp
         assert etcd_url.hostname == "etcd" and f"http://etcd:{etcd_url.port}" in flags["advertise-client-urls"]
         assert etcd_url.port == urlsplit(flags["listen-client-urls"]).port
         advertised = urlsplit(settings.advertise)
-        assert advertised.hostname == name and advertised.port == settings.port == CONTAINER_PORT
+        assert settings.port == CONTAINER_PORT and not any(CLUSTER_PORT in p for p in service["ports"])
+        assert advertised.hostname == name and advertised.port == int(CLUSTER_PORT)  # the cluster listener's
+        assert settings.cluster_listen == f"0.0.0.0:{CLUSTER_PORT}"
         assert "etcd" in service["depends_on"]
         seen_ids.add(settings.node_id)
         host_ports.add(service["ports"][0].split(":")[0])

@@ -22,10 +22,12 @@ SECRET = "local-cluster-secret-0123456789abcdef"
 
 
 class ClusterNode:
-    def __init__(self, name: str, port: int, data_dir: Path, log_path: Path, argv: list[str]) -> None:
+    def __init__(self, name: str, port: int, data_dir: Path, log_path: Path, argv: list[str],
+                 cluster_port: int = 0) -> None:
         self.name = name
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
+        self.cluster_url = f"http://127.0.0.1:{cluster_port}"  # the node-to-node listener
         self.data_dir = data_dir
         self.log_path = log_path
         self.argv = argv
@@ -107,14 +109,15 @@ class LocalCluster:
     def add(self, *extra: str, ready: bool = True) -> ClusterNode:
         assert self.etcd is not None, "start() first"
         name = f"n{len(self.nodes) + 1}"
-        port = free_port()
+        port, cluster_port = free_port(), free_port()
         base = self.workdir / name
         base.mkdir(parents=True, exist_ok=True)
         argv = [sys.executable, "-m", "semreg", "serve", "--host", "127.0.0.1", "--port", str(port),
                 "--data-dir", str(base / "data"), "--etcd", self.etcd.url, "--cluster", self.name,
                 "--node-id", name, "--cluster-secret", str(self.secret), "--replicas", str(self.replicas),
-                "--member-lease", str(self.lease_s), *self.extra, *extra]
-        node = ClusterNode(name, port, base / "data", base / "semreg.log", argv)
+                "--member-lease", str(self.lease_s), "--cluster-listen", f"127.0.0.1:{cluster_port}",
+                *self.extra, *extra]
+        node = ClusterNode(name, port, base / "data", base / "semreg.log", argv, cluster_port)
         self.nodes.append(node)
         return node.start(ready=ready)
 

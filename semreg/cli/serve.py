@@ -76,9 +76,13 @@ def cluster_settings(settings: Settings) -> Settings:
     """Check a cluster node's flags and fill in what defaults to the listening address; ValueError says why."""
     from urllib.parse import urlsplit
 
+    from semreg.cluster import tls
+    from semreg.cluster.etcd_access import read_access
     from semreg.cluster.kv import parse_endpoints
 
     parse_endpoints(settings.etcd)
+    read_access(settings.etcd_ca, settings.etcd_cert, settings.etcd_key, settings.etcd_user,
+                settings.etcd_password_file)
     if settings.cluster_secret_file is None:
         raise ValueError("--etcd needs --cluster-secret FILE: node-to-node requests carry that secret "
                          "(make one with: head -c 32 /dev/urandom | base64 > cluster.secret).")
@@ -89,18 +93,42 @@ def cluster_settings(settings: Settings) -> Settings:
     if len(secret) < 16:
         raise ValueError(f"--cluster-secret {settings.cluster_secret_file}: the secret must be at least 16 "
                          f"characters long.")
-    advertise = settings.advertise or f"http://{settings.host}:{settings.port}"
+    listen_host, listen_port = cluster_listen(settings.cluster_listen)
+    scheme = "https" if tls.check(settings.cluster_tls_cert, settings.cluster_tls_key, settings.cluster_tls_ca) \
+        else "http"
+    advertise = settings.advertise or f"{scheme}://{listen_host}:{listen_port}"
     parts = urlsplit(advertise)
     host = parts.hostname or ""
-    if parts.scheme not in ("http", "https") or not host or parts.port is None:
+    if parts.scheme != scheme:
+        raise ValueError(f"--advertise {advertise}: the cluster listener speaks {scheme}; give {scheme}://HOST:PORT.")
+    if not host or parts.port is None:
         raise ValueError(f"--advertise {advertise}: give the URL other nodes reach this one at, as "
                          f"http://HOST:PORT.")
     if host in ("0.0.0.0", "::", "*"):
         raise ValueError(f"--advertise {advertise}: a wildcard address does not say where this node is; listening "
-                         f"on {settings.host}, give --advertise http://<this host's address>:{settings.port}.")
+                         f"on {listen_host}, give --advertise {scheme}://<this host's address>:{listen_port}.")
     if not 1 <= settings.replicas <= 16:
         raise ValueError("--replicas takes 1 to 16 copies.")
     return settings.replace(advertise=advertise.rstrip("/"), node_id=settings.node_id or f"{host}:{parts.port}")
+
+
+def cluster_listen(value: str) -> tuple[str, int]:
+    """`--cluster-listen HOST:PORT` → (host, port); ValueError says why not."""
+    host, sep, port = value.strip().rpartition(":")
+    if not value:
+        raise ValueError("--etcd needs --cluster-listen HOST:PORT: node-to-node requests are served there, never "
+                         "on the public port.")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--cluster-listen {value}: give HOST:PORT.")
+    return host.strip("[]"), int(port)
+
+
+def cluster_tls(settings: Settings) -> dict[str, Any]:
+    """uvicorn's TLS options for the cluster listener (none without --cluster-tls-*)."""
+    from semreg.cluster import tls
+
+    cert, key, ca = settings.cluster_tls_cert, settings.cluster_tls_key, settings.cluster_tls_ca
+    return tls.server_options(cert, key, ca) if cert and key and ca else {}
 
 
 def is_loopback(host: str) -> bool:
@@ -134,14 +162,25 @@ def _draining_server_class():
         """On SIGTERM/SIGINT, answer blocking reads at once (with their current result) so that the
         graceful drain does not wait out watches that may block for minutes."""
 
-        def __init__(self, config, node) -> None:
+        def __init__(self, config, node, cluster=None) -> None:
             super().__init__(config)
             self.node = node
+            self.cluster = cluster  # the node-to-node listener's server, started and stopped with this one
 
         async def startup(self, sockets=None) -> None:
             await super().startup(sockets)
+            if self.started and self.cluster is not None:
+                self.cluster.config.load()
+                self.cluster.lifespan = self.cluster.config.lifespan_class(self.cluster.config)
+                await self.cluster.startup()
+                self.started = self.cluster.started
             if self.started:
                 self.node.start_joining()  # on the ring only once it listens: peers call members they see
+
+        async def shutdown(self, sockets=None) -> None:
+            await super().shutdown(sockets)  # the node hands its records over and leaves first
+            if self.cluster is not None and self.cluster.started:
+                await self.cluster.shutdown()
 
         def handle_exit(self, sig, frame) -> None:
             super().handle_exit(sig, frame)
@@ -209,7 +248,13 @@ def run(args: argparse.Namespace) -> int:
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None, access_log=False,
                             lifespan="on", timeout_graceful_shutdown=10, backlog=4096, server_header=False,
                             http=http_protocol(app, settings))
-    server = _draining_server_class()(config, app.state.node)
+    cluster = None
+    if settings.etcd:
+        host, port = cluster_listen(settings.cluster_listen)
+        cluster = uvicorn.Server(uvicorn.Config(app.state.cluster_app, host=host, port=port, log_config=None,
+                                                access_log=False, lifespan="off", backlog=4096, server_header=False,
+                                                timeout_graceful_shutdown=5, **cluster_tls(settings)))
+    server = _draining_server_class()(config, app.state.node, cluster)
     # uvicorn re-raises the signal that stopped it once it has drained; after a clean drain on
     # SIGTERM the exit status should be 0, so the handler it restores and re-raises is a no-op.
     signal.signal(signal.SIGTERM, lambda signum, frame: None)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import Iterable
 from typing import Any
 
@@ -45,6 +46,7 @@ from semreg.cluster.placement import RingPlacement
 from semreg.cluster.replica_copies import ReplicaCopies
 from semreg.cluster.ring import Ring
 from semreg.cluster.shared import SharedKnowledge
+from semreg.cluster.signed import SignedKV
 from semreg.cluster.statuses import Statuses
 from semreg.errors import Unavailable
 from semreg.registry.coordinator import Coordinator
@@ -61,7 +63,8 @@ REOPEN_S = 600.0
 class Cluster:
     def __init__(self, *, kv: KV, cluster: str, node_id: str, address: str, replicas: int, secret: str,
                  shard: LocalShard, coordinator: Coordinator, knowledge: Any, clock: Clock,
-                 lease_ttl_s: int = 10) -> None:
+                 lease_ttl_s: int = 10, tls: ssl.SSLContext | None = None) -> None:
+        kv = SignedKV(kv, secret)  # a record etcd holds counts only if a holder of the secret wrote it
         self.kv = kv
         self.name = cluster
         self.node_id = node_id
@@ -77,7 +80,7 @@ class Cluster:
         self._stopping = False
         stopping = self._is_stopping
         self.placement = RingPlacement(membership=self.membership, node_id=node_id, replicas=replicas, secret=secret,
-                                       shard=shard)
+                                       shard=shard, tls=tls)
         self.followers = Followers(placement=self.placement, shard=shard, coordinator=coordinator, clock=clock,
                                    stopping=stopping)
         self.statuses = Statuses(placement=self.placement, shard=shard)

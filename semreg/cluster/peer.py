@@ -10,6 +10,7 @@ and its ring's checksum. An owner whose view is newer, with another ring, refuse
 """
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -35,8 +36,8 @@ class RemoteShard:
     """The shard of member `member_id`, reached at `address`."""
 
     def __init__(self, member_id: str, address: str, secret: str, timeout_s: float = READ_TIMEOUT_S, *,
-                 view: Callable[[], tuple[int, int]] | None = None, on_stale: Callable[[], None] | None = None
-                 ) -> None:
+                 view: Callable[[], tuple[int, int]] | None = None, on_stale: Callable[[], None] | None = None,
+                 tls: ssl.SSLContext | None = None) -> None:
         """`view`: this node's (member list revision, ring checksum), sent with every write; `on_stale`: told
         when the member refused a write because this node's ring is stale."""
         self.member_id = member_id
@@ -45,7 +46,7 @@ class RemoteShard:
         self.view = view
         self.on_stale = on_stale
         self.http = PeerConnections(self.address, {SECRET_HEADER: secret, "Content-Type": "application/json"},
-                                    prefix="/internal/v1")
+                                    prefix="/internal/v1", tls=tls)
 
     async def close(self) -> None:
         await self.http.aclose()

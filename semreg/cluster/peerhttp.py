@@ -29,7 +29,9 @@ class Unreachable(Exception):
 class PeerConnections:
     """Requests to one base URL (`http://host:port`), over a pool of kept-alive connections."""
 
-    def __init__(self, base_url: str, headers: dict[str, str], prefix: str = "") -> None:
+    def __init__(self, base_url: str, headers: dict[str, str], prefix: str = "", tls: ssl.SSLContext | None = None
+                 ) -> None:
+        """`tls`: the context an `https` URL is reached with (default: the system's CAs)."""
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {base_url!r}")
@@ -40,7 +42,7 @@ class PeerConnections:
         self.prefix = prefix
         self.headers = headers
         self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
-        self._ssl: ssl.SSLContext | None = ssl.create_default_context() if self.tls else None
+        self._ssl: ssl.SSLContext | None = (tls or ssl.create_default_context()) if self.tls else None
         self._closed = False
 
     async def request(self, method: str, path: str, body: bytes | None = None,

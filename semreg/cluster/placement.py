@@ -12,6 +12,7 @@ with this.
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -24,11 +25,13 @@ from semreg.registry.local_shard import LocalShard
 class RingPlacement:
     """The view and ring this node places over, and a shard for every member (its own, or a peer's)."""
 
-    def __init__(self, *, membership: Membership, node_id: str, replicas: int, secret: str, shard: LocalShard) -> None:
+    def __init__(self, *, membership: Membership, node_id: str, replicas: int, secret: str, shard: LocalShard,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.membership = membership
         self.node_id = node_id
         self.replicas = replicas
         self.secret = secret
+        self.tls = tls  # what peers are called with over https (--cluster-tls-*)
         self.shard = shard
         self.peers: dict[str, RemoteShard] = {}
         self.view = View()
@@ -55,7 +58,7 @@ class RingPlacement:
             if peer is not None:
                 asyncio.get_running_loop().create_task(peer.close())
             self.peers[member] = RemoteShard(member, address, self.secret, view=self.fencing_view,
-                                             on_stale=self.membership.refresh)
+                                             on_stale=self.membership.refresh, tls=self.tls)
 
     def fencing_view(self) -> tuple[int, int]:
         """What a write to another member carries: the revision of the member list placed over, and the

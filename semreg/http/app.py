@@ -24,10 +24,10 @@ from semreg.cluster.kv import KV
 from semreg.config import Settings
 from semreg.errors import SemregError
 from semreg.http import console
+from semreg.http.cluster_listener import cluster_app
 from semreg.http.endpoints import Endpoint, ScopeTable
 from semreg.http.fastpath import DiscoverFastPath, KnownQueries
 from semreg.http.gate import AccessMiddleware, over_rate
-from semreg.http.internal import InternalGate
 from semreg.http.metrics import Metrics, MetricsMiddleware, Sources
 from semreg.http.responses import JSONResponse, error_response
 from semreg.http.routes import API, DISCOVER, SPARQL_GET
@@ -196,6 +196,7 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
     hand_to_handlers(app.state, node, settings, tokens=tokens, router=router, metrics=metrics, known=known,
                      sparql=sparql)
     app.state.auth_failures = failures
+    app.state.cluster_app = cluster_app(app.state, node.clock.monotonic)  # served on --cluster-listen only
     return app
 
 
@@ -238,10 +239,9 @@ def node_lifespan(node: Node, pool: QueryPool, settings: Settings, tokens: Token
 
 def middleware(node: Node, metrics: Metrics, tokens: Tokens, scopes: ScopeTable, limiter: RateLimiter,
                known: KnownQueries, sparql: SparqlEndpoint, failures: FailureThrottle) -> list[Middleware]:
-    """The middleware, outermost first: the node-to-node routes, the metrics, the access gate, then the short
-    paths of `GET /v1/discover` and `GET /sparql` (inside the gate and the metrics)."""
-    return [Middleware(InternalGate),
-            Middleware(MetricsMiddleware, metrics=metrics),
+    """The middleware, outermost first: the metrics, the access gate, then the short paths of `GET /v1/discover`
+    and `GET /sparql` (inside the gate and the metrics)."""
+    return [Middleware(MetricsMiddleware, metrics=metrics),
             Middleware(AccessMiddleware, tokens=tokens, scopes=scopes, limiter=limiter, clock=node.clock.monotonic,
                        failures=failures),
             Middleware(DiscoverFastPath, known=known, coordinator=node.coordinator, prefixes=node.knowledge.prefixes,

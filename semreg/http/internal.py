@@ -1,6 +1,7 @@
 """The internal API one node answers another with (`/internal/v1/...`): this node's shard, its change
-log and its ontologies. Every request must carry the cluster secret (401 otherwise); the routes are not
-part of the public contract and not in `/openapi.json`.
+log and its ontologies. Every request must carry the cluster secret (401 otherwise, throttled per address);
+the routes are not part of the public contract and not in `/openapi.json`, and are served only on the cluster
+listener (`semreg.http.cluster_listener`), never on the public port.
 """
 from __future__ import annotations
 
@@ -12,15 +13,14 @@ from typing import Any
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Router
 
 from semreg.cluster import wire
 from semreg.cluster.digests import digests
 from semreg.cluster.peer import SECRET_HEADER
-from semreg.errors import BadRequest, NotFound, SemregError, Unauthorized
+from semreg.errors import BadRequest, NotFound, Unauthorized
 from semreg.http.endpoints import Endpoints
 from semreg.http.requests import read_body
-from semreg.http.responses import JSONResponse, error_response
+from semreg.http.responses import JSONResponse
 from semreg.rdf.terms import Tag
 from semreg.registry.instances import Registration
 from semreg.registry.local_shard import LocalShard
@@ -33,34 +33,18 @@ MAX_BODY = 256 * 1024 * 1024
 log = logging.getLogger("semreg.internal")
 
 
-class InternalGate:
-    """Node-to-node requests go straight to their routes, ahead of the public middleware (request metrics,
-    tokens, rate limits, fast paths): they carry the cluster secret instead, and a gathered read makes
-    one of them per member, so what they skip is taken off every answer of the ring."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.router = Router(routes=INTERNAL.routes())
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(PREFIX + "/"):
-            await self.app(scope, receive, send)
-            return
-        try:
-            await self.router(scope, receive, send)
-        except SemregError as exc:
-            await error_response(exc)(scope, receive, send)
-        except Exception as exc:
-            log.error("unexpected error", exc_info=exc, extra={"path": scope["path"], "method": scope["method"]})
-            await JSONResponse({"error": "the node failed to handle this request; its log says why."},
-                               status_code=500)(scope, receive, send)
-
-
 def guarded(request: Request) -> LocalShard:
     """The local shard, once the request has shown the cluster secret."""
-    secret = request.app.state.cluster_secret
+    state = request.app.state
+    secret = state.cluster_secret
+    failures = getattr(state, "secret_failures", None)
+    address = request.client.host if request.client is not None else ""
+    if failures is not None:
+        failures.check(address)
     shown = request.headers.get(SECRET_HEADER, "")
     if not secret or not hmac.compare_digest(shown.encode(), secret.encode()):
+        if failures is not None:
+            failures.failed(address, request.url.path)
         raise Unauthorized("node-to-node requests need the cluster secret.")
     return request.app.state.node.shard
 

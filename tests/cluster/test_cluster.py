@@ -5,11 +5,13 @@ The single node these answers are compared with is the app in this process, load
 """
 from __future__ import annotations
 
+import base64
 import threading
 import time
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from support.inprocess import InProcess
 from support.ring import body, load, upload
@@ -155,7 +157,7 @@ def test_three_nodes_converge_on_one_checksum_and_answer_as_one_node_would(ring:
 
 def internal(node: ClusterNode, method: str, path: str, body: Any = None) -> Any:
     secret = (node.data_dir.parent.parent / "cluster.secret").read_text().strip()
-    r = httpx.request(method, node.url + "/internal/v1" + path, json=body, timeout=30,
+    r = httpx.request(method, node.cluster_url + "/internal/v1" + path, json=body, timeout=30,
                       headers={"X-Semreg-Cluster": secret})
     assert r.status_code == 200, r.text
     return r.json()
@@ -163,12 +165,14 @@ def internal(node: ClusterNode, method: str, path: str, body: Any = None) -> Any
 
 def test_node_to_node_requests_need_the_cluster_secret(ring: LocalCluster) -> None:
     a = ring.nodes[0]
-    assert httpx.post(a.url + "/internal/v1/inventory", json={"ids": None}).status_code == 401
-    r = httpx.post(a.url + "/internal/v1/inventory", json={"ids": None}, headers={"X-Semreg-Cluster": "wrong" * 8})
+    secret = (a.data_dir.parent.parent / "cluster.secret").read_text().strip()
+    r = httpx.post(a.url + "/internal/v1/inventory", json={"ids": None}, headers={"X-Semreg-Cluster": secret})
+    assert r.status_code == 404  # never on the public port, even with the secret
+    assert httpx.post(a.cluster_url + "/internal/v1/inventory", json={"ids": None}).status_code == 401
+    r = httpx.post(a.cluster_url + "/internal/v1/inventory", json={"ids": None}, headers={"X-Semreg-Cluster": "wrong" * 8})
     assert r.status_code == 401
     assert internal(a, "POST", "/inventory", {"ids": None}) == {"inventory": {}}
-    secret = (a.data_dir.parent.parent / "cluster.secret").read_text().strip()
-    r = httpx.post(a.url + "/internal/v1/records", json={"items": [["not a record", 1]]},
+    r = httpx.post(a.cluster_url + "/internal/v1/records", json={"items": [["not a record", 1]]},
                    headers={"X-Semreg-Cluster": secret})
     assert r.status_code == 400
 
@@ -461,3 +465,23 @@ def test_with_every_owner_of_some_records_down_answers_say_partial_never_a_silen
     r = httpx.get(a.url + "/v1/discover", params=QUERIES[1], timeout=30)
     assert "partial" not in r.json() and "X-Semreg-Partial" not in r.headers
     assert ids_through(a) == everything
+
+
+def test_records_forged_straight_into_etcd_are_ignored_by_every_node(ring: LocalCluster) -> None:
+    a = ring.nodes[0]
+    upload(a)
+    assert ring.etcd is not None
+
+    def forge(key: str, value: dict[str, Any]) -> None:
+        r = httpx.post(ring.etcd.url + "/v3/kv/put", timeout=10, json={
+            "key": base64.b64encode(f"/semreg/{ring.name}/{key}".encode()).decode(),
+            "value": base64.b64encode(orjson.dumps(value)).decode()})
+        assert r.status_code == 200, r.text
+    forge("members/evil", {"id": "evil", "address": "http://127.0.0.1:9", "state": "alive"})
+    forge("ontologies/obras", {"deleted": True, "node": a.name})
+    wait_for(lambda: all(n.log().count("not signed with the cluster secret") >= 2 for n in ring.nodes), 30,
+             "every node logged both forged records")
+    for node in ring.nodes:
+        members = httpx.get(node.url + "/v1/cluster", timeout=10).json()["members"]
+        assert "evil" not in str(members), members
+        assert httpx.get(node.url + "/v1/ontologies/obras", timeout=10).status_code == 200

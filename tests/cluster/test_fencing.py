@@ -111,12 +111,12 @@ def test_a_member_refuses_a_write_sent_on_a_ring_it_moved_past_and_takes_one_fro
     secret = {"X-Semreg-Cluster": ring.secret.read_text().strip()}
 
     def write(sent: list[int] | None, path: str = "/internal/v1/records") -> Any:
-        return n1.request("POST", path, json={**items, **({"view": sent} if sent else {})}, headers=secret)
+        return n1.internal_request("POST", path, json={**items, **({"view": sent} if sent else {})}, headers=secret)
 
     other = Ring(["n1", "n0"]).checksum
     r = write([view.revision - 1, other])
     assert r.status_code == 409 and "one this node moved past" in r.json()["error"]
-    r = n1.request("POST", "/internal/v1/delete", json={"items": [["x", 6]], "view": [view.revision - 1, other]},
+    r = n1.internal_request("POST", "/internal/v1/delete", json={"items": [["x", 6]], "view": [view.revision - 1, other]},
                    headers=secret)
     assert r.status_code == 409
     assert write([view.revision - 1, n1.cluster.ring.checksum]).status_code == 200  # same ring: fine

@@ -20,20 +20,24 @@ def secret(tmp_path: Path) -> Path:
 
 
 def settings(**kw) -> Settings:
-    return Settings(**{"etcd": "http://127.0.0.1:2379", "host": "127.0.0.1", "port": 8081, **kw})
+    return Settings(**{"etcd": "http://127.0.0.1:2379", "host": "127.0.0.1", "port": 8081,
+                       "cluster_listen": "127.0.0.1:9081", **kw})
 
 
-def test_a_node_defaults_its_address_and_id_to_where_it_listens(secret):
+def test_a_node_defaults_its_address_and_id_to_where_its_cluster_listener_listens(secret):
     s = cluster_settings(settings(cluster_secret_file=secret))
-    assert s.advertise == "http://127.0.0.1:8081" and s.node_id == "127.0.0.1:8081"
-    s = cluster_settings(settings(cluster_secret_file=secret, host="0.0.0.0", advertise="http://10.0.0.5:8081/",
-                                  node_id="n1"))
-    assert s.advertise == "http://10.0.0.5:8081" and s.node_id == "n1"
+    assert s.advertise == "http://127.0.0.1:9081" and s.node_id == "127.0.0.1:9081"
+    s = cluster_settings(settings(cluster_secret_file=secret, cluster_listen="0.0.0.0:9081",
+                                  advertise="http://10.0.0.5:9081/", node_id="n1"))
+    assert s.advertise == "http://10.0.0.5:9081" and s.node_id == "n1"
 
 
 @pytest.mark.parametrize("kw, says", [
     ({}, "--cluster-secret"),
-    ({"host": "0.0.0.0"}, "wildcard"),
+    ({"cluster_listen": "0.0.0.0:9081"}, "wildcard"),
+    ({"cluster_listen": ""}, "--cluster-listen"),
+    ({"cluster_listen": "9081"}, "HOST:PORT"),
+    ({"cluster_listen": "127.0.0.1:http"}, "HOST:PORT"),
     ({"advertise": "http://[::]:8081"}, "wildcard"),
     ({"advertise": "10.0.0.5:8081"}, "http://HOST:PORT"),
     ({"advertise": "http://10.0.0.5"}, "http://HOST:PORT"),

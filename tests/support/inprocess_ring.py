@@ -1,7 +1,8 @@
 """A ring of nodes in this process: every node's app on one event loop (a thread of its own), one fake clock
 and one etcd in memory (`MemoryKV`) for all, each node reaching that etcd through a `FaultyKV` the test can
-cut, hold or mute. Nodes reach each other over loopback ports (uvicorn, as `semreg serve` serves); a test's
-requests go through `httpx.ASGITransport`. Leases lapse only when the test calls `advance(seconds)`.
+cut, hold or mute. Nodes reach each other over loopback ports (each node's cluster listener, served by uvicorn
+as `semreg serve` serves it); a test's requests go through `httpx.ASGITransport`. Leases lapse only when the
+test calls `advance(seconds)`.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import httpx
 import uvicorn
 
 from semreg.clock import FakeClock
+from semreg.cluster import tls
 from semreg.cluster.kv import MemoryKV
 from semreg.config import Settings
 from semreg.http.app import create_app
@@ -29,7 +31,9 @@ class RingNode:
     def __init__(self, name: str, ring: InProcessRing, port: int, **overrides: Any) -> None:
         self.name = name
         self.ring = ring
-        self.url = f"http://127.0.0.1:{port}"
+        self.tls = tls.server_options(overrides["cluster_tls_cert"], overrides["cluster_tls_key"],
+                                      overrides["cluster_tls_ca"]) if "cluster_tls_cert" in overrides else {}
+        self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{port}"
         self.port = port
         self.kv = FaultyKV(ring.etcd)
         settings = Settings(data_dir=None).replace(**{
@@ -41,6 +45,10 @@ class RingNode:
         self.cluster = self.node.cluster
         self.http = httpx.AsyncClient(transport=httpx.ASGITransport(self.app, client=("127.0.0.1", 40000)),
                                       base_url=f"http://{name}.test", timeout=60)
+        # the node-to-node listener's app (served on `port`, which the others reach), for a test's requests
+        self.internal = httpx.AsyncClient(transport=httpx.ASGITransport(self.app.state.cluster_app,
+                                                                        client=("127.0.0.1", 40001)),
+                                          base_url=f"http://{name}.cluster.test", timeout=60)
         self._lifespan: Any = None
         self._server: Any = None
         self._serving: Any = None
@@ -48,7 +56,8 @@ class RingNode:
     async def open(self) -> None:
         self._lifespan = self.app.router.lifespan_context(self.app)
         await self._lifespan.__aenter__()
-        self._server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port, lifespan="off",
+        self._server = uvicorn.Server(uvicorn.Config(self.app.state.cluster_app, host="127.0.0.1", port=self.port,
+                                                     lifespan="off", **self.tls,
                                                      log_config=None, access_log=False))
         self._serving = asyncio.ensure_future(self._server.serve())
 
@@ -60,10 +69,15 @@ class RingNode:
                 self.node.changelog.release()
                 await asyncio.wait((self._serving,), timeout=0.01)
         await self.http.aclose()
+        await self.internal.aclose()
         await self._lifespan.__aexit__(None, None, None)
 
     def request(self, method: str, url: str, **kw: Any) -> httpx.Response:
         return self.ring.run(self.http.request(method, url, **kw))
+
+    def internal_request(self, method: str, url: str, **kw: Any) -> httpx.Response:
+        """A request to the node-to-node listener."""
+        return self.ring.run(self.internal.request(method, url, **kw))
 
     def put(self, url: str, **kw: Any) -> httpx.Response:
         return self.request("PUT", url, **kw)
@@ -122,6 +136,10 @@ class InProcessRing:
     # -- the loop and the clock ------------------------------------------------------------------------
     def run(self, coro: Coroutine, timeout_s: float = 60) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout_s)
+
+    def start(self, coro: Coroutine) -> concurrent.futures.Future:
+        """`coro` on the ring's loop, not waited for (one that waits on the clock: the test advances it)."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     def call(self, fn: Callable[[], Any]) -> Any:
         """Run `fn` on the ring's loop (what touches a node's state must)."""

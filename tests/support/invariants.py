@@ -76,8 +76,8 @@ def read(node: ClusterNode) -> Reading:
         with node.client(timeout=30.0) as c:
             r = c.get("/v1/instances", params={"tags": "false"})
             out.listed = [i["id"] for i in r.json()] if r.status_code == 200 else []
-            own = c.get("/internal/v1/instances", params={"tags": "false"},
-                        headers={"X-Semreg-Cluster": secret(node)})
+            own = httpx.get(node.cluster_url + "/internal/v1/instances", params={"tags": "false"}, timeout=30.0,
+                            headers={"X-Semreg-Cluster": secret(node)})
             if own.status_code == 200:
                 out.shard = {m["view"]["id"]: m["revision"] for m in own.json()["members"]}
                 out.removed = own.json().get("removed", {})
@@ -193,7 +193,7 @@ def secret(node: ClusterNode) -> str:
 
 def inventory(node: ClusterNode, ids: list[str]) -> dict[str, int] | str:
     try:
-        r = httpx.post(node.url + "/internal/v1/inventory", json={"ids": ids}, timeout=10.0,
+        r = httpx.post(node.cluster_url + "/internal/v1/inventory", json={"ids": ids}, timeout=10.0,
                        headers={"X-Semreg-Cluster": secret(node)})
         return r.json()["inventory"] if r.status_code == 200 else f"HTTP {r.status_code}"
     except (httpx.HTTPError, ValueError, KeyError) as exc:
