@@ -3,7 +3,6 @@ signed works as one over http; a client without such a certificate cannot even f
 cluster listener, secret or not."""
 from __future__ import annotations
 
-import shutil
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from support.inprocess_ring import InProcessRing
 from semreg.cli.serve import cluster_settings
 from semreg.config import Settings
 
-pytestmark = pytest.mark.skipif(not shutil.which("openssl"), reason="needs openssl")
+PROCESS_FIXTURES = ("certs",)  # made by the openssl command (installed by `dev.py test`)
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ that way (`/usr/bin/etcd`); without the certificate or the password, etcd does n
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -20,8 +19,7 @@ from semreg.bench.localcluster import SECRET, LocalCluster
 from semreg.bench.peers import free_port
 from semreg.cluster.etcd_access import read_access
 
-pytestmark = [pytest.mark.process,
-              pytest.mark.skipif(not shutil.which("etcd") or not shutil.which("openssl"), reason="needs etcd, openssl")]
+pytestmark = pytest.mark.process  # etcd and openssl, installed by `dev.py test`
 
 
 @pytest.fixture
