@@ -95,13 +95,13 @@ class ConnectionServer(ServedConnections):
         self.watcher.start()
         while not self.exiting:
             timeout = self._timeout()
-            for key, _ in self.selector.select(timeout):
+            for key, mask in self.selector.select(timeout):
                 if key.data is None:
                     if not self.channel.receive(0):
                         return 0
                     self._handle_inbox()
                 else:
-                    self._readable(key.data)
+                    self._event(key.data, mask)
                 if self.exiting:
                     break
             while self.waiting and not self.exiting:
@@ -116,8 +116,9 @@ class ConnectionServer(ServedConnections):
             self._flush_metrics()
             if self.retiring and self.current is None:
                 self._give_back(list(self.conns.values()), "moved")
-                self._flush_metrics(force=True)
-                return 0
+                if not self.conns:  # else some still have answers to send
+                    self._flush_metrics(force=True)
+                    return 0
         self._flush_metrics(force=True)
         return 0
 
