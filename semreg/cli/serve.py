@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(settings, store=store, join_at_start=False)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None, access_log=False,
                             lifespan="on", timeout_graceful_shutdown=10, backlog=4096, server_header=False,
-                            http=http_protocol(app, settings))
+                            forwarded_allow_ips=settings.forwarded_allow_ips, http=http_protocol(app, settings))
     server = _draining_server_class()(config, app.state.node)
     # uvicorn re-raises the signal that stopped it once it has drained; after a clean drain on
     # SIGTERM the exit status should be 0, so the handler it restores and re-raises is a no-op.

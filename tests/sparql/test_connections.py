@@ -70,6 +70,10 @@ BATTERY = [
     # race the upload)
     post("/sparql", b"", "application/sparql-query").replace(b"Content-Length: 0", b"Content-Length: 2097152"),
     post(q("ASK {}").replace("query=", "default-graph-uri=urn%3Ax&query="), b"", None),
+    # behind a proxy (loopback is trusted, as uvicorn trusts it): the scheme it names is the endpoint's
+    get("/sparql", "Accept: text/turtle", "X-Forwarded-Proto: https", "X-Forwarded-For: 203.0.113.9"),
+    get(q("SELECT ?i { BIND(IRI('x') AS ?i) }"), f"Accept: {JSON}", "X-Forwarded-Proto: https"),
+    get(q("SELECT ?i { BIND(IRI('x') AS ?i) }"), f"Accept: {JSON}", "X-Forwarded-Proto: gopher"),
 ]
 COMPARED = ("content-type", "vary", "retry-after", "www-authenticate")
 
