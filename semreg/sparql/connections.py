@@ -104,12 +104,12 @@ class ConnectionServer(ServedConnections):
                     self._event(key.data, mask)
                 if self.exiting:
                     break
+            while self.jobs and not self.exiting:  # first: the server sent them to a process it saw idle
+                self._job(self.jobs.popleft())
             while self.waiting and not self.exiting:
                 conn = self.waiting.popleft()
                 if self.conns.get(conn.id) is conn:
                     self._process(conn)
-            while self.jobs and not self.exiting:
-                self._job(self.jobs.popleft())
             if len(self.deferred) > DEFER_LIMIT and self.current is None:
                 self._apply()
             self._expire_idle()
