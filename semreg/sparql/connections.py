@@ -247,7 +247,7 @@ class ConnectionServer(ServedConnections):
                 continue
             with self.lock:
                 self.retiring = True
-                self._give_back([c for c in self.conns.values() if c.id != conn_id], "moved")
+                self._give_back([c for c in self.conns.values() if c.id != conn_id], "moved", drop_unsent=True)
             self.channel.send(("long", conn_id, seq, deadline))
             delay = started + DEMOTE_S - time.monotonic()
             if delay > 0:

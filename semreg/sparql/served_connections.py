@@ -249,17 +249,27 @@ class ServedConnections:
         end_connection(conn.sock)
         self.channel.send(("closed", [conn.id]))
 
-    def _give_back(self, conns: list[Conn], reason: str) -> None:
+    def _give_back(self, conns: list[Conn], reason: str, *, drop_unsent: bool = False) -> None:
         """Send connections back to the server with what was read of them (the caller may hold the lock).
-        One with answers still to send stays until they are sent."""
-        back = []
+        One with answers still to send stays until they are sent; with `drop_unsent` (the server is about
+        to place every one elsewhere) it is closed instead: its client has stopped reading."""
+        back, dropped = [], []
         for conn in conns:
-            if conn.out or conn.ready or conn.closing or self.conns.get(conn.id) is not conn:
+            if self.conns.get(conn.id) is not conn:
+                continue
+            unsent = bool(conn.out or conn.ready or conn.closing)
+            if unsent and not drop_unsent:
                 continue
             del self.conns[conn.id]
             self.selector.unregister(conn.sock)
+            if unsent:
+                end_connection(conn.sock)
+                dropped.append(conn.id)
+                continue
             back.append((conn.id, conn.reader.unread() + conn.data))
             conn.sock.close()  # the server's descriptor keeps the connection open
+        if dropped:
+            self.channel.send(("closed", dropped))
         if back:
             self.channel.send(("back", back, reason))
 
