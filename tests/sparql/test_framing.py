@@ -9,6 +9,8 @@ import threading
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from support.paths import ONTOLOGIES
 from support.raw import Raw, get, load, q
 
@@ -154,3 +156,35 @@ def test_a_head_not_whole_within_the_keep_alive_timeout_gets_408(node):
         assert conn.closed()
     finally:
         conn.close()
+
+
+_FRAGMENTS = st.sampled_from([
+    b"GET /sparql?query=ASK%7B%7D HTTP/1.1\r\n", b"POST /sparql HTTP/1.1\r\n", b"GET /v1/health HTTP/1.1\r\n",
+    b"HTTP/1.0\r\n", b"Host: t\r\n", b"Content-Length: 6\r\n", b"Content-Length: x\r\n",
+    b"Transfer-Encoding: chunked\r\n", b"Content-Type: application/sparql-query\r\n", b"Expect: 100-continue\r\n",
+    b"Connection: close\r\n", b"X-Forwarded-For: 1.2.3.4\r\n", b"\r\n", b"\n", b"ASK {}", b"6\r\nASK {}\r\n",
+    b"0\r\n\r\n", b"T: x\r\n", b"\x00", b"\x0b", b" ", b":", b"99999999999999999999",
+])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_FRAGMENTS | st.binary(max_size=8), max_size=14).map(b"".join))
+def test_no_bytes_get_a_5xx_or_stop_the_process(node, raw):
+    conn = handed_over(node)
+    try:
+        _send_quietly(conn.sock, raw)
+        conn.sock.shutdown(socket.SHUT_WR)
+        conn.sock.settimeout(10)
+        received = b""
+        try:
+            while chunk := conn.sock.recv(1 << 16):
+                received += chunk
+        except (ConnectionResetError, TimeoutError):
+            pass
+        statuses = [int(line[9:12]) for line in received.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")
+                    and line[9:12].isdigit()]
+        assert all(status < 500 for status in statuses), received[:500]
+    finally:
+        conn.close()
+    again = handed_over(node)  # every process still serving
+    again.close()
