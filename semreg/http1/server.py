@@ -163,6 +163,11 @@ class RequestReader:
             self._check_size(len(self._raw))
         return self._ready
 
+    def read_before_error(self) -> list[Request]:
+        """The requests whole before the bytes `feed` refused (they are answered before the refusal)."""
+        ready, self._ready = self._ready, []
+        return ready
+
     def unread(self) -> bytes:
         """Every byte read from the first request not yet returned by `feed` on."""
         raw = bytes(self._raw)

@@ -152,6 +152,7 @@ class ServedConnections:
         try:
             conn.ready.extend(reader.feed(data))
         except RequestError as exc:
+            conn.ready.extend(reader.read_before_error())
             self._answer_ready(conn)
             self._refuse(conn, exc)
             return

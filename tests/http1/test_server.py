@@ -104,6 +104,13 @@ def test_a_request_not_wanted_stops_the_reader_and_leaves_its_bytes_unread():
     assert [body for _, body in requests] == [b"", b"abc"] and reader.other and reader.unread() == other
 
 
+def test_requests_whole_before_a_refused_one_are_kept_for_their_answers():
+    reader = RequestReader(100, lambda method, path: True)
+    with pytest.raises(RequestError):
+        reader.feed(b"GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\nBad Header: x\r\n\r\n")
+    assert [head.target for head, _ in reader.read_before_error()] == ["/a"]
+
+
 _REQUESTS = st.sampled_from([
     b"GET /sparql?q=1 HTTP/1.1\r\nHost: a\r\n\r\n",
     b"POST /sparql HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd",

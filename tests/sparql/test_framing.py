@@ -88,6 +88,18 @@ def test_a_request_smuggled_or_past_a_limit_gets_its_status_and_the_connection_c
     again.close()
 
 
+def test_a_request_pipelined_before_a_refused_one_is_answered_first(node):
+    conn = handed_over(node)
+    try:
+        conn.send(get(q("ASK { ?s ?p ?o }")) + b"GET /sparql HTTP/1.1\r\nBad Header: x\r\n\r\n")
+        first, body = conn.response()
+        assert first.status == 200 and json.loads(body)["boolean"] is True
+        refused, _ = conn.response()
+        assert (refused.status, refused.keep_alive) == (400, False) and conn.closed()
+    finally:
+        conn.close()
+
+
 def _send_quietly(sock: socket.socket, data: bytes) -> None:
     try:
         sock.sendall(data)
