@@ -200,3 +200,17 @@ def test_no_bytes_get_a_5xx_or_stop_the_process(node, raw):
         conn.close()
     again = handed_over(node)  # every process still serving
     again.close()
+
+
+def test_behind_a_proxy_the_rate_limit_counts_the_forwarded_client_on_both_paths(start_server):
+    for extra in ((), ("--sparql-in-server",)):
+        node = start_server("--rate-limit", "0.01", "--rate-burst", "1", *extra, data_dir=None)
+        conn = Raw(node.port)
+        try:
+            statuses = []
+            for client in ("198.51.100.1", "198.51.100.2", "198.51.100.1"):
+                conn.send(get(q("ASK {}"), f"X-Forwarded-For: {client}"))
+                statuses.append(conn.response()[0].status)
+            assert statuses == [200, 200, 429], extra
+        finally:
+            conn.close()
