@@ -49,7 +49,7 @@ class _FramingError(SemregError):
 class Conn:
     """A connection this process serves: its socket, its reader, and the answers not yet sent."""
 
-    __slots__ = ("id", "sock", "reader", "ready", "out", "events", "closing", "active_at", "head_since",
+    __slots__ = ("id", "sock", "reader", "ready", "out", "events", "closing", "ended", "active_at", "head_since",
                  "continued", "host", "client", "data")
 
     def __init__(self, conn_id: int, sock: socket.socket, reader: RequestReader, data: bytes) -> None:
@@ -60,6 +60,7 @@ class Conn:
         self.out = bytearray()
         self.events = selectors.EVENT_READ
         self.closing = False  # close once `out` is sent
+        self.ended = False  # the client sent its last byte: answer what it sent, then close
         self.active_at = time.monotonic()  # the last byte read or sent
         self.head_since: float | None = None  # the first byte of a head not yet whole
         self.continued = False
@@ -136,7 +137,11 @@ class ServedConnections:
         except OSError:
             data = b""
         if not data:
-            self._close(conn)
+            if conn.out or conn.ready:  # a client that half-closed still gets its answers
+                conn.ended = True
+                self._settle(conn)
+            else:
+                self._close(conn)
             return
         self._received(conn, data)
 
@@ -183,13 +188,13 @@ class ServedConnections:
         if self.conns.get(conn.id) is not conn:
             return
         if not conn.out and not conn.ready:
-            if conn.closing:
+            if conn.closing or conn.ended:
                 self._close(conn)
                 return
             if conn.reader.other or self.retiring:
                 self._give_back([conn], "moved" if self.retiring else "other")
                 return
-        reading = len(conn.out) < HIGH_WATER_BYTES and not conn.closing and not conn.reader.other
+        reading = len(conn.out) < HIGH_WATER_BYTES and not conn.closing and not conn.ended and not conn.reader.other
         events = (selectors.EVENT_WRITE if conn.out else 0) | (selectors.EVENT_READ if reading else 0)
         if events and events != conn.events:
             with self.lock:

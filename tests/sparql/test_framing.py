@@ -146,6 +146,18 @@ def test_a_client_that_never_reads_its_answers_holds_up_no_one_else(node):
         stalled.close()
 
 
+def test_a_client_that_half_closes_after_pipelining_gets_every_answer(node):
+    conn = handed_over(node)
+    try:
+        request = get(q("SELECT * { ?s ?p ?o }"), "Accept: application/sparql-results+xml")
+        conn.sock.sendall(request * 200)  # 30 KB of requests, 30 MB of answers
+        conn.sock.shutdown(socket.SHUT_WR)
+        statuses = [conn.response()[0].status for _ in range(200)]
+        assert statuses == [200] * 200 and conn.closed()
+    finally:
+        conn.close()
+
+
 def test_a_slow_upload_is_served_however_long_it_takes_while_bytes_keep_coming(node):
     conn = handed_over(node)
     try:
