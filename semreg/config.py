@@ -79,6 +79,9 @@ class Settings:
     sparql_in_server: bool = option(False, "sparql-in-server", "answer /sparql on the server's event loop (the "
                                     "queries still run in the query processes) instead of handing SPARQL "
                                     "connections to those processes; slower, for comparison")
+    forwarded_allow_ips: str = option("127.0.0.1", "forwarded-allow-ips", "addresses (comma-separated, CIDR or *) "
+                                      "whose X-Forwarded-For and X-Forwarded-Proto are believed, on every route",
+                                      metavar="IPS", env="FORWARDED_ALLOW_IPS")
     max_tags_per_instance: int = option(10_000, "max-tags", "most tags an instance may have", metavar="N")
     max_batch_instances: int = option(10_000, "max-batch", "most instances a batch may hold", metavar="N")
     watch_max_wait_s: float = 300.0

@@ -247,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(settings, store=store, join_at_start=False)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None, access_log=False,
                             lifespan="on", timeout_graceful_shutdown=10, backlog=4096, server_header=False,
-                            http=http_protocol(app, settings))
+                            forwarded_allow_ips=settings.forwarded_allow_ips, http=http_protocol(app, settings))
     cluster = None
     if settings.etcd:
         host, port = cluster_listen(settings.cluster_listen)

@@ -110,7 +110,8 @@ def sparql_gate(tokens: Tokens, scopes: ScopeTable, limiter: RateLimiter, endpoi
                 ask=limiter.enabled or node.cluster is not None, rate_limited=limiter.enabled,
                 endpoint_url=endpoint.endpoint_url, time_limit_s=endpoint.time_limit_s,
                 result_limit=endpoint.result_limit, max_body_bytes=endpoint.max_body_bytes,
-                cache_bytes=endpoint.cache.max_bytes // max(1, settings.sparql_max_workers))
+                cache_bytes=endpoint.cache.max_bytes // max(1, settings.sparql_max_workers),
+                forwarded_allow_ips=settings.forwarded_allow_ips)
 
 
 def connect_pool(pool: QueryPool, node: Node, limiter: RateLimiter, metrics: Metrics) -> None:

@@ -1,36 +1,39 @@
-"""HTTP/1.1 requests framed by hand on the server's side: a request head and body cut out of the bytes a
-connection has delivered so far, and a response written.
+"""HTTP/1.1 requests framed on the server's side by llhttp (`httptools`, as uvicorn frames them), and a
+response written.
 
 The query processes serve `/sparql` connections themselves (`semreg.sparql.connections`); this is their
-framing. Everything else a node answers goes through uvicorn. The rules kept (RFC 9112):
+framing. Everything else a node answers goes through uvicorn. llhttp keeps RFC 9112's rules strictly: a
+Content-Length beside a Transfer-Encoding, two Content-Lengths, a value with control characters or NUL,
+a padded or overflowing Content-Length, bare LFs and obs-fold are all refused. On top of it:
 
-- a head is a request line and CRLF-ended fields up to a blank line, at most `MAX_HEAD_BYTES` and
-  `MAX_HEADER_LINES` fields; a bare LF ends a line too, as a recipient may accept;
-- a field name is a token, with no space before its colon; obs-fold is refused;
-- `Transfer-Encoding: chunked` (extensions and trailers skipped) frames the body, else `Content-Length`
-  (digits only; two that differ are refused); a request with neither has no body; a transfer coding
-  other than chunked is refused (411), as it cannot be framed;
-- HTTP/1.1 connections stay open unless `Connection: close`; HTTP/1.0 ones only with `keep-alive`;
-- `Expect: 100-continue` is answered with `100 Continue` before the body is read.
+- a head is at most `MAX_HEAD_BYTES` (counted from the read that began it) and `MAX_HEADER_LINES`
+  fields; chunk trailers count against the same limits (431);
+- a body is at most the caller's limit (413); the bytes around it (chunk sizes, extensions, trailers)
+  are bounded too (431), so a request costs time and memory linear in what it may carry;
+- `Transfer-Encoding` on HTTP/1.0 is refused (RFC 9112 6.1); only HTTP/1.0 and 1.1 are served (505);
+- HTTP/1.1 connections stay open unless `Connection: close`; HTTP/1.0 ones only with `keep-alive`.
+
+Every refusal closes the connection. The reader parses each byte once: bytes arriving a few at a time
+cost nothing more than bytes arriving together.
 
     RequestError (ValueError)   the bytes are not a request this reader frames; `status` says which 4xx
 """
 from __future__ import annotations
 
 import contextlib
-import re
 import socket
 import time
+from collections.abc import Callable
 from email.utils import formatdate
 from http import HTTPStatus
 from typing import NamedTuple
 
+import httptools
+
 MAX_HEAD_BYTES = 64 * 1024
 MAX_HEADER_LINES = 100
+CHUNK_FRAMING_BYTES = 64  # allowed per chunk for its size line and extensions
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
-_TOKEN_TEXT = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_TARGET_TEXT = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what a URL may carry unencoded
 
 
 class RequestError(ValueError):
@@ -47,9 +50,6 @@ class RequestHead(NamedTuple):
     target: str  # as sent: path and query string
     version: str  # "HTTP/1.1" or "HTTP/1.0"
     headers: dict[str, str]  # lower-case names; repeated fields joined with ", " (RFC 9110 5.3)
-    size: int  # bytes of the head, blank line included
-    length: int  # body bytes, when not chunked
-    chunked: bool
     keep_alive: bool
     expect_continue: bool
 
@@ -62,136 +62,181 @@ class RequestHead(NamedTuple):
         return self.target.partition("?")[2].encode("latin-1")
 
 
-def parse_head(buffer: bytes | bytearray) -> RequestHead | None:
-    """The head at the start of `buffer`, or None while it is incomplete. Blank lines before a request
-    line are skipped, as RFC 9112 2.2 allows; their bytes count in `size`."""
-    start = 0
-    if buffer[:1] in (b"\r", b"\n"):
-        while buffer[start:start + 2] == b"\r\n" or buffer[start:start + 1] == b"\n":
-            start += 2 if buffer[start:start + 1] == b"\r" else 1
-    end = buffer.find(b"\r\n\r\n", start)
-    blank = 4
-    if end < 0 or (buffer.find(b"\n\n", start, end) >= 0):
-        end, blank = _bare_lf_end(buffer, start)
-        if end < 0:
-            if len(buffer) - start > MAX_HEAD_BYTES:
-                raise RequestError(431, f"the request head is longer than {MAX_HEAD_BYTES} bytes.")
-            return None
-    if end - start > MAX_HEAD_BYTES:
-        raise RequestError(431, f"the request head is longer than {MAX_HEAD_BYTES} bytes.")
-    text = bytes(buffer[start:end]).decode("latin-1")
-    lines = text.split("\r\n")
-    if "\n" in text and any("\n" in line for line in lines):  # bare LFs somewhere
-        lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-    if len(lines) > MAX_HEADER_LINES + 1:
-        raise RequestError(431, f"the request has more than {MAX_HEADER_LINES} header fields.")
-    method, target, version = _request_line(lines[0])
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, colon, value = line.partition(":")
-        if not colon or not _TOKEN_TEXT.fullmatch(name):
-            raise RequestError(400, f"malformed header line {line[:80]!r}.")
-        key = name.lower()
-        value = value.strip(" \t")
-        headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    chunked, length = _framing(headers) if ("transfer-encoding" in headers or "content-length" in headers) else (
-        False, 0)
-    connection = headers.get("connection")
-    if connection is None:
-        keep_alive = version == "HTTP/1.1"
-    else:
-        tokens = {token.strip().lower() for token in connection.split(",")}
-        keep_alive = "keep-alive" in tokens if version == "HTTP/1.0" else "close" not in tokens
-    expect = "expect" in headers and headers["expect"].lower() == "100-continue" and version == "HTTP/1.1"
-    return RequestHead(method, target, version, headers, end + blank, length, chunked, keep_alive, expect)
+class Request(NamedTuple):
+    head: RequestHead
+    body: bytes
 
 
-def _bare_lf_end(buffer: bytes | bytearray, start: int) -> tuple[int, int]:
-    """Where a head that uses bare LFs somewhere ends (before its blank line), and the blank line's
-    length; (-1, 0) while absent."""
-    crlf = buffer.find(b"\r\n\r\n", start)
-    lf = buffer.find(b"\n\n", start)
-    if crlf >= 0 and (lf < 0 or crlf + 1 <= lf):
-        return crlf, 4
-    if lf >= 0:
-        if lf > start and buffer[lf - 1:lf] == b"\r":  # "...\r\n\n": a CRLF line, then a bare LF
-            return lf - 1, 3
-        return lf, 2
-    return -1, 0
+class _Stop(Exception):
+    """Raised inside a parser callback to stop llhttp where it is."""
 
 
-def _request_line(line: str) -> tuple[str, str, str]:
-    parts = line.split(" ")
-    if len(parts) != 3 or not _TOKEN_TEXT.fullmatch(parts[0]) or not parts[1]:
-        raise RequestError(400, f"malformed request line {line[:80].encode('latin-1')!r}.")
-    method, target, version = parts
-    if version != "HTTP/1.1" and version != "HTTP/1.0":
-        if version.startswith("HTTP/"):
-            raise RequestError(505, f"{version} is not served here; speak HTTP/1.1.")
-        raise RequestError(400, f"malformed request line {line[:80].encode('latin-1')!r}.")
-    if not _TARGET_TEXT.fullmatch(target):
-        raise RequestError(400, "the request target has characters a URL cannot carry; percent-encode them.")
-    return method, target, version
+class _Counter:
+    """Counts the messages llhttp completes (finding where one ends in bytes already read)."""
+
+    def __init__(self) -> None:
+        self.done = 0
+
+    def on_message_complete(self) -> None:
+        self.done += 1
 
 
-def _framing(headers: dict[str, str]) -> tuple[bool, int]:
-    coding = headers.get("transfer-encoding")
-    if coding is not None:
-        codings = [c.strip().lower() for c in coding.split(",") if c.strip()]
-        if codings != ["chunked"]:
-            raise RequestError(411, f"the transfer coding '{coding}' is not served here; send the body with "
-                                    f"Content-Length or chunked.")
-        return True, 0
-    declared = headers.get("content-length")
-    if declared is None:
-        return False, 0
-    values = {value.strip() for value in declared.split(",")}
-    if len(values) != 1 or not all(v.isascii() and v.isdigit() for v in values):
-        raise RequestError(400, "the Content-Length header is not a number.")
-    return False, int(values.pop())
+def message_end(data: bytes, messages: int) -> int:
+    """Where the `messages`-th whole request in `data` ends (llhttp reports no offsets, so found by
+    bisection over prefixes; only needed when a connection is given back with pipelined bytes)."""
+    if messages == 0:
+        return 0
 
+    def complete(k: int) -> bool:
+        counter = _Counter()
+        with contextlib.suppress(httptools.HttpParserError):
+            httptools.HttpRequestParser(counter).feed_data(data[:k])
+        return counter.done >= messages
 
-def chunked_body(buffer: bytes | bytearray, start: int, limit: int) -> tuple[bytes, int] | None:
-    """A chunked body starting at `start`: (body, end), or None while incomplete. `RequestError(413)`
-    as soon as it is known to pass `limit` bytes."""
-    chunks: list[bytes] = []
-    size = 0
-    at = start
-    while True:
-        eol = buffer.find(b"\n", at)
-        if eol < 0:
-            if len(buffer) - at > 1024:
-                raise RequestError(400, "malformed chunk size line.")
-            return None
-        digits = bytes(buffer[at:eol]).split(b";", 1)[0].strip()
-        if not _HEX.fullmatch(digits):
-            raise RequestError(400, f"malformed chunk size line {bytes(buffer[at:eol])[:40]!r}.")
-        chunk_size = int(digits, 16)
-        at = eol + 1
-        if chunk_size == 0:
-            while True:  # trailer fields, skipped, then the blank line
-                eol = buffer.find(b"\n", at)
-                if eol < 0:
-                    return None
-                line = buffer[at:eol]
-                at = eol + 1
-                if line in (b"", b"\r"):
-                    return b"".join(chunks), at
-        size += chunk_size
-        if size > limit:
-            raise RequestError(413, f"the request body is larger than the limit of {limit} bytes.")
-        if len(buffer) < at + chunk_size + 1:
-            return None
-        chunks.append(bytes(buffer[at:at + chunk_size]))
-        at += chunk_size
-        if buffer[at:at + 2] == b"\r\n":
-            at += 2
-        elif buffer[at:at + 1] == b"\n":
-            at += 1
-        elif len(buffer) - at < 2:
-            return None
+    low, high = 0, len(data)
+    while low < high:
+        middle = (low + high) // 2
+        if complete(middle):
+            high = middle
         else:
-            raise RequestError(400, "a chunk is longer than its size line says.")
+            low = middle + 1
+    return low
+
+
+class RequestReader:
+    """One connection's requests: `feed(data)` returns those `data` completed, in order.
+
+    `wanted(method, path)` says whether this reader's owner serves a request; the first one it does not
+    stops the reader (`other` set), and `unread()` is then every byte from that request on.
+    """
+
+    def __init__(self, max_body_bytes: int, wanted: Callable[[str, str], bool]) -> None:
+        self.max_body_bytes = max_body_bytes
+        self.wanted = wanted
+        self._parser = httptools.HttpRequestParser(self)
+        self._raw = bytearray()  # the bytes since the reader was last between messages
+        self._done_in_raw = 0  # whole requests in `_raw`
+        self._ready: list[Request] = []
+        self._reset()
+        self.other = False
+        self.between = True  # no request begun and not finished
+        self.head: RequestHead | None = None  # the head of a request whose body is still coming
+
+    def _reset(self) -> None:
+        self._url = bytearray()
+        self._headers: dict[str, str] = {}
+        self._fields = 0
+        self._field_bytes = 0
+        self._body: list[bytes] = []
+        self._body_bytes = 0
+        self._chunks = 0
+        self.head = None
+
+    def feed(self, data: bytes) -> list[Request]:
+        if self.other:
+            self._raw += data
+            return []
+        self._raw += data
+        self._ready = []
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserCallbackError as exc:
+            cause = exc.__context__
+            if isinstance(cause, RequestError):
+                raise cause from None
+            if not isinstance(cause, _Stop):
+                raise RequestError(400, "the request could not be framed.") from exc
+        except httptools.HttpParserInvalidURLError as exc:
+            raise RequestError(400, "the request target has characters a URL cannot carry; percent-encode them.") from exc
+        except httptools.HttpParserError as exc:
+            if "invalid `Transfer-Encoding`" in str(exc):  # a coding other than chunked: it cannot be framed
+                raise RequestError(411, "only a chunked Transfer-Encoding is served here; send the body with "
+                                        "Content-Length or chunked.") from exc
+            raise RequestError(400, f"the request is malformed: {exc}.") from exc
+        if self.between:
+            self._raw.clear()
+            self._done_in_raw = 0
+        elif not self.other:
+            if self._done_in_raw:  # keep only the request still coming
+                del self._raw[:message_end(bytes(self._raw), self._done_in_raw)]
+                self._done_in_raw = 0
+            self._check_size(len(self._raw))
+        return self._ready
+
+    def read_before_error(self) -> list[Request]:
+        """The requests whole before the bytes `feed` refused (they are answered before the refusal)."""
+        ready, self._ready = self._ready, []
+        return ready
+
+    def unread(self) -> bytes:
+        """Every byte read from the first request not yet returned by `feed` on."""
+        raw = bytes(self._raw)
+        return raw[message_end(raw, self._done_in_raw):]
+
+    def _check_size(self, size: int) -> None:
+        """`size`: the bytes of the request still coming, read so far."""
+        if self.head is None and size > MAX_HEAD_BYTES:
+            raise RequestError(431, f"the request head is longer than {MAX_HEAD_BYTES} bytes.")
+        if size - self._body_bytes > 2 * MAX_HEAD_BYTES + CHUNK_FRAMING_BYTES * self._chunks:
+            raise RequestError(431, "the request's chunk extensions or trailers are too long.")
+
+    # -- llhttp's callbacks ------------------------------------------------------------------------------
+    def on_message_begin(self) -> None:
+        self.between = False
+        self._reset()
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+        if len(self._url) > MAX_HEAD_BYTES:
+            raise RequestError(431, f"the request head is longer than {MAX_HEAD_BYTES} bytes.")
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._fields += 1
+        self._field_bytes += len(name) + len(value) + 4
+        if self._fields > MAX_HEADER_LINES:
+            raise RequestError(431, f"the request has more than {MAX_HEADER_LINES} header fields or trailers.")
+        if self._field_bytes > MAX_HEAD_BYTES:
+            raise RequestError(431, f"the request's fields are longer than {MAX_HEAD_BYTES} bytes.")
+        if self.head is not None:
+            return  # a trailer field: counted, not kept
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1").strip(" \t")
+        self._headers[key] = f"{self._headers[key]}, {text}" if key in self._headers else text
+
+    def on_headers_complete(self) -> None:
+        parser = self._parser
+        version = f"HTTP/{parser.get_http_version()}"
+        if version not in ("HTTP/1.1", "HTTP/1.0"):
+            raise RequestError(505, f"{version} is not served here; speak HTTP/1.1.")
+        headers = self._headers
+        if version == "HTTP/1.0" and "transfer-encoding" in headers:
+            raise RequestError(400, "Transfer-Encoding is not allowed on an HTTP/1.0 request.")
+        method = parser.get_method().decode("latin-1")
+        target = self._url.decode("latin-1")
+        if not self.wanted(method, target.partition("?")[0]):
+            self.other = True
+            raise _Stop
+        length = headers.get("content-length")
+        if length is not None and int(length) > self.max_body_bytes:
+            raise RequestError(413, f"the request body is {int(length)} bytes; the limit is {self.max_body_bytes} bytes.")
+        expect = version == "HTTP/1.1" and headers.get("expect", "").lower() == "100-continue"
+        self.head = RequestHead(method, target, version, headers, parser.should_keep_alive(), expect)
+
+    def on_chunk_header(self) -> None:
+        self._chunks += 1
+
+    def on_body(self, body: bytes) -> None:
+        self._body_bytes += len(body)
+        if self._body_bytes > self.max_body_bytes:
+            raise RequestError(413, f"the request body is larger than the limit of {self.max_body_bytes} bytes.")
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        assert self.head is not None
+        self._ready.append(Request(self.head, b"".join(self._body)))
+        self._done_in_raw += 1
+        self._reset()
+        self.between = True
 
 
 class _Date:

@@ -95,29 +95,30 @@ class ConnectionServer(ServedConnections):
         self.watcher.start()
         while not self.exiting:
             timeout = self._timeout()
-            for key, _ in self.selector.select(timeout):
+            for key, mask in self.selector.select(timeout):
                 if key.data is None:
                     if not self.channel.receive(0):
                         return 0
                     self._handle_inbox()
                 else:
-                    self._readable(key.data)
+                    self._event(key.data, mask)
                 if self.exiting:
                     break
+            while self.jobs and not self.exiting:  # first: the server sent them to a process it saw idle
+                self._job(self.jobs.popleft())
             while self.waiting and not self.exiting:
                 conn = self.waiting.popleft()
                 if self.conns.get(conn.id) is conn:
                     self._process(conn)
-            while self.jobs and not self.exiting:
-                self._job(self.jobs.popleft())
             if len(self.deferred) > DEFER_LIMIT and self.current is None:
                 self._apply()
             self._expire_idle()
             self._flush_metrics()
             if self.retiring and self.current is None:
                 self._give_back(list(self.conns.values()), "moved")
-                self._flush_metrics(force=True)
-                return 0
+                if not self.conns:  # else some still have answers to send
+                    self._flush_metrics(force=True)
+                    return 0
         self._flush_metrics(force=True)
         return 0
 
@@ -246,7 +247,7 @@ class ConnectionServer(ServedConnections):
                 continue
             with self.lock:
                 self.retiring = True
-                self._give_back([c for c in self.conns.values() if c.id != conn_id], "moved")
+                self._give_back([c for c in self.conns.values() if c.id != conn_id], "moved", drop_unsent=True)
             self.channel.send(("long", conn_id, seq, deadline))
             delay = started + DEMOTE_S - time.monotonic()
             if delay > 0:

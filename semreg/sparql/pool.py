@@ -12,7 +12,9 @@ pyoxigraph cannot cancel a query, and a thread cannot be stopped, so queries run
     pool_placement   the connections handed to them (`adopt`): where each goes, how it comes back
     pool             this module: the pool itself, and the queries the server sends
 
-- **Queries the server sends** (`evaluate`, the ASGI route): each takes one idle worker. With none idle,
+- **Queries the server sends** (`evaluate`, the ASGI route): each takes one idle worker (evaluating
+  nothing, for the server or for its connections; one whose connection's query turns out long gives
+  the server's query back, which goes to another). With none idle,
   the template forks another (a few milliseconds), up to `max_workers`; past that, queries wait their
   turn. The workers' messages come here (`_message`) and go to the part they concern.
 - **Priority.** The processes run at a lower CPU priority than the server (nice 5). A query still
@@ -84,8 +86,12 @@ class QueryPool(ConnectionPlacement, ReplicaStream, PoolLifecycle):
             pending.timer.cancel()
 
     def _idle_worker(self) -> Process | None:
+        """A worker free for a query: none of the server's, and none of its connections' either (a query
+        sent to a worker evaluating a connection's would wait behind it, and die with it at its limit)."""
+        page = self._page
         for worker in self._workers.values():
-            if worker.state == "idle" and not worker.retiring:
+            if worker.state == "idle" and not worker.retiring and not (
+                    page is not None and worker.slot >= 0 and page.evaluating(worker.slot) is not None):
                 return worker
         return None
 
@@ -141,6 +147,8 @@ class QueryPool(ConnectionPlacement, ReplicaStream, PoolLifecycle):
             self._closed_conns(process, message[1])
         elif kind == "long":
             self._long(process, message[1], message[2], message[3])
+            if message[1]:
+                self._reclaim(process)
         elif kind == "flush":  # a query waits for the changes up to this ticket
             process.wants = max(process.wants, message[1])
             process.send_deferred()
@@ -150,6 +158,18 @@ class QueryPool(ConnectionPlacement, ReplicaStream, PoolLifecycle):
         elif kind in ("result", "error") and process.current is not None:
             self._result(process, message)
         self._schedule_retirement(process)
+
+    def _reclaim(self, process: Process) -> None:
+        """A query of the server's sent to a worker whose connection's query then ran long: it has not
+        started (a worker evaluates one thing at a time), so another worker takes it. Should the first
+        answer it after all, `_result` ignores that answer."""
+        pending = process.current
+        if pending is None or pending.future.done():
+            return
+        process.current = None
+        pending.worker = None
+        self._queue.appendleft(pending)
+        self._dispatch()
 
     def _result(self, process: Process, message: Any) -> None:
         pending = process.current

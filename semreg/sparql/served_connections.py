@@ -8,17 +8,21 @@ server keeps its own descriptor of each, so that it can answer for a process it 
 - **A request that is not `GET`/`POST /sparql`** on such a connection sends the connection back to the
   server with its unread bytes ("other"), where uvicorn answers it as any other. A process that retires
   sends its connections back too ("moved"), for another process to serve.
-- **Framing.** A request the process cannot frame gets the status `RequestError` names and the
-  connection is closed; a body over the gate's limit gets 413. A client that asks for it gets
-  `100 Continue` before it sends its body.
-- **Idle connections** close after `KEEP_ALIVE_S` (uvicorn's default); a connection is closed with
-  `shutdown`, which ends it for the server's descriptor too, and the server is told.
+- **Framing** is llhttp's (`semreg.http1.server.RequestReader`): a request the process cannot frame gets
+  the status `RequestError` names and the connection is closed; a body over the gate's limit gets 413.
+  A client that asks for it gets `100 Continue` before it sends its body.
+- **Writes never block.** Answers wait in the connection's own buffer while the client is slow; past
+  `HIGH_WATER_BYTES` the process stops reading (and answering) that connection until it drains, and a
+  client that reads nothing for `WRITE_TIMEOUT_S` loses its connection. Other connections go on.
+- **Timers** (uvicorn's keep-alive timeout, `KEEP_ALIVE_S`): a head not whole that long after its first
+  byte, or a body that long without a byte, gets 408 and the connection is closed; a connection idle
+  between requests that long is closed. A connection is closed with `shutdown`, which ends it for the
+  server's descriptor too, and the server is told.
 """
 from __future__ import annotations
 
 import collections
 import logging
-import select
 import selectors
 import socket
 import threading
@@ -26,7 +30,7 @@ import time
 from typing import TYPE_CHECKING
 
 from semreg.errors import PayloadTooLarge, SemregError
-from semreg.http1.server import CONTINUE, RequestError, RequestHead, chunked_body, encode_response, end_connection, parse_head
+from semreg.http1.server import CONTINUE, Request, RequestError, RequestHead, RequestReader, encode_response, end_connection
 from semreg.sparql.channel import Channel
 from semreg.sparql.service import METHODS, PATH, QueryService, Reply, error_reply
 
@@ -34,6 +38,7 @@ log = logging.getLogger("semreg.sparql_connections")
 
 KEEP_ALIVE_S = 5.0
 WRITE_TIMEOUT_S = 30.0
+HIGH_WATER_BYTES = 256 * 1024  # answers waiting for a slow reader, past which its requests wait
 READ_BYTES = 16 * 1024
 
 
@@ -42,16 +47,24 @@ class _FramingError(SemregError):
 
 
 class Conn:
-    """A connection this process serves: its socket, and what was read of it but not yet answered."""
+    """A connection this process serves: its socket, its reader, and the answers not yet sent."""
 
-    __slots__ = ("id", "sock", "buffer", "idle_since", "continued", "host", "client")
+    __slots__ = ("id", "sock", "reader", "ready", "out", "events", "closing", "ended", "active_at", "head_since",
+                 "continued", "host", "client", "data")
 
-    def __init__(self, conn_id: int, sock: socket.socket, data: bytes) -> None:
+    def __init__(self, conn_id: int, sock: socket.socket, reader: RequestReader, data: bytes) -> None:
         self.id = conn_id
         self.sock = sock
-        self.buffer = bytearray(data)
-        self.idle_since = time.monotonic()
+        self.reader = reader
+        self.ready: collections.deque[Request] = collections.deque()  # read, not yet answered
+        self.out = bytearray()
+        self.events = selectors.EVENT_READ
+        self.closing = False  # close once `out` is sent
+        self.ended = False  # the client sent its last byte: answer what it sent, then close
+        self.active_at = time.monotonic()  # the last byte read or sent
+        self.head_since: float | None = None  # the first byte of a head not yet whole
         self.continued = False
+        self.data = data  # read by the server before the hand-over, not yet fed
         try:
             host, port = sock.getsockname()[:2]
             self.host = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
@@ -92,14 +105,26 @@ class ServedConnections:
             return
         sock = socket.socket(fileno=self.channel.fds.popleft())
         sock.setblocking(False)  # with a timeout, CPython would poll before every recv and send
-        conn = Conn(conn_id, sock, data)
+        limit = self.service.gate.max_body_bytes if self.service is not None else 0
+        conn = Conn(conn_id, sock, RequestReader(limit, self._wanted), data)
         with self.lock:
             self.conns[conn_id] = conn
             self.selector.register(sock, selectors.EVENT_READ, conn)
         if self.retiring:
             self._give_back([conn], "moved")
-        elif conn.buffer:
+        elif data:
             self.waiting.append(conn)  # answered by the loop, never inside another request's wait
+
+    def _wanted(self, method: str, path: str) -> bool:
+        return path == PATH and method in METHODS and self.service is not None and not self.retiring
+
+    def _event(self, conn: Conn, mask: int) -> None:
+        if mask & selectors.EVENT_WRITE:
+            self._flush(conn)
+            self._answer_ready(conn)
+            self._settle(conn)
+        if mask & selectors.EVENT_READ and self.conns.get(conn.id) is conn:
+            self._readable(conn)
 
     def _readable(self, conn: Conn) -> None:
         with self.lock:
@@ -112,51 +137,70 @@ class ServedConnections:
         except OSError:
             data = b""
         if not data:
-            self._close(conn)
+            if conn.out or conn.ready:  # a client that half-closed still gets its answers
+                conn.ended = True
+                self._settle(conn)
+            else:
+                self._close(conn)
             return
-        conn.buffer += data
-        self._process(conn)
+        self._received(conn, data)
 
     def _process(self, conn: Conn) -> None:
-        """Answer every whole request in the connection's buffer, in order."""
-        while conn.buffer and self.conns.get(conn.id) is conn:
-            try:
-                head = parse_head(conn.buffer)
-                if head is None:
-                    return
-                if head.path != PATH or head.method not in METHODS or self.service is None or self.retiring:
-                    self._give_back([conn], "other" if not self.retiring else "moved")
-                    return
-                body = self._body(conn, head)
-                if body is None:
-                    return
-            except RequestError as exc:
-                self._refuse(conn, exc)
-                return
-            conn.continued = False
-            reply = self._answer(conn, head, body[0])
-            del conn.buffer[:body[1]]
-            self._write(conn, encode_response(reply.status, reply.headers, reply.body, keep_alive=head.keep_alive))
-            if not head.keep_alive:
-                self._close(conn)
-                return
-            conn.idle_since = time.monotonic()
+        """Feed what the server read before the hand-over."""
+        data, conn.data = conn.data, b""
+        self._received(conn, data)
 
-    def _body(self, conn: Conn, head: RequestHead) -> tuple[bytes, int] | None:
-        """(body, end of the request in the buffer), or None until the whole body is in."""
-        assert self.service is not None
-        limit = self.service.gate.max_body_bytes
-        if head.chunked:
-            whole = chunked_body(conn.buffer, head.size, limit)
-        else:
-            if head.length > limit:
-                raise RequestError(413, f"the request body is {head.length} bytes; the limit is {limit} bytes.")
-            end = head.size + head.length
-            whole = (bytes(conn.buffer[head.size:end]), end) if len(conn.buffer) >= end else None
-        if whole is None and head.expect_continue and not conn.continued:
+    def _received(self, conn: Conn, data: bytes) -> None:
+        now = time.monotonic()
+        conn.active_at = now
+        reader = conn.reader
+        try:
+            conn.ready.extend(reader.feed(data))
+        except RequestError as exc:
+            conn.ready.extend(reader.read_before_error())
+            self._answer_ready(conn)
+            self._refuse(conn, exc)
+            return
+        if reader.between or reader.head is not None:
+            conn.head_since = None
+        elif conn.head_since is None:
+            conn.head_since = now
+        self._answer_ready(conn)
+        head = reader.head
+        if head is not None and head.expect_continue and not conn.continued and not conn.ready:
             conn.continued = True
             self._write(conn, CONTINUE)
-        return whole
+        self._settle(conn)
+
+    def _answer_ready(self, conn: Conn) -> None:
+        """Answer the requests read, in order, while the client keeps up with the answers."""
+        while conn.ready and len(conn.out) < HIGH_WATER_BYTES and not conn.closing and self.conns.get(conn.id) is conn:
+            head, body = conn.ready.popleft()
+            conn.continued = False
+            reply = self._answer(conn, head, body)
+            self._write(conn, encode_response(reply.status, reply.headers, reply.body, keep_alive=head.keep_alive))
+            if not head.keep_alive:
+                conn.closing = True
+                conn.ready.clear()
+
+    def _settle(self, conn: Conn) -> None:
+        """Close or give back a connection whose answers are all sent; else wait for what it needs next."""
+        if self.conns.get(conn.id) is not conn:
+            return
+        if not conn.out and not conn.ready:
+            if conn.closing or conn.ended:
+                self._close(conn)
+                return
+            if conn.reader.other or self.retiring:
+                self._give_back([conn], "moved" if self.retiring else "other")
+                return
+        reading = len(conn.out) < HIGH_WATER_BYTES and not conn.closing and not conn.ended and not conn.reader.other
+        events = (selectors.EVENT_WRITE if conn.out else 0) | (selectors.EVENT_READ if reading else 0)
+        if events and events != conn.events:
+            with self.lock:
+                if self.conns.get(conn.id) is conn:
+                    self.selector.modify(conn.sock, events, conn)
+                    conn.events = events
 
     def _answer(self, conn: Conn, head: RequestHead, body: bytes) -> Reply:
         assert self.service is not None
@@ -176,28 +220,32 @@ class ServedConnections:
         return reply
 
     def _write(self, conn: Conn, data: bytes) -> None:
-        """All of `data`; a client that reads too slowly for `WRITE_TIMEOUT_S` loses its connection."""
-        view = memoryview(data)
-        deadline = None
+        conn.out += data
+        self._flush(conn)
+
+    def _flush(self, conn: Conn) -> None:
+        """Send what the socket takes now; the rest waits for the socket to be writable."""
         try:
-            while view:
-                try:
-                    view = view[conn.sock.send(view):]
-                except BlockingIOError:
-                    deadline = deadline or time.monotonic() + WRITE_TIMEOUT_S
-                    left = deadline - time.monotonic()
-                    if left <= 0 or not select.select([], [conn.sock], [], left)[1]:
-                        raise TimeoutError("the client stopped reading") from None
+            while conn.out:
+                sent = conn.sock.send(conn.out)
+                del conn.out[:sent]
+                conn.active_at = time.monotonic()
+        except BlockingIOError:
+            return
         except OSError:
-            self._close(conn)
+            conn.out.clear()
+            conn.ready.clear()
+            conn.closing = True
 
     def _refuse(self, conn: Conn, exc: RequestError) -> None:
         error = (PayloadTooLarge(exc.message, limit_bytes=self.service.gate.max_body_bytes)
                  if exc.status == 413 and self.service is not None else _FramingError(exc.message))
         error.status = exc.status
         reply = error_reply(error)
+        conn.ready.clear()
         self._write(conn, encode_response(reply.status, reply.headers, reply.body, keep_alive=False))
-        self._close(conn)
+        conn.closing = True
+        self._settle(conn)
 
     def _close(self, conn: Conn) -> None:
         with self.lock:
@@ -207,15 +255,27 @@ class ServedConnections:
         end_connection(conn.sock)
         self.channel.send(("closed", [conn.id]))
 
-    def _give_back(self, conns: list[Conn], reason: str) -> None:
-        """Send connections back to the server with what was read of them (the caller may hold the lock)."""
-        back = []
+    def _give_back(self, conns: list[Conn], reason: str, *, drop_unsent: bool = False) -> None:
+        """Send connections back to the server with what was read of them (the caller may hold the lock).
+        One with answers still to send stays until they are sent; with `drop_unsent` (the server is about
+        to place every one elsewhere) it is closed instead: its client has stopped reading."""
+        back, dropped = [], []
         for conn in conns:
-            if self.conns.pop(conn.id, None) is None:
+            if self.conns.get(conn.id) is not conn:
                 continue
+            unsent = bool(conn.out or conn.ready or conn.closing)
+            if unsent and not drop_unsent:
+                continue
+            del self.conns[conn.id]
             self.selector.unregister(conn.sock)
-            back.append((conn.id, bytes(conn.buffer)))
+            if unsent:
+                end_connection(conn.sock)
+                dropped.append(conn.id)
+                continue
+            back.append((conn.id, conn.reader.unread() + conn.data))
             conn.sock.close()  # the server's descriptor keeps the connection open
+        if dropped:
+            self.channel.send(("closed", dropped))
         if back:
             self.channel.send(("back", back, reason))
 
@@ -226,5 +286,14 @@ class ServedConnections:
         if now - self.swept_at < 1.0:
             return
         self.swept_at = now
-        for conn in [c for c in self.conns.values() if now - c.idle_since > KEEP_ALIVE_S]:
-            self._close(conn)
+        for conn in list(self.conns.values()):
+            quiet = now - conn.active_at
+            if conn.out:
+                if quiet > WRITE_TIMEOUT_S:
+                    self._close(conn)  # the client stopped reading
+            elif conn.head_since is not None and now - conn.head_since > KEEP_ALIVE_S:
+                self._refuse(conn, RequestError(408, "the request head did not arrive in time."))
+            elif conn.reader.head is not None and not conn.ready and quiet > KEEP_ALIVE_S:
+                self._refuse(conn, RequestError(408, "the request body stopped arriving."))
+            elif conn.reader.between and not conn.ready and not conn.closing and quiet > KEEP_ALIVE_S:
+                self._close(conn)

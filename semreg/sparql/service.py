@@ -20,6 +20,7 @@ import pyoxigraph as ox
 from semreg.access.failures import FailureThrottle
 from semreg.access.tokens import Tokens
 from semreg.errors import SemregError, Unavailable
+from semreg.http1.forwarded import forwarded
 from semreg.http1.server import RequestHead
 from semreg.sparql.cache import ResultCache, cache_key
 from semreg.sparql.description import describe_output, valid_iri
@@ -48,6 +49,7 @@ class Gate(NamedTuple):
     result_limit: int | None
     max_body_bytes: int
     cache_bytes: int
+    forwarded_allow_ips: str = "127.0.0.1"  # uvicorn's --forwarded-allow-ips, as the route has it
 
 
 class Reply(NamedTuple):
@@ -116,8 +118,10 @@ class QueryService:
     def respond(self, head: RequestHead, body: bytes, *, host: str, client: str, deadline: float,
                 replica: Replica, ask: Ask | None) -> Reply:
         """The answer to one `/sparql` request (GET or POST); `host` is the Host header or the address
-        the connection reached, `client` the caller's address."""
+        the connection reached, `client` the connection's peer (a trusted proxy names the caller and the
+        scheme in X-Forwarded-For and X-Forwarded-Proto, as on the route)."""
         gate = self.gate
+        scheme, client = forwarded(client, head.headers, gate.forwarded_allow_ips)
         try:
             key = self.admit(head, client)
             if gate.ask and ask is not None:
@@ -126,7 +130,7 @@ class QueryService:
                     raise refused
             operation = query_request(head.method, head.query_string, head.headers.get("content-type", ""), body)
             accept = head.headers.get("accept")
-            url = gate.endpoint_url or f"http://{host}{PATH}"
+            url = gate.endpoint_url or f"{scheme}://{host}{PATH}"
             if operation.query is None:
                 return _ok(describe_output(url, accept))
             require_some(accept)

@@ -126,6 +126,27 @@ def test_five_runaways_each_get_503_at_the_limit_and_everything_else_answers_mea
         assert http.get("/sparql", params={"query": "ASK { ?s ?p ?o }"}).status_code == 200
 
 
+def test_a_small_query_beside_runaways_is_answered_on_a_connection_uvicorn_kept(server):
+    """A pooled client that registered, then queries: its connection stays with uvicorn, whose route sends
+    the query to a process; never to one about to evaluate a runaway (it would be killed with it)."""
+    url = server.url
+    for attempt in range(3):
+        results: list = []
+        threads = send_all(url, [RUNAWAY] * 5, results)
+        wait_for(lambda: running(url) == 5, 10, "five runaways running")
+        with httpx.Client(base_url=url, timeout=30) as http:
+            put = http.put(f"/v1/instances/kept-{attempt}", json={"service": "kept", "address": "127.0.0.1",
+                                                                 "port": 9000, "ttl": 0, "tags": []})
+            assert put.status_code in (200, 201)
+            begun = time.monotonic()
+            small = http.get("/sparql", params={"query": "ASK { ?s ?p ?o }"})  # on the PUT's connection
+            assert small.status_code == 200 and small.json()["boolean"] is True, small.text
+            assert time.monotonic() - begun < 1.0
+        for t in threads:
+            t.join(30)
+        assert [r[1] for r in results] == [503] * 5
+
+
 def test_memory_stays_bounded_over_a_hundred_runaways_in_a_row(start_server):
     node = start_server("--sparql-time-limit", "0.1", "--ontology", str(ONTOLOGIES / "obras.ttl"), data_dir=None)
     load(node.url)
