@@ -63,6 +63,13 @@ _TAIL = re.compile(f"(?:(?i:limit){_SKIP}([0-9]{{1,18}}){_SKIP}(?:(?i:offset){_S
 _SERVICE_OPERANDS = re.compile(f"{_SKIP}(?:silent{_SKIP})?(?:{_VAR}|{_IRI}|{_PNAME}){_SKIP}\\{{", re.IGNORECASE)
 
 
+# An IRI (the grammar's IRIREF), what outside one could hide a word from a plain search (a comment, a
+# string, an escape), and LIMIT or OFFSET as a word of its own (not part of a name or a variable)
+_IRIREF = re.compile(r'<[^<>"{}|^`\\\x00-\x20]*>')
+_HIDING = re.compile(r"[#'\"\\]")
+_CLAUSE = re.compile(r"(?<![\w:?$.\-/])(?i:limit|offset)(?![\w:\-])")
+
+
 class Keywords(NamedTuple):
     service: bool
     dataset: bool
@@ -84,8 +91,15 @@ def _scan_cached(query: str) -> Keywords:
 
 def _scan(query: str) -> Keywords:
     lowered = query.lower()
-    if "service" not in lowered and "from" not in lowered and "limit" not in lowered:
-        return Keywords(False, False)
+    if "service" not in lowered and "from" not in lowered:
+        if "limit" not in lowered:
+            return Keywords(False, False)
+        rest = _IRIREF.sub("", query) if "<" in query else query
+        if not _HIDING.search(rest):
+            # outside IRIs no comment, string or escape can hide a word, and an IRI holds no whitespace: the
+            # LIMIT and OFFSET a trailing clause may start at are found without reading every lexeme (the
+            # trailing LIMIT only picks how a result is serialised; the runner counts what is produced)
+            return Keywords(False, False, _trailing_limit(rest, [m.start() for m in _CLAUSE.finditer(rest)][-2:]))
     service = dataset = False
     clauses: list[int] = []  # where LIMIT and OFFSET start
     for match in _LEXEME.finditer(query):
