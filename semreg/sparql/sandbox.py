@@ -36,16 +36,21 @@ _NR, _ARCH, _ARG0 = 0, 4, 16
 
 
 class _Arch:
-    def __init__(self, audit_arch: int, socket_nr: int, io_uring_setup_nr: int) -> None:
+    def __init__(self, audit_arch: int, socket_nr: int, io_uring_setup_nr: int, seccomp_nr: int) -> None:
         self.audit_arch = audit_arch
         self.socket_nr = socket_nr
         self.io_uring_setup_nr = io_uring_setup_nr
+        self.seccomp_nr = seccomp_nr
 
 
 ARCHES = {
-    "x86_64": _Arch(0xC000003E, 41, 425),
-    "aarch64": _Arch(0xC00000B7, 198, 425),
+    "x86_64": _Arch(0xC000003E, 41, 425, 317),
+    "aarch64": _Arch(0xC00000B7, 198, 425, 277),
 }
+# seccomp(2) rather than prctl: with SECCOMP_FILTER_FLAG_SPEC_ALLOW the kernel does not also turn on its
+# speculative-store-bypass mitigation for the process, which a filter set by prctl forces on x86 and which
+# cost a query process a quarter of its throughput (the filter itself costs nanoseconds a call)
+_SECCOMP_SET_MODE_FILTER, _SECCOMP_FILTER_FLAG_SPEC_ALLOW = 1, 4
 
 
 def program(arch: _Arch) -> list[tuple[int, int, int, int]]:
@@ -83,6 +88,10 @@ def apply() -> bool:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             return False
+        if libc.syscall(arch.seccomp_nr, _SECCOMP_SET_MODE_FILTER, _SECCOMP_FILTER_FLAG_SPEC_ALLOW,
+                        ctypes.byref(prog)) == 0:
+            return True
+        # a kernel without the flag (before 4.17): the filter all the same, mitigation and all
         return bool(libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) == 0)
     except (OSError, AttributeError):
         return False
