@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -17,27 +15,18 @@ from semreg.errors import TooManyRequests
 from semreg.http.cluster_listener import FAILURES_ALLOWED, WINDOW_S, SecretFailures
 
 
-@pytest.fixture
-def ring(tmp_path: Path) -> Iterator[InProcessRing]:
-    r = InProcessRing(tmp_path / "ring")
-    try:
-        yield r
-    finally:
-        r.close()
-
-
-def from_address(ring: InProcessRing, node: RingNode, address: str, secret: str) -> httpx.Response:
+def from_address(in_ring: InProcessRing, node: RingNode, address: str, secret: str) -> httpx.Response:
     async def send() -> httpx.Response:
         transport = httpx.ASGITransport(node.app.state.cluster_app, client=(address, 5000))
         async with httpx.AsyncClient(transport=transport, base_url="http://cluster.test") as client:
             return await client.post("/internal/v1/inventory", json={"ids": None},
                                      headers={"X-Semreg-Cluster": secret})
-    return ring.run(send())
+    return in_ring.run(send())
 
 
-def test_the_internal_api_is_not_on_the_public_port_even_with_the_secret(ring: InProcessRing) -> None:
-    n1 = ring.add("n1")
-    secret = {"X-Semreg-Cluster": ring.secret.read_text().strip()}
+def test_the_internal_api_is_not_on_the_public_port_even_with_the_secret(in_ring: InProcessRing) -> None:
+    n1 = in_ring.add("n1")
+    secret = {"X-Semreg-Cluster": in_ring.secret.read_text().strip()}
     assert n1.request("POST", "/internal/v1/inventory", json={"ids": None}, headers=secret).status_code == 404
     assert n1.get("/internal/v1/instances", headers=secret).status_code == 404
     r = n1.internal_request("POST", "/internal/v1/inventory", json={"ids": None}, headers=secret)
@@ -45,19 +34,19 @@ def test_the_internal_api_is_not_on_the_public_port_even_with_the_secret(ring: I
     assert n1.internal_request("GET", "/v1/instances").status_code == 404  # and the public API not there
 
 
-def test_wrong_secrets_are_throttled_per_address_and_logged(ring: InProcessRing,
+def test_wrong_secrets_are_throttled_per_address_and_logged(in_ring: InProcessRing,
                                                             caplog: pytest.LogCaptureFixture) -> None:
-    n1 = ring.add("n1")
-    secret = ring.secret.read_text().strip()
+    n1 = in_ring.add("n1")
+    secret = in_ring.secret.read_text().strip()
     caplog.set_level(logging.WARNING, logger="semreg.internal")
     for _ in range(FAILURES_ALLOWED):
-        assert from_address(ring, n1, "10.0.0.9", "guess" * 4).status_code == 401
-    r = from_address(ring, n1, "10.0.0.9", "guess" * 4)
+        assert from_address(in_ring, n1, "10.0.0.9", "guess" * 4).status_code == 401
+    r = from_address(in_ring, n1, "10.0.0.9", "guess" * 4)
     assert r.status_code == 429 and 1 <= int(r.headers["Retry-After"]) <= WINDOW_S + 1, r.text
-    assert from_address(ring, n1, "10.0.0.9", secret).status_code == 429  # the address, not the guess
-    assert from_address(ring, n1, "10.0.0.8", secret).status_code == 200  # another address is not held up
-    ring.advance(WINDOW_S + 1, step=5)
-    assert from_address(ring, n1, "10.0.0.9", secret).status_code == 200
+    assert from_address(in_ring, n1, "10.0.0.9", secret).status_code == 429  # the address, not the guess
+    assert from_address(in_ring, n1, "10.0.0.8", secret).status_code == 200  # another address is not held up
+    in_ring.advance(WINDOW_S + 1, step=5)
+    assert from_address(in_ring, n1, "10.0.0.9", secret).status_code == 200
     failures = [rec for rec in caplog.records if "without the cluster secret" in rec.getMessage()]
     assert len(failures) == FAILURES_ALLOWED and {rec.client for rec in failures} == {"10.0.0.9"}
 
@@ -120,18 +109,18 @@ def exchange(port: int, raw: bytes) -> tuple[int, bool]:
     (b"GET /v1/instances HTTP/1.1\r\nHost: x\r\n\r\n", 404, False),
     (b"GARBAGE\r\n\r\n", 400, True),
 ])
-def test_the_cluster_listener_over_raw_sockets(ring: InProcessRing, raw: bytes, status: int, closed: bool) -> None:
-    n1 = ring.add("n1")
+def test_the_cluster_listener_over_raw_sockets(in_ring: InProcessRing, raw: bytes, status: int, closed: bool) -> None:
+    n1 = in_ring.add("n1")
     assert exchange(n1.port, raw) == (status, closed)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(shown=st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7e), max_size=80),
        body=st.binary(max_size=200))
-def test_any_secret_and_body_from_a_stranger_get_a_4xx_never_a_5xx(ring: InProcessRing, shown: str,
+def test_any_secret_and_body_from_a_stranger_get_a_4xx_never_a_5xx(in_ring: InProcessRing, shown: str,
                                                                       body: bytes) -> None:
-    if not ring.nodes:
-        ring.add("n1")
-    n1 = ring.nodes["n1"]
+    if not in_ring.nodes:
+        in_ring.add("n1")
+    n1 = in_ring.nodes["n1"]
     r = n1.internal_request("POST", "/internal/v1/records", content=body, headers={"X-Semreg-Cluster": shown})
     assert r.status_code in (401, 429), r.text

@@ -4,7 +4,6 @@ cluster listener, secret or not."""
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -23,22 +22,14 @@ def certs(tmp_path: Path) -> Path:
     return certificates(tmp_path / "certs")
 
 
-@pytest.fixture
-def ring(tmp_path: Path) -> Iterator[InProcessRing]:
-    r = InProcessRing(tmp_path / "ring")
-    try:
-        yield r
-    finally:
-        r.close()
-
 
 def tls_flags(d: Path, name: str = "server") -> dict[str, Path]:
     return {"cluster_tls_cert": d / f"{name}.crt", "cluster_tls_key": d / f"{name}.key", "cluster_tls_ca": d / "ca.crt"}
 
 
-def test_nodes_call_each_other_over_mutual_tls(ring: InProcessRing, certs: Path) -> None:
-    n1, n2 = ring.add("n1", **tls_flags(certs)), ring.add("n2", **tls_flags(certs))
-    assert n1.url.startswith("https://") and ring.converged()
+def test_nodes_call_each_other_over_mutual_tls(in_ring: InProcessRing, certs: Path) -> None:
+    n1, n2 = in_ring.add("n1", **tls_flags(certs)), in_ring.add("n2", **tls_flags(certs))
+    assert n1.url.startswith("https://") and in_ring.converged()
     for i in range(8):  # some owned by each node, so that every write crosses to the other
         r = n1.put(f"/v1/instances/i{i}", json={"id": f"i{i}", "service": "svc", "address": "127.0.0.1",
                                                 "port": 10000 + i, "tags": [], "ttl": 0})
@@ -46,7 +37,7 @@ def test_nodes_call_each_other_over_mutual_tls(ring: InProcessRing, certs: Path)
     held = {iid for node in (n1, n2) for iid in node.node.shard.registry.instances}
     assert held == {f"i{i}" for i in range(8)}
     assert len(n2.node.shard.registry.instances) == 8  # replicas = 2: n2 holds every record, sent over TLS
-    secret = {"X-Semreg-Cluster": ring.secret.read_text().strip()}
+    secret = {"X-Semreg-Cluster": in_ring.secret.read_text().strip()}
     context = ssl.create_default_context(cafile=str(certs / "ca.crt"))
     context.load_cert_chain(str(certs / "client.crt"), str(certs / "client.key"))
     r = httpx.post(n1.url + "/internal/v1/inventory", json={"ids": None}, headers=secret, verify=context)

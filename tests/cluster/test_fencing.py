@@ -3,8 +3,6 @@ never acknowledges a write on a ring the others moved past, takes none from the 
 lapsed until it is back on the ring, and an outage of etcd itself stops no write."""
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,15 +11,6 @@ from support.inprocess_ring import InProcessRing, RingNode
 from semreg.cluster.peer import RemoteShard
 from semreg.cluster.ring import Ring
 from semreg.registry.shard import StaleRing
-
-
-@pytest.fixture
-def ring(tmp_path: Path) -> Iterator[InProcessRing]:
-    r = InProcessRing(tmp_path / "ring")
-    try:
-        yield r
-    finally:
-        r.close()
 
 
 def body(iid: str) -> dict[str, Any]:
@@ -43,72 +32,72 @@ def refused_for_now(r: Any, says: str) -> None:
     assert int(r.headers["Retry-After"]) >= 1 and says in r.json()["error"], r.text
 
 
-def test_an_outage_of_etcd_itself_stops_no_write(ring: InProcessRing) -> None:
-    n1, n2 = ring.add("n1"), ring.add("n2")
+def test_an_outage_of_etcd_itself_stops_no_write(in_ring: InProcessRing) -> None:
+    n1, n2 = in_ring.add("n1"), in_ring.add("n2")
     assert register(n1, "before").status_code == 201
-    ring.call(ring.etcd.fail)
-    ring.advance(30)  # longer than a lease
+    in_ring.call(in_ring.etcd.fail)
+    in_ring.advance(30)  # longer than a lease
     assert n1.readyz() == (200, {**n1.readyz()[1], "status": "degraded"})
     assert register(n1, "during").status_code == 201
     assert n2.delete("/v1/instances/before").status_code == 204
-    ring.call(ring.etcd.recover)
-    ring.advance(5)
-    assert ring.converged() and n1.readyz()[1]["status"] == n2.readyz()[1]["status"] == "ready"
+    in_ring.call(in_ring.etcd.recover)
+    in_ring.advance(5)
+    assert in_ring.converged() and n1.readyz()[1]["status"] == n2.readyz()[1]["status"] == "ready"
     assert register(n2, "after").status_code == 201
 
 
 def test_a_node_cut_off_past_its_lease_has_its_writes_refused_then_is_fenced_until_back_on_the_ring(
-        ring: InProcessRing) -> None:
-    n1, n2 = ring.add("n1"), ring.add("n2")
+        in_ring: InProcessRing) -> None:
+    n1, n2 = in_ring.add("n1"), in_ring.add("n2")
     first, second = owned_by_all(["n1", "n2"], prefix="a"), owned_by_all(["n1", "n2"], prefix="b")
     assert register(n1, first).status_code == 201
-    ring.call(n1.kv.cut)
-    ring.advance(12)  # past n1's lease: n2 takes the ring without it
+    in_ring.call(n1.kv.cut)
+    in_ring.advance(12)  # past n1's lease: n2 takes the ring without it
     assert n2.cluster.ring.members == ("n2",)
     assert n1.cluster.ring.members == ("n1", "n2") and n1.cluster.degraded  # n1 cannot know it yet
     # n1 still places on its old ring; n2, at a newer revision with another ring, refuses its share
     refused_for_now(register(n1, second), "owners a write needs")
-    ring.call(lambda: n1.kv.hold("grant"))  # the new lease, once n1 knows, waits: the fence can be seen
-    ring.call(n1.kv.mend)
-    ring.advance(3)  # etcd answers n1 again: its lease is gone
+    in_ring.call(lambda: n1.kv.hold("grant"))  # the new lease, once n1 knows, waits: the fence can be seen
+    in_ring.call(n1.kv.mend)
+    in_ring.advance(3)  # etcd answers n1 again: its lease is gone
     refused_for_now(register(n1, second), "membership lease lapsed")
     refused_for_now(n1.delete(f"/v1/instances/{first}"), "membership lease lapsed")
     status, ready = n1.readyz()
     assert status == 503 and ready["status"] == "recovering"
     assert ready["error"].startswith("its membership lease lapsed: rejoining the ring")
-    ring.call(lambda: n1.kv.release("grant"))
-    ring.settle()
-    assert ring.converged() and n1.readyz()[1]["status"] == "ready"
+    in_ring.call(lambda: n1.kv.release("grant"))
+    in_ring.settle()
+    assert in_ring.converged() and n1.readyz()[1]["status"] == "ready"
     assert register(n1, second).status_code in (200, 201)  # n1 kept the copy of the write it could not finish
     assert n1.delete(f"/v1/instances/{first}").status_code == 204
 
 
 def test_a_write_on_a_ring_the_others_moved_past_is_refused_and_the_sender_reads_the_list_again(
-        ring: InProcessRing) -> None:
-    n1, n2 = ring.add("n1"), ring.add("n2")
-    ring.call(n1.kv.mute_watches)  # n1's watch goes quiet: it misses the next member
-    ring.add("n3")
+        in_ring: InProcessRing) -> None:
+    n1, n2 = in_ring.add("n1"), in_ring.add("n2")
+    in_ring.call(n1.kv.mute_watches)  # n1's watch goes quiet: it misses the next member
+    in_ring.add("n3")
     assert n1.cluster.ring.members == ("n1", "n2") and sorted(n2.cluster.ring.members) == ["n1", "n2", "n3"]
     iid = owned_by_all(["n1", "n2"])
     refused_for_now(register(n1, iid), "owners a write needs")  # n2 refused it: n1's ring is stale
     assert "n2" not in n1.cluster.membership.suspects  # it answered: a refusal, not a failure
-    ring.settle()
+    in_ring.settle()
     assert sorted(n1.cluster.ring.members) == ["n1", "n2", "n3"]  # n1 read the member list again
     assert register(n1, iid).status_code in (200, 201)
-    ring.remove("n3")  # n1 misses this one too
+    in_ring.remove("n3")  # n1 misses this one too
     assert n1.cluster.ring.members != n2.cluster.ring.members
     refused_for_now(n1.delete(f"/v1/instances/{iid}"), "owners it needs")
-    ring.settle()
+    in_ring.settle()
     assert n1.cluster.ring.members == n2.cluster.ring.members == ("n1", "n2")
     assert n1.delete(f"/v1/instances/{iid}").status_code == 204
 
 
 def test_a_member_refuses_a_write_sent_on_a_ring_it_moved_past_and_takes_one_from_a_sender_ahead(
-        ring: InProcessRing) -> None:
-    n1 = ring.add("n1")
+        in_ring: InProcessRing) -> None:
+    n1 = in_ring.add("n1")
     view = n1.cluster.view
     items = {"items": [[{"id": "x", "service": "svc", "address": "127.0.0.1", "port": 1, "tags": []}, 5]]}
-    secret = {"X-Semreg-Cluster": ring.secret.read_text().strip()}
+    secret = {"X-Semreg-Cluster": in_ring.secret.read_text().strip()}
 
     def write(sent: list[int] | None, path: str = "/internal/v1/records") -> Any:
         return n1.internal_request("POST", path, json={**items, **({"view": sent} if sent else {})}, headers=secret)
@@ -123,16 +112,16 @@ def test_a_member_refuses_a_write_sent_on_a_ring_it_moved_past_and_takes_one_fro
     assert write(None).status_code == 200  # a node that sends no view
     reads = n1.kv.calls["get_prefix"]
     assert write([view.revision + 5, other]).status_code == 200  # the sender is ahead: n1 reads the list
-    ring.settle()
+    in_ring.settle()
     assert n1.kv.calls["get_prefix"] > reads
 
 
-def test_a_member_s_refusal_is_a_stale_ring_to_the_sender_who_reads_the_list_again(ring: InProcessRing) -> None:
-    n1 = ring.add("n1")
+def test_a_member_s_refusal_is_a_stale_ring_to_the_sender_who_reads_the_list_again(in_ring: InProcessRing) -> None:
+    n1 = in_ring.add("n1")
     told: list[bool] = []
 
     async def send() -> None:
-        peer = RemoteShard("n1", n1.url, ring.secret.read_text().strip(), view=lambda: (1, Ring(["n0"]).checksum),
+        peer = RemoteShard("n1", n1.url, in_ring.secret.read_text().strip(), view=lambda: (1, Ring(["n0"]).checksum),
                            on_stale=lambda: told.append(True))
         try:
             with pytest.raises(StaleRing, match="n1 refused the write: the sender's ring"):
@@ -140,5 +129,5 @@ def test_a_member_s_refusal_is_a_stale_ring_to_the_sender_who_reads_the_list_aga
         finally:
             await peer.close()
 
-    ring.run(send())
+    in_ring.run(send())
     assert told == [True]

@@ -4,9 +4,8 @@ in this process (`support.inprocess_ring`), and the signature itself, by table a
 from __future__ import annotations
 
 import logging
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine
 from concurrent.futures import wait
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,28 +21,20 @@ KEY = record_key("in-process-ring-secret-0123456789abcdef")
 TURTLE = b"@prefix ex: <http://example.org/> . ex:Livro a <http://www.w3.org/2002/07/owl#Class> .\n"
 
 
-def upload(ring: InProcessRing, node: RingNode) -> httpx.Response:
-    return answered(ring, node.http.put("/v1/ontologies/books", content=TURTLE,
+def upload(in_ring: InProcessRing, node: RingNode) -> httpx.Response:
+    return answered(in_ring, node.http.put("/v1/ontologies/books", content=TURTLE,
                                         headers={"Content-Type": "text/turtle"}))
 
 
-def answered(ring: InProcessRing, request: Coroutine[Any, Any, httpx.Response]) -> httpx.Response:
+def answered(in_ring: InProcessRing, request: Coroutine[Any, Any, httpx.Response]) -> httpx.Response:
     """An ontology change's answer: it comes once every member applied it, waiting on the ring's clock."""
-    pending = ring.start(request)
+    pending = in_ring.start(request)
     while not pending.done():
-        ring.advance(0.1, step=0.1)
+        in_ring.advance(0.1, step=0.1)
         if not pending.done():
             wait([pending], timeout=0.05)
     return pending.result()
 
-
-@pytest.fixture
-def ring(tmp_path: Path) -> Iterator[InProcessRing]:
-    r = InProcessRing(tmp_path / "ring")
-    try:
-        yield r
-    finally:
-        r.close()
 
 
 @pytest.mark.parametrize("name, stored", [
@@ -67,25 +58,25 @@ def test_a_signed_record_verifies_as_itself_and_any_stored_bytes_verify_or_not_w
 
 
 def test_records_written_into_etcd_without_the_secret_are_ignored_and_logged(
-        ring: InProcessRing, caplog: pytest.LogCaptureFixture) -> None:
-    n1, n2 = ring.add("n1"), ring.add("n2")
-    r = upload(ring, n1)
+        in_ring: InProcessRing, caplog: pytest.LogCaptureFixture) -> None:
+    n1, n2 = in_ring.add("n1"), in_ring.add("n2")
+    r = upload(in_ring, n1)
     assert r.status_code in (200, 201), r.text
     caplog.set_level(logging.WARNING, logger="semreg.cluster")
 
     async def forge() -> None:
-        lease = await ring.etcd.grant(60)
-        await ring.etcd.put("/semreg/test/members/evil",
+        lease = await in_ring.etcd.grant(60)
+        await in_ring.etcd.put("/semreg/test/members/evil",
                             orjson.dumps({"id": "evil", "address": "http://127.0.0.1:9", "state": "alive"}), lease)
-        await ring.etcd.put("/semreg/test/ontologies/books", orjson.dumps({"deleted": True, "node": "n1"}))
-        await ring.etcd.put("/semreg/test/prefixes/evil", b"http://evil.example/")
-    ring.run(forge())
-    ring.advance(2)
+        await in_ring.etcd.put("/semreg/test/ontologies/books", orjson.dumps({"deleted": True, "node": "n1"}))
+        await in_ring.etcd.put("/semreg/test/prefixes/evil", b"http://evil.example/")
+    in_ring.run(forge())
+    in_ring.advance(2)
     for node in (n1, n2):
         assert node.get("/v1/ontologies/books").status_code == 200, node.name
     # one that reads the list afresh, too (the forged removal took the place of the ontology's record in etcd:
     # overwriting can hide a record from a newcomer, never make a node act on a forged one)
-    n3 = ring.add("n3")
+    n3 = in_ring.add("n3")
     for node in (n1, n2, n3):
         assert sorted(node.cluster.ring.members) == ["n1", "n2", "n3"], node.name
         assert "evil" not in node.node.knowledge.prefixes.explicit
@@ -93,12 +84,12 @@ def test_records_written_into_etcd_without_the_secret_are_ignored_and_logged(
     assert ignored >= {"/semreg/test/members/evil", "/semreg/test/ontologies/books", "/semreg/test/prefixes/evil"}
 
 
-def test_what_a_node_writes_is_signed_and_the_others_follow_it(ring: InProcessRing) -> None:
-    n1, n2 = ring.add("n1"), ring.add("n2")
-    stored = ring.etcd.data["/semreg/test/members/n1"][0]
+def test_what_a_node_writes_is_signed_and_the_others_follow_it(in_ring: InProcessRing) -> None:
+    n1, n2 = in_ring.add("n1"), in_ring.add("n2")
+    stored = in_ring.etcd.data["/semreg/test/members/n1"][0]
     assert verify(KEY, "/semreg/test/members/n1", stored) is not None
-    r = upload(ring, n1)
+    r = upload(in_ring, n1)
     assert r.status_code in (200, 201) and n2.get("/v1/ontologies/books").status_code == 200
-    assert answered(ring, n2.http.delete("/v1/ontologies/books")).status_code == 204
-    ring.settle()
+    assert answered(in_ring, n2.http.delete("/v1/ontologies/books")).status_code == 204
+    in_ring.settle()
     assert n1.get("/v1/ontologies/books").status_code == 404
