@@ -2,22 +2,28 @@
 
     ?i a sr:Instance ; sr:id ?id ; sr:service ?svc ; sr:environment ?env ; sr:address ?a ; sr:port ?port ;
        sr:scheme ?sch ; sr:status ?st ; sr:weight ?w ; sr:capacity ?c ; sr:ttl ?ttl ; sr:deregisterAfter ?d ;
-       sr:registeredAt ?when ; sr:checkHttp ?url ; sr:checkTcp ?hostport ;
-       sr:meta [ sr:key ?k ; sr:value ?v ] ; sr:tag ?t .
+       sr:registeredAt ?when ; sr:checkHttp ?url ; sr:checkTcp ?hostport ; sr:checkInterval ?s ;
+       sr:checkTimeout ?s ; sr:meta [ sr:key ?k ; sr:value ?v ] ; sr:tag ?t .
     ?t a rdf:Statement ; rdf:subject ?s ; rdf:predicate ?p ; rdf:object ?o .
 
 Wildcard components are `sr:Any`. Instance IRIs are `urn:semreg:instance:{id}`; every quad is in the
 graph `urn:semreg:registry`.
+
+At rest (the data directory, a backup) a registration is the same triples, its `sr:status` the status it
+was given (`up`, `draining`, `blocked`: what a heartbeat changes, not the live health), with semreg's
+bookkeeping in `urn:semreg:records`: `?i sr:revision ?n ; sr:owner ?token` (`record_nquads`).
 """
 from __future__ import annotations
 
 from typing import Any
 
 from semreg.rdf.terms import RDF, SR, XSD
-from semreg.storage.store import REGISTRY, instance_node
+from semreg.storage.store import RECORDS, REGISTRY, instance_node
+from semreg.timefmt import rfc3339
 
 TERMS = ("Instance", "id", "service", "environment", "address", "port", "scheme", "status", "weight", "capacity", "ttl",
-         "deregisterAfter", "registeredAt", "tag", "meta", "key", "value", "checkHttp", "checkTcp")
+         "deregisterAfter", "registeredAt", "tag", "meta", "key", "value", "checkHttp", "checkTcp", "checkInterval",
+         "checkTimeout")
 
 
 _ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"})
@@ -58,6 +64,9 @@ def instance_nquads(view: dict[str, Any]) -> str:
         lines.append(f"{i} {sr['checkHttp']} {_literal(check['http'])} {g} .")
     if check.get("tcp"):
         lines.append(f"{i} {sr['checkTcp']} {_literal(check['tcp'])} {g} .")
+    for key, term in (("interval", "checkInterval"), ("timeout", "checkTimeout")):
+        if check.get(key) is not None:
+            lines.append(f"{i} {sr[term]} {_literal(float(check[key]), xd)} {g} .")
     label = "_:b" + view["id"].encode().hex()
     for n, (k, v) in enumerate((view.get("meta") or {}).items()):
         m = f"{label}m{n}"
@@ -71,3 +80,22 @@ def instance_nquads(view: dict[str, Any]) -> str:
                   f"{b} {pred} <{t['p']}> {g} .", f"{b} {obj} <{t['o']}> {g} ."]
     lines.append("")
     return "\n".join(lines)
+
+
+def record_view(rec: dict[str, Any]) -> dict[str, Any]:
+    """A durable record (`Registration.record()` with `registered_at` wall seconds and `admin_status`) in
+    the shape `instance_nquads` writes: its status the one it was given."""
+    at = rec.get("registered_at")
+    return {**rec, "status": rec.get("admin_status") or "up",
+            "registered_at": rfc3339(float(at)) if isinstance(at, (int, float)) else None,
+            "tags": [{"s": t[0], "p": t[1], "o": t[2]} for t in rec.get("tags", ())]}
+
+
+def record_nquads(rec: dict[str, Any], revision: int) -> str:
+    """A registration at rest: its triples in `urn:semreg:registry`, and in `urn:semreg:records` the
+    revision they are of and the token that registered it."""
+    i, g = f"<{instance_node(rec['id']).value}>", f"<{RECORDS.value}>"
+    lines = [f"{i} <{SR}revision> {_literal(int(revision), XSD + 'integer')} {g} ."]
+    if rec.get("owner") is not None:
+        lines.append(f"{i} <{SR}owner> {_literal(rec['owner'])} {g} .")
+    return instance_nquads(record_view(rec)) + "\n".join(lines) + "\n"
