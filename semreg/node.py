@@ -25,6 +25,7 @@ from semreg.cluster.kv import KV, EtcdKV, parse_endpoints
 from semreg.cluster.replica_copies import ReplicaCopies
 from semreg.config import Settings
 from semreg.knowledge.knowledge import Knowledge
+from semreg.knowledge.ontologies import Published, PublishedTo
 from semreg.registry.changelog import ChangeLog
 from semreg.registry.coordinator import Coordinator
 from semreg.registry.health import HealthChecker
@@ -32,6 +33,7 @@ from semreg.registry.local_shard import LocalShard
 from semreg.registry.placement import Single
 from semreg.registry.registry import Change
 from semreg.sparql.feed import ReplicaFeed
+from semreg.storage.at_rest import AtRest
 from semreg.storage.store import Store
 
 log = logging.getLogger("semreg.node")
@@ -47,8 +49,14 @@ class Node:
         self.store = store if store is not None else Store(settings.data_dir)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="semreg-store")
         self.replica = ReplicaFeed(foreign=self.store.foreign_quads)
+        # the data directory as RDF, behind the records (none for a store in memory: nobody could read it)
+        self.at_rest = AtRest(self.store) if self.store.path is not None else None
+        published: Published = self.replica
+        if self.at_rest is not None:
+            self.store.on_written = self.at_rest.records_written
+            published = PublishedTo(self.replica, self.at_rest)
         self.heap = heap.HeapSettler()
-        self.knowledge = Knowledge(self.store, self.write, self.replica, strict_terms=settings.strict_terms)
+        self.knowledge = Knowledge(self.store, self.write, published, strict_terms=settings.strict_terms)
         self.shard = LocalShard(self.clock, self.store, self.write, self.submit, health, settings.node_id)
         self.coordinator = Coordinator(self.knowledge, self.clock, Single(self.shard))
         self.shard.subscribe(self.coordinator.changed)
@@ -87,6 +95,9 @@ class Node:
         self.replica.start()
         await self.knowledge.open(self.settings.ontologies)
         instances = await self.shard.open(self.post)
+        if self.at_rest is not None:
+            self.at_rest.keep_ontologies(self.knowledge.ontologies.metas)
+            self.at_rest.start()
         self.opened = True
         if self.cluster is None:
             self.ready = True
@@ -132,6 +143,8 @@ class Node:
             await self.cluster.leave()  # hands its records over, then leaves the ring
         await self.shard.close()
         await asyncio.to_thread(self.replica.stop)
+        if self.at_rest is not None:
+            await asyncio.to_thread(self.at_rest.stop)
         await self.write(self.store.flush)
         self._writer.shutdown(wait=True)
 

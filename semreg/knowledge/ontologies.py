@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import logging
 import re
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -42,7 +43,42 @@ class Published(Protocol):
 
     def put_inferred(self, triples: list[ox.Triple], state: str = "") -> int: ...
 
-    def patch_inferred(self, added: Iterable[ox.Triple], removed: Iterable[ox.Triple]) -> int: ...
+    def patch_inferred(self, added: Iterable[ox.Triple], removed: Iterable[ox.Triple], state: str = "") -> int: ...
+
+
+class PublishedTo:
+    """Publishes to several places (the SPARQL replica, the data directory's RDF); the first one's ticket."""
+
+    def __init__(self, first: Published, *others: Published) -> None:
+        self.sinks = (first, *others)
+
+    def put_ontology(self, name: str, triples: list[ox.Triple], sha256: str = "") -> int:
+        return [sink.put_ontology(name, triples, sha256) for sink in self.sinks][0]
+
+    def remove_ontology(self, name: str) -> int:
+        return [sink.remove_ontology(name) for sink in self.sinks][0]
+
+    def put_inferred(self, triples: list[ox.Triple], state: str = "") -> int:
+        return [sink.put_inferred(triples, state) for sink in self.sinks][0]
+
+    def patch_inferred(self, added: Iterable[ox.Triple], removed: Iterable[ox.Triple], state: str = "") -> int:
+        added, removed = _ReadOnce(added), _ReadOnce(removed)  # each sink reads them on its own thread
+        return [sink.patch_inferred(added, removed, state) for sink in self.sinks][0]
+
+
+class _ReadOnce:
+    """An iterable read by several threads, converted once, by whichever reads it first."""
+
+    def __init__(self, source: Iterable[ox.Triple]) -> None:
+        self._source: Iterable[ox.Triple] | None = source
+        self._items: list[ox.Triple] = []
+        self._lock = threading.Lock()
+
+    def __iter__(self):
+        with self._lock:
+            if self._source is not None:
+                self._items, self._source = list(self._source), None
+        return iter(self._items)
 
 
 @dataclass(frozen=True)
@@ -186,7 +222,7 @@ class Ontologies:
         if outcome.full:
             self.replica.put_inferred(self._reasoner.inferred(), self.closure_state())
         else:
-            self.replica.patch_inferred(outcome.inferred_added, outcome.inferred_removed)
+            self.replica.patch_inferred(outcome.inferred_added, outcome.inferred_removed, self.closure_state())
         self._install_hierarchy(outcome.hierarchy, self.prefixes(), outcome.reasoning_ms)
 
     async def load_file(self, path: Path) -> OntologyChange | None:

@@ -79,9 +79,10 @@ class ReplicaFeed:
             self._patches = []
         return self._request(change)
 
-    def patch_inferred(self, added: Iterable[ox.Triple], removed: Iterable[ox.Triple]) -> int:
+    def patch_inferred(self, added: Iterable[ox.Triple], removed: Iterable[ox.Triple], state: str = "") -> int:
         """Change the closure graph by what one ontology change added to it and removed from it; the
-        triples are read on the feed's thread."""
+        triples are read on the feed's thread. (`state`, what the closure is then computed from, matters
+        only to a copy on disk.)"""
         return self._request(lambda: self._patches.append((added, removed)))
 
     def put_ontology(self, name: str, triples: list[ox.Triple], sha256: str = "") -> int:

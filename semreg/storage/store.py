@@ -1,13 +1,13 @@
 """Durable truth in pyoxigraph: the submitted documents, written before a request is acknowledged.
 
-One graph, `urn:semreg:records`: one record per instance (`sr:json`, the registration as accepted, with
-a revision), one per ontology (its metadata and the uploaded document, `sr:source`), client-set
-prefixes. Written synchronously, transactionally, before a request is acknowledged.
+`urn:semreg:records`: one record per instance (`sr:json`, the registration as accepted, with a
+revision), one per ontology (its metadata and the uploaded document, `sr:source`), client-set prefixes.
+Written synchronously, transactionally, before a request is acknowledged; start-up reads them.
 
-Everything else is derived from the records and kept in memory: the hierarchy, the registry, and the
-RDF that `/sparql` answers from (`urn:semreg:ontology:{name}`, `urn:semreg:registry`,
-`urn:semreg:inferred`, in the query processes' replica, `semreg.sparql.feed`). Writing that RDF to
-disk as well cost ~1.3 ms an instance and was rebuilt at every start anyway.
+The same registrations as RDF in the registry vocabulary (`urn:semreg:registry`), the ontologies'
+graphs and their closure follow on a thread of their own (`semreg.storage.at_rest`, told through
+`on_written`), so the data directory is a plain RDF dataset. In memory, the hierarchy, the registry and
+the query processes' replica (`semreg.sparql.feed`) are derived from the records.
 
 Crash consistency of records: a replacement adds the new revision in one transaction and then removes
 the old one, so a crash leaves at most an extra older revision, which start-up discards; a record
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,6 +96,8 @@ class Store:
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(_explain_open_error(path, exc)) from exc
         self._lock = threading.Lock()
+        # told of every instance record made durable: (id, record or None when dropped, revision)
+        self.on_written: Callable[[list[tuple[str, dict[str, Any] | None, int]]], None] | None = None
         self._revisions: dict[str, int] = {}
         self._ontology_revisions: dict[str, int] = {}
         self._max_ontology_revision = 0
@@ -162,12 +164,33 @@ class Store:
                 self._revisions[rec["id"]] = rev
             for iid, old in superseded:
                 self._remove_subject(ox.NamedNode(f"urn:semreg:record:{iid}:{old}"), RECORDS)
+            if self.on_written is not None:
+                self.on_written([(rec["id"], rec, rev) for rec, rev in items])
+
+    def revisions(self) -> dict[str, int]:
+        """Each instance record's revision (tombstones' too), as now."""
+        with self._lock:
+            return dict(self._revisions)
+
+    def read_record(self, instance_id: str) -> tuple[dict[str, Any], int] | None:
+        """One instance's current record and revision, read from the store."""
+        rev = self._revisions.get(instance_id)
+        if rev is None:
+            return None
+        for q in self.ox.quads_for_pattern(ox.NamedNode(f"urn:semreg:record:{instance_id}:{rev}"), JSON, None, RECORDS):
+            try:
+                return orjson.loads(_text(q.object)), rev
+            except orjson.JSONDecodeError:
+                return None
+        return None
 
     def delete_record(self, instance_id: str) -> None:
         with self._lock:
             rev = self._revisions.pop(instance_id, None)
             if rev is not None:
                 self._remove_subject(ox.NamedNode(f"urn:semreg:record:{instance_id}:{rev}"), RECORDS)
+                if self.on_written is not None:
+                    self.on_written([(instance_id, None, rev)])
 
     def _remove_subject(self, subject: ox.NamedNode, graph: ox.NamedNode) -> None:
         # record removal order: the link first, so a crash midway leaves a partial (discarded) record
@@ -242,11 +265,14 @@ class Store:
             yield from self.ox.quads_for_pattern(None, None, None, graph)
 
     def drop_derived_graphs(self) -> list[str]:
-        """Remove graphs other than the records (derived RDF an earlier version wrote to disk)."""
+        """Remove graphs of semreg's that are none of the records, the registry, the closure or an ontology's
+        (and the bookkeeping of derived RDF an earlier version wrote)."""
         dropped = []
+        kept = (RECORDS, REGISTRY, INFERRED)
         with self._lock:
             for graph in list(self.ox.named_graphs()):
-                if isinstance(graph, ox.NamedNode) and graph != RECORDS and graph.value.startswith(OWNED_PREFIXES):
+                if (isinstance(graph, ox.NamedNode) and graph not in kept and graph.value.startswith(OWNED_PREFIXES)
+                        and not graph.value.startswith(ONTOLOGY_PREFIX)):
                     self.ox.remove_graph(graph)
                     dropped.append(graph.value)
             for q in list(self.ox.quads_for_pattern(None, MATERIALIZED, None, RECORDS)):

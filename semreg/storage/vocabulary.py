@@ -15,6 +15,7 @@ bookkeeping in `urn:semreg:records`: `?i sr:revision ?n ; sr:owner ?token` (`rec
 """
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from semreg.rdf.terms import RDF, SR, XSD
@@ -27,6 +28,21 @@ TERMS = ("Instance", "id", "service", "environment", "address", "port", "scheme"
 
 
 _ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"})
+
+
+def _decimal(value: float) -> str:
+    """A number as xsd:decimal's canonical form (`30`, `0.5`, `0.0000001`), as stores keep it."""
+    text = format(Decimal(repr(float(value))), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _datetime(text: str) -> str:
+    """An RFC 3339 time in xsd:dateTime's canonical form: no trailing zeros in the fraction of a second."""
+    head, dot, rest = text.partition(".")
+    if not dot:
+        return text
+    fraction = rest.rstrip("Z").rstrip("0")
+    return head + ("." + fraction if fraction else "") + ("Z" if rest.endswith("Z") else "")
 
 
 def _literal(value: Any, datatype: str | None = None) -> str:
@@ -53,12 +69,12 @@ def instance_nquads(view: dict[str, Any]) -> str:
              f"{i} {sr['scheme']} {_literal(view['scheme'])} {g} .",
              f"{i} {sr['status']} {_literal(view['status'])} {g} .",
              f"{i} {sr['weight']} {_literal(view['weight'], xi)} {g} .",
-             f"{i} {sr['ttl']} {_literal(view['ttl'], xd)} {g} .",
-             f"{i} {sr['deregisterAfter']} {_literal(view['deregister_after'], xd)} {g} ."]
+             f"{i} {sr['ttl']} {_literal(_decimal(view['ttl']), xd)} {g} .",
+             f"{i} {sr['deregisterAfter']} {_literal(_decimal(view['deregister_after']), xd)} {g} ."]
     if view.get("capacity") is not None:
         lines.append(f"{i} {sr['capacity']} {_literal(view['capacity'], xi)} {g} .")
     if view.get("registered_at"):
-        lines.append(f"{i} {sr['registeredAt']} {_literal(view['registered_at'], xt)} {g} .")
+        lines.append(f"{i} {sr['registeredAt']} {_literal(_datetime(view['registered_at']), xt)} {g} .")
     check = view.get("check") or {}
     if check.get("http"):
         lines.append(f"{i} {sr['checkHttp']} {_literal(check['http'])} {g} .")
@@ -66,7 +82,7 @@ def instance_nquads(view: dict[str, Any]) -> str:
         lines.append(f"{i} {sr['checkTcp']} {_literal(check['tcp'])} {g} .")
     for key, term in (("interval", "checkInterval"), ("timeout", "checkTimeout")):
         if check.get(key) is not None:
-            lines.append(f"{i} {sr[term]} {_literal(float(check[key]), xd)} {g} .")
+            lines.append(f"{i} {sr[term]} {_literal(_decimal(check[key]), xd)} {g} .")
     label = "_:b" + view["id"].encode().hex()
     for n, (k, v) in enumerate((view.get("meta") or {}).items()):
         m = f"{label}m{n}"

@@ -20,8 +20,8 @@ EXPECTED = """
 @prefix xsd: <http://www.w3.org/2001/XMLSchema#> . @prefix ex: <http://ex.org/> .
 <urn:semreg:instance:svc-1.a:b> a sr:Instance ; sr:id "svc-1.a:b" ; sr:service "say \\"hi\\" \\\\ then\\nnewline" ;
   sr:environment "staging" ; sr:address "10.0.0.1" ; sr:port "8080"^^xsd:integer ; sr:scheme "http" ; sr:status "draining" ;
-  sr:weight "5"^^xsd:integer ; sr:capacity "10"^^xsd:integer ; sr:ttl "30.0"^^xsd:decimal ;
-  sr:deregisterAfter "90.0"^^xsd:decimal ; sr:registeredAt "2026-12-01T00:00:00Z"^^xsd:dateTime ;
+  sr:weight "5"^^xsd:integer ; sr:capacity "10"^^xsd:integer ; sr:ttl "30"^^xsd:decimal ;
+  sr:deregisterAfter "90"^^xsd:decimal ; sr:registeredAt "2026-12-01T00:00:00Z"^^xsd:dateTime ;
   sr:checkHttp "http://10.0.0.1:8080/health" ; sr:meta [ sr:key "zone" ; sr:value "é\\r" ] ;
   sr:tag [ a rdf:Statement ; rdf:subject ex:Livro ; rdf:predicate ex:temUmGenero ; rdf:object ex:Terror ] ,
          [ a rdf:Statement ; rdf:subject ex:Obra ; rdf:predicate sr:Any ; rdf:object sr:Any ] .

@@ -1,0 +1,159 @@
+"""The data directory as RDF (`AtRest`), on a real on-disk store: registrations written as the registry
+vocabulary behind their records, replaced and removed; graphs skipped when current; and start-up
+repairing whatever a crash or an older version left, markers first."""
+from __future__ import annotations
+
+import gc
+import logging
+
+import pyoxigraph as ox
+import pytest
+
+from semreg.storage.at_rest import REVISION, AtRest
+from semreg.storage.registrations import Reader
+from semreg.storage.store import INFERRED, RECORDS, REGISTRY, Store, instance_node, ontology_graph
+
+EX = "http://ex.org/"
+
+
+def rec(iid: str, port: int = 80, tags: int = 2, **extra) -> dict:
+    return {"id": iid, "service": "svc", "address": "10.0.0.1", "port": port, "scheme": "http",
+            "tags": [[f"{EX}C{k}", f"{EX}p", f"{EX}O{port}"] for k in range(tags)], "weight": 1, "capacity": None,
+            "ttl": 30.0, "deregister_after": 90.0, "check": None, "meta": {"zone": "a"}, "owner": None,
+            "environment": "default", "registered_at": 1764580000.5, **extra}
+
+
+def opened(path) -> tuple[Store, AtRest]:
+    gc.collect()  # a store and its writer refer to each other: the one closed before is gone only then
+    store = Store(path)
+    store.load_records()
+    at_rest = AtRest(store, chunk=7)  # small chunks: a registration takes several transactions
+    store.on_written = at_rest.records_written
+    at_rest.start()
+    assert at_rest.wait(10)
+    return store, at_rest
+
+
+def registrations(store: Store) -> dict[str, tuple[dict, int]]:
+    reader = Reader()
+    reader.extend(store.ox.quads_for_pattern(None, None, None, REGISTRY))
+    reader.extend(store.ox.quads_for_pattern(None, None, None, RECORDS))
+    records, problems = reader.records()
+    assert problems == []
+    return {r["id"]: (r, rev) for r, rev in records}
+
+
+def test_registrations_follow_their_records(tmp_path):
+    store, at_rest = opened(tmp_path / "d")
+    store.save_records([(rec("a", 1), 1), (rec("b", 2, tags=30), 2)])
+    assert at_rest.wait(10)
+    assert registrations(store) == {"a": (rec("a", 1), 1), "b": (rec("b", 2, tags=30), 2)}
+    store.save_records([(rec("a", 3, tags=1, admin_status="draining", owner="t"), 3)])
+    store.save_records([({"id": "b", "deleted": True, "deleted_at": 1.0}, 4)])
+    assert at_rest.wait(10)
+    assert registrations(store) == {"a": (rec("a", 3, tags=1, admin_status="draining", owner="t"), 3)}
+    store.delete_record("a")
+    assert at_rest.wait(10)
+    assert list(store.ox.quads_for_pattern(None, None, None, REGISTRY)) == []
+    assert list(store.ox.quads_for_pattern(instance_node("a"), None, None, RECORDS)) == []
+    at_rest.stop()
+
+
+def test_a_replacement_touches_only_what_changed(tmp_path):
+    store, at_rest = opened(tmp_path / "d")
+    store.save_records([(rec("a", 1, tags=50), 1)])
+    assert at_rest.wait(10)
+    before = set(store.ox.quads_for_pattern(None, None, None, REGISTRY))
+    removed: list[ox.Quad] = []
+    remove = store.ox.remove
+    store.ox = _Spy(store.ox, removed)
+    store.save_records([(rec("a", 1, tags=50, admin_status="blocked"), 2)])
+    assert at_rest.wait(10)
+    store.ox = store.ox.inner
+    assert [q.object.value for q in removed if q.graph_name == REGISTRY] == ["up"]
+    assert len(set(store.ox.quads_for_pattern(None, None, None, REGISTRY)) ^ before) == 2
+    del remove
+    at_rest.stop()
+
+
+class _Spy:
+    """The store, recording what is removed from it."""
+
+    def __init__(self, inner: ox.Store, removed: list) -> None:
+        self.inner, self.removed = inner, removed
+
+    def remove(self, quad: ox.Quad) -> None:
+        self.removed.append(quad)
+        self.inner.remove(quad)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+def test_a_directory_of_records_only_is_migrated_once(tmp_path, caplog):
+    store = Store(tmp_path / "d")  # as an earlier version wrote it: records, no RDF
+    store.save_records([(rec(f"i{n}", n), n + 1) for n in range(20)] + [({"id": "gone", "deleted": True,
+                                                                           "deleted_at": 1.0}, 99)])
+    del store
+    with caplog.at_level(logging.INFO, logger="semreg.at_rest"):
+        store, at_rest = opened(tmp_path / "d")
+    assert len(registrations(store)) == 20
+    [line] = [r for r in caplog.records if "migrated once" in r.getMessage()]
+    assert (line.write, line.remove) == (20, 0)
+    at_rest.stop()
+    del store, at_rest
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="semreg.at_rest"):
+        store, at_rest = opened(tmp_path / "d")  # nothing left to write
+    assert not [r for r in caplog.records if "start-up" in r.getMessage()]
+    at_rest.stop()
+
+
+@pytest.mark.parametrize("crash", ["marker removed", "stale triples kept", "half written", "record removed"])
+def test_start_up_repairs_what_a_crash_left(tmp_path, crash):
+    store, at_rest = opened(tmp_path / "d")
+    store.save_records([(rec("a", 1, tags=10), 1), (rec("b", 2), 2)])
+    assert at_rest.wait(10)
+    at_rest.stop()
+    node = instance_node("a")
+    [marker] = store.ox.quads_for_pattern(node, REVISION, None, RECORDS)
+    tag_quads = [q for q in store.ox.quads_for_pattern(None, None, None, REGISTRY) if isinstance(q.subject, ox.BlankNode)]
+    if crash == "marker removed":  # the next revision's record was durable, its RDF not begun
+        store.ox.remove(marker)
+        store.save_records([(rec("a", 5, tags=3), 3)])
+    elif crash == "stale triples kept":  # the marker went, the old triples not yet
+        store.ox.remove(marker)
+        store.ox.add(ox.Quad(node, ox.NamedNode("https://w3id.org/semreg#port"), ox.Literal("9"), REGISTRY))
+    elif crash == "half written":
+        store.ox.remove(marker)
+        for q in tag_quads[: len(tag_quads) // 2]:
+            store.ox.remove(q)
+    else:  # the record was removed (a deletion), the triples not yet
+        store.delete_record("a")
+    expected = {rid: found for rid in ("a", "b") if (found := store.read_record(rid)) is not None}
+    del store, at_rest
+    store, at_rest = opened(tmp_path / "d")
+    assert registrations(store) == expected
+    at_rest.stop()
+
+
+def test_graphs_are_rewritten_only_when_they_changed(tmp_path):
+    store, at_rest = opened(tmp_path / "d")
+    t = [ox.Triple(ox.NamedNode(f"{EX}A{n}"), ox.NamedNode(f"{EX}sub"), ox.NamedNode(f"{EX}B")) for n in range(20)]
+    at_rest.put_ontology("o", t, "sha-1")
+    at_rest.put_inferred(t[:5], "state-1")
+    at_rest.patch_inferred(t[5:8], t[:2], "state-2")
+    at_rest.patch_inferred(t[:1], [], "state-3")
+    assert at_rest.wait(10)
+    inferred = {ox.Triple(q.subject, q.predicate, q.object) for q in store.ox.quads_for_pattern(None, None, None, INFERRED)}
+    assert inferred == {t[0], *t[2:8]}
+    assert [q.object.value for q in store.ox.quads_for_pattern(INFERRED, None, None, RECORDS)] == ["state-3"]
+    store.ox.add(ox.Quad(ox.NamedNode(f"{EX}mark"), ox.NamedNode(f"{EX}p"), ox.Literal("x"), ontology_graph("o")))
+    at_rest.put_ontology("o", t, "sha-1")  # the same document: the graph on disk is current, left alone
+    assert at_rest.wait(10)
+    assert len(list(store.ox.quads_for_pattern(None, None, None, ontology_graph("o")))) == 21
+    at_rest.put_ontology("o", t[:3], "sha-2")
+    at_rest.keep_ontologies([])
+    assert at_rest.wait(10)
+    assert not store.ox.contains_named_graph(ontology_graph("o"))
+    at_rest.stop()
