@@ -210,7 +210,7 @@ def node_metrics(node: Node, router: Router, pool: QueryPool) -> Metrics:
         topics=lambda: node.coordinator.hub.topics, tags=lambda: len(shard.registry.catalogue.holders),
         concepts=lambda: node.knowledge.hierarchy.size, checks=lambda: (shard.health.runs, shard.health.failures),
         routes_by_policy=lambda: router.routes_by_policy, closure_rebuilds=lambda: node.knowledge.closure_rebuilds,
-        replica_pending=lambda: node.replica.pending, pool=pool, cluster=node.cluster))
+        replica_pending=lambda: node.replica.pending, pool=pool, cluster=node.cluster, at_rest=node.at_rest))
     node.knowledge.on_hierarchy(lambda hierarchy, seconds: metrics.observe_closure(seconds))
     return metrics
 

@@ -47,6 +47,7 @@ class Sources:
     closure_rebuilds: Callable[[], int]
     replica_pending: Callable[[], int]
     pool: Pool | None = None
+    at_rest: Any = None  # semreg.storage.at_rest.AtRest, with a data directory
     cluster: Any = None  # semreg.cluster.cluster.Cluster, in a cluster
 
 
@@ -96,6 +97,11 @@ class _Collector(Collector):
         yield CounterMetricFamily("semreg_closure_rebuilds", "closure and index rebuilds", value=src.closure_rebuilds())
         yield GaugeMetricFamily("semreg_replica_pending", "changes not yet handed to the SPARQL replica",
                                 value=src.replica_pending())
+        if src.at_rest is not None:
+            yield GaugeMetricFamily("semreg_store_rdf_pending", "registrations and graphs whose RDF in the data "
+                                    "directory is not yet written", value=src.at_rest.pending)
+            yield CounterMetricFamily("semreg_store_rdf_written", "registrations written or removed as RDF in the "
+                                      "data directory", value=src.at_rest.written)
         pool = src.pool
         if pool is not None:
             yield GaugeMetricFamily("semreg_sparql_processes", "SPARQL query processes ready or busy", value=pool.workers)

@@ -5,7 +5,10 @@ import threading
 import time
 
 import httpx
+import pyoxigraph as ox
 import pytest
+
+from semreg.storage.registrations import Reader
 
 pytestmark = pytest.mark.process
 
@@ -63,6 +66,23 @@ def test_acknowledged_writes_survive_sigkill(start_server, tmp_path):
         assert not (deleted & present), "an acknowledged deregistration came back"
         view = c.get(f"/v1/instances/{next(iter(acked - deleted))}").json()
         assert view["status"] == "up"  # restored with one fresh ttl
+        listed = {i["id"]: i for i in c.get("/v1/instances").json()}
+    # start-up brought the RDF form up to date with the records; a clean stop writes the rest: the
+    # directory, read as RDF, holds exactly the registrations the restarted node served
+    assert srv.stop() == 0
+    at_rest = read_registrations(data)
+    assert at_rest.keys() == present
+    assert all(at_rest[iid]["port"] == listed[iid]["port"] and at_rest[iid]["tags"] == [list(t.values()) for t in
+               listed[iid]["tags"]] for iid in present)
+
+
+def read_registrations(data) -> dict[str, dict]:
+    store = ox.Store.read_only(str(data))
+    reader = Reader()
+    reader.extend(store.quads_for_pattern(None, None, None, None))
+    records, problems = reader.records()
+    assert problems == []
+    return {rec["id"]: rec for rec, _ in records}
 
 
 def test_sigterm_drains_in_flight_requests_and_exits_0(start_server):
