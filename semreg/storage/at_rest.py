@@ -23,7 +23,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pyoxigraph as ox
@@ -36,6 +36,8 @@ log = logging.getLogger("semreg.at_rest")
 
 CHUNK = 2000  # quads a transaction: a few tens of milliseconds of the store's time
 NICE = 10  # the thread's CPU priority, below the event loop's
+GROUP_QUADS = 20_000  # registrations are written in groups of about this many quads (a fraction of a second)
+GROUP_S = 30.0  # the longest a stop waits for the group being written
 REVISION = ox.NamedNode(SR + "revision")
 SHA256 = ox.NamedNode(SR + "sha256")
 STATE = ox.NamedNode(SR + "state")
@@ -59,6 +61,7 @@ class AtRest:
         self._patches: list[tuple[Iterable[ox.Triple], Iterable[ox.Triple], str]] = []  # closure, in order
         self._busy = False
         self._stopping = False
+        self._abandon = False  # stop now: what is left is written at the next start
         self._thread = threading.Thread(target=self._run, name="semreg-at-rest", daemon=True)
         self.written = 0  # registrations written or removed as RDF since start
         self.last_error: Exception | None = None
@@ -120,11 +123,12 @@ class AtRest:
         if self._thread.is_alive() and not self.wait(timeout_s):
             log.warning("stopping with registrations not yet written as RDF; they are written at the next start",
                         extra={"pending": self.pending})
+            self._abandon = True
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
         if self._thread.is_alive():
-            self._thread.join(timeout_s)
+            self._thread.join(GROUP_S)  # the group of registrations being written, then it stops
 
     # -- start-up -----------------------------------------------------------------------------------
     def _reconcile(self) -> None:
@@ -190,7 +194,7 @@ class AtRest:
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._pending_locked() > 0 or self._stopping)
-                if self._stopping and self._pending_locked() == 0:
+                if self._abandon or (self._stopping and self._pending_locked() == 0):
                     return
                 instances, self._instances = self._instances, {}
                 ontologies, self._ontologies = self._ontologies, {}
@@ -209,18 +213,24 @@ class AtRest:
     def _pass(self, instances: dict[str, Registration], ontologies: dict[str, tuple[list[ox.Triple], str] | None],
               closure: tuple[list[ox.Triple], str] | None,
               patches: list[tuple[Iterable[ox.Triple], Iterable[ox.Triple], str]]) -> None:
-        started = time.perf_counter()
-        items = list(instances.items())
-        for start in range(0, len(items), 500):
-            self._registrations(items[start:start + 500])
+        started = last = time.perf_counter()
+        done = 0
+        for group in _groups(list(instances.items())):
+            if self._abandon:
+                return
+            self._registrations(group)
+            done += len(group)
+            self.written += len(group)
+            if time.perf_counter() - last > 5:  # a long pass (a migration, a large batch) says how far it is
+                last = time.perf_counter()
+                log.info("writing registrations as RDF", extra={"done": done, "of": len(instances)})
         for name, graph in ontologies.items():
             self._graph(ontology_graph(name), SHA256, graph)
         if closure is not None:
             self._graph(INFERRED, STATE, closure)
         if patches:
             self._patch(INFERRED, *_fold(patches))
-        self.written += len(items)
-        log.debug("registrations written as RDF", extra={"instances": len(items), "ontologies": len(ontologies),
+        log.debug("registrations written as RDF", extra={"instances": len(instances), "ontologies": len(ontologies),
                                                          "closure": closure is not None,
                                                          "ms": round((time.perf_counter() - started) * 1000, 1)})
 
@@ -288,6 +298,21 @@ class AtRest:
     def _remove(self, quads: list[ox.Quad]) -> None:
         for q in quads:
             self.store.ox.remove(q)
+
+
+def _groups(items: list[tuple[str, Registration]]) -> Iterator[list[tuple[str, Registration]]]:
+    """Registrations in groups of about `GROUP_QUADS` quads (a tag is five)."""
+    group: list[tuple[str, Registration]] = []
+    quads = 0
+    for item in items:
+        group.append(item)
+        rec = item[1][0]
+        quads += 20 + 5 * len(rec.get("tags", ())) if rec is not None else 20
+        if quads >= GROUP_QUADS:
+            yield group
+            group, quads = [], 0
+    if group:
+        yield group
 
 
 def _fold(patches: list[tuple[Iterable[ox.Triple], Iterable[ox.Triple], str]]

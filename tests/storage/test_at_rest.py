@@ -157,3 +157,15 @@ def test_graphs_are_rewritten_only_when_they_changed(tmp_path):
     assert at_rest.wait(10)
     assert not store.ox.contains_named_graph(ontology_graph("o"))
     at_rest.stop()
+
+
+def test_a_stop_that_cannot_wait_leaves_the_rest_to_the_next_start(tmp_path):
+    store, at_rest = opened(tmp_path / "d")
+    store.save_records([(rec(f"i{n}", n, tags=5), n + 1) for n in range(3000)])
+    at_rest.stop(timeout_s=0)  # asked to stop at once: the thread stops between two groups
+    assert not at_rest._thread.is_alive()
+    expected = {f"i{n}": (rec(f"i{n}", n, tags=5), n + 1) for n in range(3000)}
+    del store, at_rest
+    store, at_rest = opened(tmp_path / "d")
+    assert registrations(store) == expected
+    at_rest.stop()
