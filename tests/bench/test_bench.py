@@ -614,6 +614,7 @@ def test_quick_run_of_the_storage_scenario():
     assert startup["instances"] == 2000 and startup["tags_per_instance"] == 3 and startup["register_per_s"] > 0
     assert len(startup["seconds_all"]) == len(startup["stop_seconds"]) == 3
     assert startup["seconds"] == sorted(startup["seconds_all"])[1] and startup["data_dir_bytes"] > 0
+    assert len(startup["data_dir_mib_at_stops"]) == 3
     backup = storage["backup"]
     if isinstance(backup, dict):  # a server that offers GET /v1/backup
         assert backup["bytes"] > 0 and storage["restore"]["seconds"] > 0

@@ -4,7 +4,8 @@
                 fresh server; how long its background writes took to settle after
     start-up    `--storage-instances` instances of 3 tags on a second fresh server, in batches of 1,000,
                 settled, stopped (SIGTERM) and started again on the same data directory three times: the
-                seconds from the process's start to /readyz answering 200, and the directory's size
+                seconds from the process's start to /readyz answering 200, and the directory's size at
+                each stop (the first as registering left it)
     backup      GET /v1/backup of that server streamed to a file, and `semreg restore` of the file into a
                 fresh empty server, when the server offers a backup (404 or 405: it does not)
 
@@ -95,19 +96,19 @@ def start_up(ctx: BenchContext, servers: list[PeerProcess]) -> tuple[dict, PeerP
     assert peer.data_dir is not None
     seconds: list[float] = []
     stops: list[float] = []
-    size = 0
+    sizes: list[int] = []  # at each stop: the first as registering left it, the next after a start read it
     for k in range(STARTS):
         with ctx.ui.step(f"stopping semreg (SIGTERM) and starting it on its data directory ({k + 1}/{STARTS})"):
             stops.append(stop(peer))
-            size = size or tree_bytes(peer.data_dir)
+            sizes.append(tree_bytes(peer.data_dir))
             peer, took = start(ctx, servers, peer.data_dir)
         seconds.append(took)
         with ctx.client(peer.url) as http:
             check_held(ctx, http, n, f"after restart {k + 1}")
     return {"instances": n, "tags_per_instance": TAGS, "seconds": statistics.median(seconds), "seconds_all": seconds,
             "empty_seconds": empty_s, "stop_seconds": stops, "register_s": round(register_s, 3),
-            "register_per_s": round(n / register_s, 1), "settled_s": settled, "data_dir_mib": mib(size),
-            "data_dir_bytes": size}, peer
+            "register_per_s": round(n / register_s, 1), "settled_s": settled, "data_dir_mib": mib(sizes[0]),
+            "data_dir_bytes": sizes[0], "data_dir_mib_at_stops": [mib(size) for size in sizes]}, peer
 
 
 def register(ctx: BenchContext, http: httpx.Client, data: Dataset) -> float:
