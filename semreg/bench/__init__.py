@@ -29,8 +29,10 @@ from semreg.bench.settings import add_arguments
 DESCRIPTION = ("Benchmark semreg: discovery against an etcd prefix read of the same records (also with five "
                "1,000-tag instances among the matches), a new question on every request against the same questions "
                "as SPARQL on the Oxigraph server, SPARQL against the Oxigraph server, a 1,000-tag registration, the "
-               "closure of two real ontologies, 10,000 blocking reads held at once, discovery beside 1,000 active "
-               "health checks a second and beside 1,000 heartbeats a second, and a ring of three nodes against one. "
+               "closure of two real ontologies, what the durable store costs (a batch load, a start-up on 100,000 "
+               "instances, a backup and its restore), 10,000 blocking reads held at once, discovery beside 1,000 "
+               "active health checks a second and beside 1,000 heartbeats a second, and a ring of three nodes against "
+               "one. "
                "Starts every peer itself on loopback; "
                "needs wrk and etcd (apt-get install -y wrk etcd-server).")
 

@@ -79,13 +79,15 @@ class PeerProcess:
     """One server process: started in its own session, ready when `ready()` says so, stopped by group."""
 
     def __init__(self, name: str, argv: list[str], url: str, ready: Callable[[str], bool], log_path: Path,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, data_dir: Path | None = None, poll_s: float = 0.05) -> None:
         self.name = name
         self.argv = argv
         self.url = url
         self._ready = ready
         self.log_path = log_path
         self.env = env
+        self.data_dir = data_dir
+        self.poll_s = poll_s  # how often `start` asks whether it is ready
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout_s: float = 60.0) -> PeerProcess:
@@ -100,7 +102,7 @@ class PeerProcess:
             with contextlib.suppress(httpx.HTTPError):
                 if self._ready(self.url):
                     return self
-            time.sleep(0.05)
+            time.sleep(self.poll_s)
         self.stop()
         raise BenchError(f"{self.name} was not ready within {timeout_s:.0f} s:\n{self.log_tail()}")
 
@@ -166,13 +168,19 @@ class Peers:
         ready = _http_ok("/query?query=ASK%7B%7D")
         return self._start(PeerProcess("oxigraph", argv, f"http://127.0.0.1:{port}", ready, log))
 
-    def semreg(self, *extra: str) -> PeerProcess:
-        data, log = self._dirs("semreg")
+    def semreg(self, *extra: str, data: Path | None = None, poll_s: float = 0.05) -> PeerProcess:
+        """A semreg server on a new data directory, or on `data` (one a stopped server left: a restart,
+        its log appended to that server's)."""
+        if data is None:
+            data, log = self._dirs("semreg")
+        else:
+            log = data.parent / "semreg.log"
         port = free_port()
         argv = [sys.executable, "-m", "semreg", "serve", "--host", "127.0.0.1", "--port", str(port),
                 "--data-dir", str(data), *extra]
-        return self._start(PeerProcess("semreg", argv, f"http://127.0.0.1:{port}", _http_ok("/readyz"), log),
-                           timeout_s=120.0)
+        peer = PeerProcess("semreg", argv, f"http://127.0.0.1:{port}", _http_ok("/readyz"), log, data_dir=data,
+                           poll_s=poll_s)
+        return self._start(peer, timeout_s=120.0)
 
     def close(self) -> None:
         errors = []

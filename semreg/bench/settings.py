@@ -45,6 +45,7 @@ class BenchSettings:
     heartbeat_period_s: int = 5
     heartbeat_ttl_s: int = 15
     heartbeat_connections: int = 16  # keep-alive connections the heartbeats share
+    storage_instances: int = 100_000  # instances a server holds when its start-up is timed (scenario storage)
     seed: int = 7
     only: tuple[str, ...] = ()
     quick: bool = False
@@ -70,7 +71,8 @@ class BenchSettings:
 # Sizes a `--quick` smoke run uses; any flag given explicitly still wins.
 QUICK = {"instances": 1000, "classes": 300, "duration_s": 2, "warmup_s": 0, "rounds": 1,
          "register_repeats": 5, "register_replacements": 2, "closure_rounds": 2,
-         "watches": 300, "watch_groups": 10, "checked_instances": 50, "heartbeat_instances": 200}
+         "watches": 300, "watch_groups": 10, "checked_instances": 50, "heartbeat_instances": 200,
+         "storage_instances": 5000}
 
 # flag, settings field, type, help
 _SIZES = (
@@ -91,6 +93,8 @@ _SIZES = (
     ("--checked-instances", "checked_instances", int, "instances with an active HTTP check, each probed once a "
      "second (default 1000; quick 50)"),
     ("--heartbeat-instances", "heartbeat_instances", int, "instances heartbeating every 5 s (default 5000; quick 200)"),
+    ("--storage-instances", "storage_instances", int, "instances a server holds when its start-up on its data "
+     "directory is timed (default 100000; quick 5000)"),
     ("--seed", "seed", int, "seed of the synthetic data set (default 7)"),
 )
 
@@ -102,7 +106,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run only these scenarios (as --only): `semreg bench cluster` runs the thesis's tables")
     parser.add_argument("--only", metavar="NAME[,NAME]", default="",
                         help="run only these scenarios (comma list of discovery, many-tags, cold-discovery, "
-                             "sparql, register-1000-tags, closure, watches, health-checks, heartbeat-load, ring, "
+                             "sparql, register-1000-tags, closure, storage, watches, health-checks, heartbeat-load, ring, "
                              "paused-owner, cluster; an unknown name lists every scenario)")
     for flag, dest, kind, text in _SIZES:
         parser.add_argument(flag, dest=dest, type=kind, default=None, metavar="N", help=text)

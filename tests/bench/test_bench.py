@@ -261,15 +261,18 @@ def test_settings_quick_preset_keeps_the_load_scenarios_small():
     assert (full.heartbeat_period_s, full.heartbeat_ttl_s, full.check_interval_s) == (5, 15, 1)
     assert (quick.watches, quick.watch_groups, quick.checked_instances, quick.heartbeat_instances) == (300, 10, 50, 200)
     assert _settings("--quick", "--watches", "1000").watches == 1000
+    assert (full.storage_instances, quick.storage_instances) == (100_000, 5000)
+    assert _settings("--quick", "--storage-instances", "300").storage_instances == 300
 
 
 def test_scenarios_are_registered_in_order_with_targets():
     assert list(SCENARIOS) == ["discovery", "many-tags", "cold-discovery", "sparql", "register-1000-tags", "closure",
-                               "watches", "health-checks", "heartbeat-load", "ring", "paused-owner", "cluster"]
+                               "storage", "watches", "health-checks", "heartbeat-load", "ring", "paused-owner", "cluster"]
     assert SCENARIOS["discovery"].needs == ("wrk", "etcd")
     assert SCENARIOS["watches"].needs == () and SCENARIOS["heartbeat-load"].needs == ("wrk",)
     assert SCENARIOS["ring"].needs == ("wrk", "etcd")
-    assert all(s.targets for s in SCENARIOS.values())
+    assert all(s.targets for s in SCENARIOS.values() if s.name != "storage")  # storage reports a baseline
+    assert SCENARIOS["storage"].needs == () and SCENARIOS["storage"].targets == ()
 
 
 def test_the_thesis_client_matches_as_the_default_degrees_do():
@@ -592,3 +595,39 @@ def test_quick_run_of_the_paused_owner_scenario():
     assert paused["steady"]["n"] == paused["paused"]["n"] == 10 and len(paused["paused_first_ms"]) == 1
     assert len(paused["caught_up_s"]) == 1 and set(paused["hints"]) == {"kept", "delivered"}
     assert len(paused["targets"]) == 1 and isinstance(paused["targets"][0]["met"], bool)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+@pytest.mark.process
+def test_quick_run_of_the_storage_scenario():
+    """A batch load, three restarts on one data directory and the backup (if offered) at --quick sizes: the JSON
+    shape, every server holding what was registered (the scenario checks it), never the timings."""
+    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", "storage",
+                           "--storage-instances", "2000", "--json"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=170, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    storage = json.loads(done.stdout)["scenarios"]["storage"]
+    assert "error" not in storage, storage["error"]
+    load, startup = storage["batch_load"], storage["startup"]
+    assert load["instances"] == 1000 and load["instances_per_s"] > 0 and load["seconds"] > 0
+    assert startup["instances"] == 2000 and startup["tags_per_instance"] == 3 and startup["register_per_s"] > 0
+    assert len(startup["seconds_all"]) == len(startup["stop_seconds"]) == 3
+    assert startup["seconds"] == sorted(startup["seconds_all"])[1] and startup["data_dir_bytes"] > 0
+    assert len(startup["data_dir_mib_at_stops"]) == 3
+    backup = storage["backup"]
+    if isinstance(backup, dict):  # a server that offers GET /v1/backup
+        assert backup["bytes"] > 0 and storage["restore"]["seconds"] > 0
+    else:
+        assert backup == "not offered by this server" and "restore" not in storage
+    assert storage["targets"] == []
+
+
+@pytest.mark.process
+def test_storage_refuses_an_external_server():
+    """It stops and restarts its servers, so --semreg-url is an error of that scenario, not of the run's flags."""
+    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--only", "storage", "--semreg-url",
+                           "http://127.0.0.1:9", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "without --semreg-url" in json.loads(done.stdout)["scenarios"]["storage"]["error"]

@@ -11,6 +11,7 @@ name it in `SCENARIOS` below; `--only NAME` selects it.
     discovery.py     discovery, many-tags, cold-discovery: GET /v1/discover against etcd and SPARQL
     sparql.py        sparql: /sparql against the Oxigraph server
     registration.py  register-1000-tags, closure: registering an instance, uploading ontologies
+    storage.py       storage: the durable store's batch load, start-up on a full data directory, backup
     watches.py       watches: 10,000 blocking reads held at once
     liveness.py      health-checks, heartbeat-load: discovery beside active checks and heartbeats
     ring.py          ring: three nodes against one
@@ -22,7 +23,7 @@ package's `SCENARIOS`: only this module imports them all, so there is no circle 
 """
 from __future__ import annotations
 
-from semreg.bench.scenarios import discovery, liveness, paused, registration, ring, sparql, thesis, watches
+from semreg.bench.scenarios import discovery, liveness, paused, registration, ring, sparql, storage, thesis, watches
 from semreg.bench.scenarios.common import Scenario
 
 SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
@@ -32,6 +33,7 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     sparql.sparql,
     registration.register_1000_tags,
     registration.closure,
+    storage.storage,
     watches.watches,
     liveness.health_checks,
     liveness.heartbeat_load,
