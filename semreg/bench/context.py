@@ -205,12 +205,14 @@ class BenchContext:
         return parse_metrics(expect(http.get("/metrics")).text)
 
     def wait_settled(self, http: httpx.Client, timeout_s: float = 180.0) -> float:
-        """Wait until the server has no derived RDF left to write (`semreg_replica_pending` 0), so a
+        """Wait until the server has no derived RDF left to write, to its SPARQL replica or its data directory
+        (`semreg_replica_pending` and `semreg_store_rdf_pending` 0), so a
         measurement does not share the server with its catch-up; the seconds waited."""
         started = time.perf_counter()
         with self.ui.step("waiting for the server's background writes"):
             while True:
-                pending = self.metrics(http).get("semreg_replica_pending", 0.0)
+                seen = self.metrics(http)
+                pending = seen.get("semreg_replica_pending", 0.0) + seen.get("semreg_store_rdf_pending", 0.0)
                 if not pending:
                     return round(time.perf_counter() - started, 2)
                 if time.perf_counter() - started > timeout_s:
