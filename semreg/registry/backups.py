@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from semreg.errors import BadRequest, Conflict, Unavailable
+from semreg.errors import BadRequest, Conflict, SemregError, Unavailable
 from semreg.knowledge.knowledge import Knowledge
 from semreg.rdf import parsing
 from semreg.rdf.terms import check_iri, validate_prefix_name
@@ -152,7 +152,11 @@ def check(contents: Contents) -> list[Registration]:
         check_iri(iri)
     for o in contents.ontologies:
         parsing.validate_name(o.name)
-        parsing.media_type_of(o.media_type)
+        try:
+            parsing.media_type_of(o.media_type)
+        except SemregError as exc:
+            raise BadRequest(f"the backup's ontology '{o.name}' has a media type semreg does not read: "
+                             f"{exc.message}", ontology=o.name) from None
     return regs
 
 

@@ -162,6 +162,8 @@ def read(source: IO[bytes], progress: Callable[[int], None] | None = None) -> Co
     found = _Found()
     try:
         text.again = first = text.read(len(HEADER))
+        if not first and not raw.bytes:
+            raise BadBackup("the backup is empty.", line=0)
         if first != HEADER:
             raise BadBackup("this is not a semreg backup: its first line is not '# semreg backup ...'.", line=1)
         for quad in ox.parse(text, format=ox.RdfFormat.N_QUADS):
@@ -201,7 +203,7 @@ class _Found:
             self.prefixes.setdefault(s.value[len(PREFIX_NODE):], {})[p] = o.value
 
     def contents(self, lines: int) -> Contents:
-        if not self.summary:
+        if "taken_at" not in self.summary:  # the summary's last line
             raise BadBackup(f"the backup is incomplete: it ends after line {lines} without its closing summary "
                             f"(<urn:semreg:backup>), so the file was cut short.", line=lines + 1)
         records, problems = self.reader.records()
