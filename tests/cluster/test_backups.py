@@ -1,6 +1,7 @@
 """A backup through a ring (README, Backup and restore): every member's records gathered as anti-entropy
 gathers them, each instance once at its newest revision, none whose newest revision anywhere is a removal,
-whatever stale copies some member still holds; and a restore puts each instance on its owners."""
+whatever stale copies some member still holds; a restore puts each instance on its owners; and a backup taken
+while writers run restores to a node alone and to a ring with the same answers."""
 from __future__ import annotations
 
 import gzip
@@ -10,10 +11,12 @@ from concurrent.futures import wait
 from typing import Any
 
 import httpx
+from support.backups import Writers, answers, backup_ids, semreg
 from support.inprocess import InProcess
 from support.inprocess_ring import InProcessRing, RingNode
 from support.paths import ONTOLOGIES
-from support.ring import body, upload
+from support.ring import body, load, upload
+from support.server import wait_for
 
 from semreg.storage import backup
 
@@ -90,3 +93,27 @@ def test_a_restore_into_a_ring_puts_each_instance_on_its_owners(in_ring: InProce
     assert [{k: i[k] for k in keep} for i in after] == [{k: i[k] for k in keep} for i in before]
     again = n1.request("POST", "/v1/restore", content=data, headers=GZ)
     assert again.status_code == 409 and "force" in again.json()["error"]
+
+
+def test_a_backup_taken_while_writers_run_restores_alike_to_a_node_and_to_a_ring(start_server, ring, tmp_path) -> None:
+    source, fresh = start_server(), start_server()
+    with httpx.Client(base_url=source.url, timeout=30) as c:
+        upload(c)
+        load(c)
+    path = tmp_path / "busy.nq.gz"
+    with Writers(source.url) as writers:
+        wait_for(lambda: writers.writes >= 40, 30, "writers at work")
+        done = semreg("backup", str(path), "--url", source.url)
+        assert writers.writes >= 40
+    assert done.returncode == 0, done.stderr
+    assert not writers.errors, writers.errors[:3]
+    ids = backup_ids(path)
+    assert any(i.startswith("i1") for i in ids) and any(i.startswith("i4") for i in ids)  # writers' instances in it
+    for url in (fresh.url, ring.nodes[1].url):
+        restored = semreg("restore", str(path), "--url", url)
+        assert restored.returncode == 0, restored.stderr
+    with httpx.Client(base_url=fresh.url, timeout=30) as f, ring.nodes[2].client() as r:
+        alone, ringed = answers(f), answers(r)
+    assert [i["id"] for i in alone["instances"]] == ids
+    for key in alone:
+        assert ringed[key] == alone[key], key
