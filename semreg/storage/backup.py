@@ -10,10 +10,11 @@
 The summary comes last, so a file cut anywhere, even at a line boundary, is found incomplete. An ontology
 is restored from `sr:source`, the document exactly as uploaded; its graph is there for other readers.
 
-`encode` writes a snapshot as gzip chunks (level 1: a 10,000-instance backup compresses about 12 times,
-at a fraction of the cost of level 6); `read` validates and parses a whole file, and refuses a corrupt one
-with a `BadBackup` naming the line where it breaks. No HTTP here, and nothing of the registry: records
-are the durable dicts `semreg.storage.registrations.Reader` reads back.
+`encode` writes a snapshot as gzip chunks at level 1: 10,000 instances of three tags, 35 MB of N-Quads,
+become 1.8 MB in 0.12 s of compression; level 6 makes 1.35 MB of them in 0.23 s, twice the CPU for a quarter
+less. `read` validates and parses a whole file, and refuses a corrupt one with a `BadBackup` naming the line
+where it breaks. No HTTP here, and nothing of the registry: records are the durable dicts
+`semreg.storage.registrations.Reader` reads back.
 """
 from __future__ import annotations
 
