@@ -58,9 +58,9 @@ def _absolute(advance: Callable[[int], None]) -> Callable[[int], None]:
     return told
 
 
-def _check(path: Path, ui: Any) -> backup.Contents | None:
+def _check(path: Path, ui: Any, shown: str | None = None) -> backup.Contents | None:
     """The backup in `path`, read whole; None (the reason said) when it is not a complete one."""
-    with ui.step(f"checking {path.name}", total=path.stat().st_size) as advance, open(path, "rb") as f:
+    with ui.step(f"checking {shown or path.name}", total=path.stat().st_size) as advance, open(path, "rb") as f:
         try:
             return backup.read(f, _absolute(advance))
         except backup.BadBackup as exc:
@@ -102,7 +102,7 @@ def run_backup(args: argparse.Namespace) -> int:
         with _progress(args) as ui:
             with ui.step("downloading the backup") as advance, open(part, "wb") as f:
                 _download(client, f, advance)
-            contents = _check(part, ui)
+            contents = _check(part, ui, path.name)
         if contents is None:
             warn("the registry's answer was cut short; no backup was written.")
             return API_ERROR
