@@ -66,6 +66,8 @@ class Settings:
     json_body_limit_bytes: int = option(4 * MiB, "json-body-limit", "largest JSON body (413 past it)", metavar="BYTES")
     ontology_body_limit_bytes: int = option(32 * MiB, "ontology-body-limit", "largest ontology upload",
                                             metavar="BYTES")
+    restore_body_limit_bytes: int = option(1024 * MiB, "restore-body-limit", "largest backup POST /v1/restore takes",
+                                           metavar="BYTES")
     sparql_time_limit_s: float = option(10.0, "sparql-time-limit", "SPARQL query time limit (503 past it, and the "
                                         "query stops)", metavar="S")
     sparql_result_limit: int = option(100_000, "sparql-result-limit", "most rows or triples a SPARQL answer may have",

@@ -2,9 +2,9 @@
 
 Each module has `add_parser(subparsers)`, which registers its sub-command(s) and sets `run(args) -> int`:
 `serve` (a node), `bench`, `registration` (register, deregister, heartbeat), `reading` (instances,
-discover, route, watch, tags, expand, concept), `ontology` and `sparql`. What the client commands share
-(the registry options, a sub-command's parser, its client) is in `common`; tables, JSON and exit codes in
-`output`.
+discover, route, watch, tags, expand, concept), `ontology`, `sparql` and `backup` (backup, restore). What the
+client commands share (the registry options, a sub-command's parser, its client) is in `common`; tables, JSON
+and exit codes in `output`.
 
 May import every room: it is the top one (the client library for the client commands; the benchmark,
 the configuration, the store, the cluster's endpoints, SPARQL's hand-off and the HTTP app for `serve` and
@@ -19,7 +19,7 @@ import sys
 from collections.abc import Mapping
 
 COMMANDS = ("semreg.cli.serve", "semreg.cli.bench", "semreg.cli.registration", "semreg.cli.reading", "semreg.cli.ontology",
-            "semreg.cli.sparql")
+            "semreg.cli.sparql", "semreg.cli.backup")
 
 
 def build_parser(env: Mapping[str, str] = os.environ) -> argparse.ArgumentParser:

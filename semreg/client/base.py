@@ -309,6 +309,23 @@ class ClientBase(abc.ABC):
         resp = yield Call("PUT", f"/v1/prefixes/{quote(prefix, safe='')}", json={"iri": iri})
         return json_or_none(resp)
 
+    # -- backup and restore ------------------------------------------------------------------------
+    @operation
+    def backup(self) -> Steps[bytes]:
+        """The whole registry as one gzipped N-Quads document (`GET /v1/backup`, admin)."""
+        resp = yield Call("GET", "/v1/backup", timeout_s=max(self.timeout_s, 600.0))
+        return resp.content
+
+    @operation
+    def restore(self, data: bytes | Path, force: bool = False, progress: Progress | None = None) -> Steps[dict[str, Any]]:
+        """Load a backup (`POST /v1/restore`, admin) into an empty registry, or with `force` into one that holds
+        something; a `Path` is streamed, calling `progress(sent, total)`. `{"instances", "ontologies", "prefixes"}`."""
+        content = FileBody(data, progress) if isinstance(data, Path) else bytes(data)
+        resp = yield Call("POST", "/v1/restore", params={"force": "true" if force else None}, content=content,
+                          headers={"Content-Type": "application/gzip"}, timeout_s=max(self.timeout_s, 600.0))
+        self.cache.expire()
+        return resp.json()
+
     # -- SPARQL and operations ---------------------------------------------------------------------
     @operation
     def sparql(self, query: str, accept: str = "application/sparql-results+json") -> Steps[Any]:

@@ -24,7 +24,7 @@ MODELS: list[type[BaseModel]] = [
     s.InstanceRef, s.BestMatch, s.MatchView, s.RankedView, s.DiscoverView, s.TagCount, s.TagsView, s.PeersView,
     s.RegisteredView, s.HeartbeatView, s.ExpandView, s.ExpansionRow, s.MatchedTag, s.ConceptView, s.OntologyView,
     s.OntologyStored, s.PrefixView, s.ErrorView, s.ClusterView, s.MemberView, s.TermWarningView,
-    s.RegisteredInstanceView]
+    s.RegisteredInstanceView, s.RestoredView]
 
 
 def _error(status: int) -> dict[str, Any]:

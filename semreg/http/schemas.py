@@ -367,6 +367,12 @@ class PrefixView(BaseModel):
     iri: str
 
 
+class RestoredView(BaseModel):
+    instances: int = Field(description="instances the backup held, now registered")
+    ontologies: int
+    prefixes: int = Field(description="client-set prefixes")
+
+
 class ErrorView(BaseModel):
     model_config = ConfigDict(extra="allow")
     error: str

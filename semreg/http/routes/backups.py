@@ -1,0 +1,98 @@
+"""Backup and restore: the whole registry (instances, ontologies as uploaded, client-set prefixes) as one
+gzipped N-Quads file, streamed out, and taken back in (`semreg.registry.backups`, `semreg.storage.backup`)."""
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from typing import IO
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from semreg.access.tokens import ADMIN
+from semreg.errors import Conflict, PayloadTooLarge, UnsupportedMediaType
+from semreg.http import schemas as s
+from semreg.http.endpoints import Endpoints, Param, Reply
+from semreg.http.requests import bool_param
+from semreg.http.responses import JSONResponse
+from semreg.http.routes.common import cluster_of, coordinator_of, knowledge_of, principal_of
+from semreg.registry import backups
+from semreg.storage import backup
+from semreg.timefmt import rfc3339
+
+API = Endpoints()
+GZIP = {backup.MEDIA_TYPE: {"schema": {"type": "string", "contentMediaType": backup.MEDIA_TYPE}}}
+GZIP_TYPES = (backup.MEDIA_TYPE, "application/x-gzip")
+SPOOL_BYTES = 8 * 1024 * 1024  # a body kept in memory up to this size, then in a temporary file
+
+
+@API.route("GET", "/v1/backup", scope=ADMIN, summary="one consistent snapshot of the registry: gzipped N-Quads",
+           replies=[Reply(200, description="the backup, streamed", content=GZIP,
+                          headers={"Content-Disposition": {"schema": {"type": "string"}}})], errors=(503,))
+async def get_backup(request: Request) -> Response:
+    node = request.app.state.node
+    wall = node.clock.wall()
+    # taken here, in one step of the loop on a node alone; built and compressed on a worker thread
+    snap = await backups.snapshot(coordinator_of(request).placement, knowledge_of(request), wall)
+    name = "semreg-backup-" + (rfc3339(wall) or "").replace(":", "").replace("-", "") + ".nq.gz"
+    return StreamingResponse(_streamed(snap.chunks()), media_type=backup.MEDIA_TYPE,
+                             headers={"Content-Disposition": f'attachment; filename="{name}"',
+                                      "X-Semreg-Instances": str(len(snap))})
+
+
+async def _streamed(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
+        if chunk:
+            yield chunk
+
+
+@API.route("POST", "/v1/restore", scope=ADMIN, summary="load a backup into an empty node or ring",
+           params=(Param("force", schema={"type": "boolean"}, description="restore into a registry that holds "
+                         "something: the backup's instances, ontologies and prefixes replace those of the same "
+                         "id or name; nothing else is removed"),),
+           body=GZIP, replies=[Reply(200, s.RestoredView)], errors=(409, 413, 415, 503))
+async def post_restore(request: Request) -> Response:
+    force = bool_param(request, "force", False)
+    media = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    if media not in GZIP_TYPES:
+        raise UnsupportedMediaType(f"a restore takes a backup as {backup.MEDIA_TYPE} (what semreg backup and GET "
+                                   f"/v1/backup write), not '{media[:60] or 'no Content-Type'}'.")
+    cluster = cluster_of(request)
+    coordinator = coordinator_of(request)
+    lock = _restore_lock(request)
+    if lock.locked():
+        raise Conflict("another restore is running on this node; wait for it to finish.")
+    async with lock:
+        with tempfile.SpooledTemporaryFile(SPOOL_BYTES) as body:
+            await _spool(request, body, request.app.state.settings.restore_body_limit_bytes)
+            body.seek(0)
+            contents = await asyncio.to_thread(backup.read, body)  # type: ignore[arg-type]
+        counts = await backups.restore(
+            coordinator.placement, coordinator.stragglers, knowledge_of(request), contents, force,
+            by=principal_of(request).name, publish_ontology=cluster.publish_ontology if cluster is not None else None,
+            publish_prefix=cluster.publish_prefix if cluster is not None else None)
+    return JSONResponse(counts)
+
+
+def _restore_lock(request: Request) -> asyncio.Lock:
+    state = request.app.state
+    lock = getattr(state, "restore_lock", None)
+    if lock is None:
+        lock = state.restore_lock = asyncio.Lock()
+    return lock
+
+
+async def _spool(request: Request, into: IO[bytes], limit_bytes: int) -> None:
+    """The body into `into`, never more than `limit_bytes` (413, from Content-Length when it says so)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit_bytes:
+        raise PayloadTooLarge(f"the backup is {int(declared)} bytes; the limit is {limit_bytes} bytes "
+                              f"(--restore-body-limit).", limit_bytes=limit_bytes)
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit_bytes:
+            raise PayloadTooLarge(f"the backup is larger than the limit of {limit_bytes} bytes (--restore-body-limit).",
+                                  limit_bytes=limit_bytes)
+        into.write(chunk)

@@ -1,0 +1,224 @@
+"""Backups of what a node or a ring holds, and their restore (the file itself is `semreg.storage.backup`'s).
+
+A snapshot is taken at once: on a node alone, in one step of the event loop (registrations are immutable,
+so holding each with its revision, admin status and registration time is enough, and nothing can change
+between two of them); the records are built and compressed later, on a worker thread, while writers go on.
+Through a ring it gathers what every member holds, as hand-offs and anti-entropy do (`inventory`, then
+`export` of the newest copy of each instance from the member holding it): each instance once, at its
+newest revision, and none whose newest revision anywhere is a removal.
+
+A restore is checked whole before anything changes (every registration, prefix and ontology, which is
+parsed), refused with a `Conflict` when the target already holds something unless forced, then applied:
+ontologies (through the same path as an upload, so a ring takes them on every node), prefixes, then the
+instances with their owner, registration time and status, on their owners as a hand-off puts them
+(`restore_records`), acknowledged at the write quorum.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from semreg.errors import BadRequest, Conflict, SemregError, Unavailable
+from semreg.knowledge.knowledge import Knowledge
+from semreg.rdf import parsing
+from semreg.rdf.terms import check_iri, validate_prefix_name
+from semreg.registry.instances import Registration
+from semreg.registry.local_shard import LocalShard
+from semreg.registry.placement import Placement
+from semreg.registry.quorum import Quorum, Stragglers
+from semreg.registry.shard import ShardUnavailable
+from semreg.storage import backup
+from semreg.storage.backup import Contents, OntologyCopy
+
+EXPORT_BATCH = 2000  # ids a member is asked to export at once (as anti-entropy does)
+RESTORE_BATCH = 1000  # records sent to the owners at once
+
+PublishOntology = Callable[[str, str, str], Awaitable[Any]]  # (name, sha256, media type): to every node
+PublishPrefix = Callable[[str, str], Awaitable[Any]]
+
+
+@dataclass
+class Snapshot:
+    """What a backup holds, taken at one moment: either live registrations (a node alone) with their revision,
+    admin status and registration time, or durable records gathered from a ring."""
+
+    ontologies: list[OntologyCopy]
+    prefixes: dict[str, str]
+    taken_at: float
+    held: list[tuple[Registration, int, str, float]] | None = None
+    gathered: list[tuple[dict[str, Any], int]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.held if self.held is not None else self.gathered or ())
+
+    def records(self) -> Iterator[tuple[dict[str, Any], int]]:
+        if self.gathered is not None:
+            yield from self.gathered
+            return
+        for reg, revision, admin_status, registered_at in self.held or ():
+            rec = reg.record()
+            rec["registered_at"] = registered_at
+            if admin_status != "up":
+                rec["admin_status"] = admin_status
+            yield rec, revision
+
+    def chunks(self) -> Iterator[bytes]:
+        """The backup file, gzipped, a chunk at a time (pull it from a worker thread)."""
+        return backup.encode(self.records(), self.ontologies, self.prefixes, self.taken_at)
+
+
+def whole_knowledge(knowledge: Knowledge) -> tuple[list[OntologyCopy], dict[str, str]]:
+    """The ontologies as uploaded (in upload order) and the client-set prefixes, as they are now."""
+    ontologies = knowledge.ontologies
+    copies = [OntologyCopy(m.name, m.media_type, m.uploaded_at, ontologies.sources[m.name].decode("utf-8"),
+                           tuple(ontologies.triples.get(m.name, ())))
+              for m in sorted(ontologies.metas.values(), key=lambda m: (m.uploaded_at, m.name))]
+    return copies, knowledge.prefixes.explicit
+
+
+async def snapshot(placement: Placement, knowledge: Knowledge, wall: float) -> Snapshot:
+    ontologies, prefixes = whole_knowledge(knowledge)
+    readers = placement.readers()
+    if len(readers) == 1 and isinstance(readers[0][1], LocalShard):
+        instances = readers[0][1].registry.instances
+        held = [(i.reg, i.revision, i.admin_status, i.registered_at_wall) for i in instances.values()]
+        return Snapshot(ontologies, prefixes, wall, held=held)
+    return Snapshot(ontologies, prefixes, wall, gathered=await gather(placement))
+
+
+async def _value(answer: Any) -> Any:
+    """A local shard answers some calls at once, a remote one with a coroutine."""
+    return await answer if inspect.isawaitable(answer) else answer
+
+
+async def inventories(placement: Placement) -> dict[str, tuple[int, Any]]:
+    """The newest revision of every instance anywhere (a removal's negated, as in `inventory`), with a shard
+    that holds it; `Unavailable` when a member that did not answer may hold records no other covered."""
+    newest: dict[str, tuple[int, Any]] = {}
+    failed = []
+    for member, shard in placement.readers():
+        try:
+            held = await _value(shard.inventory())
+        except ShardUnavailable:
+            placement.failed(member)
+            failed.append(member)
+            continue
+        for iid, revision in held.items():
+            if abs(revision) > abs(newest.get(iid, (0, None))[0]):
+                newest[iid] = (revision, shard)
+    missing = placement.missing(failed)
+    if missing:
+        raise Unavailable(f"members {', '.join(missing)} did not answer, and only they hold some records; a backup "
+                          f"or restore needs them all. Try again.", retry_after_s=5)
+    return newest
+
+
+async def gather(placement: Placement) -> list[tuple[dict[str, Any], int]]:
+    """The newest durable copy of every registered instance in the ring (removed ones left out)."""
+    by_shard: dict[int, tuple[Any, list[str]]] = {}
+    for iid, (revision, shard) in (await inventories(placement)).items():
+        if revision > 0:
+            by_shard.setdefault(id(shard), (shard, []))[1].append(iid)
+    found: dict[str, tuple[dict[str, Any], int]] = {}
+    for shard, ids in by_shard.values():
+        for start in range(0, len(ids), EXPORT_BATCH):
+            for rec, revision in await _value(shard.export(sorted(ids)[start:start + EXPORT_BATCH])):
+                if not rec.get("deleted"):  # removed since the inventory
+                    found[rec["id"]] = (rec, revision)
+            await asyncio.sleep(0)
+    return [found[iid] for iid in sorted(found)]
+
+
+# -- restore --------------------------------------------------------------------------------------------
+def check(contents: Contents) -> list[Registration]:
+    """Every registration and prefix of a backup, checked (400 naming the first that is not one)."""
+    regs = []
+    for rec, _ in contents.records:
+        if isinstance(rec.get("check"), dict):  # as a registration stores it: only the target it names
+            rec["check"] = {k: v for k, v in rec["check"].items() if v is not None}
+        try:
+            reg = Registration.from_record(rec)
+            if not 1 <= reg.port <= 65535 or reg.weight < 1:
+                raise ValueError("its port or weight is out of range")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BadRequest(f"the backup's instance '{rec.get('id')}' is not a valid registration: {exc}.",
+                             instance=rec.get("id")) from None
+        regs.append(reg)
+    for prefix, iri in contents.prefixes.items():
+        validate_prefix_name(prefix)
+        check_iri(iri)
+    for o in contents.ontologies:
+        parsing.validate_name(o.name)
+        try:
+            parsing.media_type_of(o.media_type)
+        except SemregError as exc:
+            raise BadRequest(f"the backup's ontology '{o.name}' has a media type semreg does not read: "
+                             f"{exc.message}", ontology=o.name) from None
+    return regs
+
+
+async def check_ontologies(contents: Contents) -> None:
+    """Each ontology parses as its media type (what its upload will do again)."""
+    for o in contents.ontologies:
+        try:
+            await asyncio.to_thread(parsing.parse, o.source.encode(), o.media_type)
+        except BadRequest as exc:
+            raise BadRequest(f"the backup's ontology '{o.name}' does not parse: {exc.message}", ontology=o.name) from None
+
+
+def refuse_unless_empty(held: dict[str, tuple[int, Any]], knowledge: Knowledge) -> None:
+    instances = sum(1 for revision, _ in held.values() if revision > 0)
+    ontologies, prefixes = len(knowledge.ontologies), len(knowledge.prefixes.explicit)
+    if instances or ontologies or prefixes:
+        raise Conflict(f"the registry is not empty ({instances} instances, {ontologies} ontologies, {prefixes} "
+                       f"client-set prefixes); a restore goes into an empty node or ring. To replace the instances, "
+                       f"ontologies and prefixes of the backup's names and ids anyway (and keep the others), restore "
+                       f"with force (semreg restore --force, or ?force=true).",
+                       instances=instances, ontologies=ontologies, prefixes=prefixes)
+
+
+async def restore(placement: Placement, stragglers: Stragglers, knowledge: Knowledge, contents: Contents, force: bool,
+                  by: str | None = None, publish_ontology: PublishOntology | None = None,
+                  publish_prefix: PublishPrefix | None = None) -> dict[str, int]:
+    """Apply a validated backup (see the module's docstring); the counts of what it held."""
+    check(contents)
+    await check_ontologies(contents)
+    held = await inventories(placement)
+    if not force:
+        refuse_unless_empty(held, knowledge)
+    placement.check_writable()
+    for o in contents.ontologies:
+        change = await knowledge.ontologies.put(o.name, o.source.encode(), o.media_type)
+        if publish_ontology is not None:
+            await publish_ontology(o.name, change.meta.sha256, change.meta.media_type)
+    for prefix, iri in contents.prefixes.items():
+        await knowledge.put_prefix(prefix, iri, by=by, forced=True)
+        if publish_prefix is not None:
+            await publish_prefix(prefix, iri)
+    records = []
+    for rec, revision in contents.records:
+        # a copy older than what the target holds of that id (a replaced instance, a removal) would be
+        # ignored: it is written at a new revision instead
+        newer = revision if revision > abs(held.get(rec["id"], (0, None))[0]) else placement.next_revision()
+        records.append((rec, newer))
+    for start in range(0, len(records), RESTORE_BATCH):
+        await _send(placement, stragglers, records[start:start + RESTORE_BATCH])
+    return contents.counts()
+
+
+async def _send(placement: Placement, stragglers: Stragglers, items: list[tuple[dict[str, Any], int]]) -> None:
+    by_id = {rec["id"]: (rec, revision) for rec, revision in items}
+
+    def send(member: str, shard: Any, ids: list[str], first: bool) -> Any:
+        return shard.restore_records([by_id[i] for i in ids])
+
+    quorum = Quorum(placement, stragglers, list(by_id), send)
+    short = await quorum.run(lambda member, ids, answer: None)
+    if short:
+        raise Unavailable(f"the restore reached too few owners of '{short[0]}' (and maybe others); what was "
+                          f"restored stays. Try again with force.", retry_after_s=1)
+
+
