@@ -47,6 +47,14 @@ INSTANCE_PREFIX = "urn:semreg:instance:"
 
 Registration = tuple[dict[str, Any] | None, int]  # the record (None: removed) and its revision
 
+# a group's registrations out of the registry graph (tag and meta nodes first) and their bookkeeping
+_DELETE = f"""
+DELETE {{ GRAPH <{REGISTRY.value}> {{ ?b ?bp ?bo }} }}
+WHERE {{ VALUES ?i {{ $VALUES }} GRAPH <{REGISTRY.value}> {{ ?i ?p ?b . ?b ?bp ?bo FILTER(isBlank(?b)) }} }} ;
+DELETE {{ GRAPH <{REGISTRY.value}> {{ ?i ?p ?o }} }} WHERE {{ VALUES ?i {{ $VALUES }} GRAPH <{REGISTRY.value}> {{ ?i ?p ?o }} }} ;
+DELETE {{ GRAPH <{RECORDS.value}> {{ ?i ?p ?o }} }} WHERE {{ VALUES ?i {{ $VALUES }} GRAPH <{RECORDS.value}> {{ ?i ?p ?o }} }}
+"""
+
 
 class AtRest:
     """One background thread writing the RDF form of records and graphs; `wait()` for what is asked."""
@@ -235,38 +243,14 @@ class AtRest:
                                                          "ms": round((time.perf_counter() - started) * 1000, 1)})
 
     def _registrations(self, items: list[tuple[str, Registration]]) -> None:
-        """Markers off, stale triples out, new triples in, markers on: a crash anywhere leaves a marker
-        missing or stale, and start-up writes that registration again."""
-        ox_store = self.store.ox
-        old_markers, stale, fresh, markers = [], [], [], []
-        for iid, (rec, revision) in items:
-            node = instance_node(iid)
-            old_markers += ox_store.quads_for_pattern(node, REVISION, None, RECORDS)
-            held = self._held(node)
-            new: set[ox.Quad] = set()
-            if rec is not None:
-                for q in ox.parse(record_nquads(rec, revision).encode(), format=ox.RdfFormat.N_QUADS):
-                    if q.predicate == REVISION and q.graph_name == RECORDS:
-                        markers.append(q)
-                    else:
-                        new.add(q)
-            stale += [q for q in held if q not in new]
-            fresh += [q for q in new if q not in held]
-        self._remove(old_markers)
-        self._remove(stale)
-        self._add(fresh)
-        self._add(markers)
-
-    def _held(self, node: ox.NamedNode) -> set[ox.Quad]:
-        """The triples of one registration as stored: the instance's, its tag and meta nodes', and its
-        bookkeeping other than the marker."""
-        ox_store = self.store.ox
-        held = set(ox_store.quads_for_pattern(node, None, None, REGISTRY))
-        for q in list(held):
-            if isinstance(q.object, ox.BlankNode):
-                held.update(ox_store.quads_for_pattern(q.object, None, None, REGISTRY))
-        held.update(q for q in ox_store.quads_for_pattern(node, None, None, RECORDS) if q.predicate != REVISION)
-        return held
+        """Out with the group's triples and markers (one transaction), in with the new ones and their markers
+        (another): a crash between leaves markers missing, and start-up writes those registrations again.
+        Both run inside pyoxigraph, without Python's lock, so the event loop keeps its pace."""
+        values = " ".join(f"<{instance_node(iid).value}>" for iid, _ in items)
+        self.store.ox.update(_DELETE.replace("$VALUES", values))
+        text = "".join(record_nquads(rec, revision) for _, (rec, revision) in items if rec is not None)
+        if text:
+            self.store.ox.load(text.encode(), format=ox.RdfFormat.N_QUADS)
 
     def _graph(self, graph: ox.NamedNode, marker: ox.NamedNode, content: tuple[list[ox.Triple], str] | None) -> None:
         """A whole graph: skipped when its marker says it is current."""
