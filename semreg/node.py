@@ -48,6 +48,8 @@ class Node:
         self.clock = clock or LoopClock()
         self.store = store if store is not None else Store(settings.data_dir)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="semreg-store")
+        self._submitted = self._completed = 0
+        self.store.foreground = self._writing
         self.replica = ReplicaFeed(foreign=self.store.foreign_quads)
         # the data directory as RDF, behind the records (none for a store in memory: nobody could read it)
         self.at_rest = AtRest(self.store) if self.store.path is not None else None
@@ -151,11 +153,23 @@ class Node:
     # -- plumbing the parts share --------------------------------------------------------------------
     async def write(self, fn: Callable, *args: Any) -> Any:
         """Run a store operation on the single writer thread, in submission order."""
-        return await asyncio.get_running_loop().run_in_executor(self._writer, fn, *args)
+        self._submitted += 1
+        return await asyncio.get_running_loop().run_in_executor(self._writer, self._counted, fn, args)
 
     def submit(self, fn: Callable, *args: Any) -> None:
         """The same, for a write nobody waits for (still in order with the others)."""
-        self._writer.submit(fn, *args).add_done_callback(_log_failure)
+        self._submitted += 1
+        self._writer.submit(self._counted, fn, args).add_done_callback(_log_failure)
+
+    def _counted(self, fn: Callable, args: tuple) -> Any:
+        try:
+            return fn(*args)
+        finally:
+            self._completed += 1  # on the writer thread only; `_submitted` on the event loop only
+
+    def _writing(self) -> bool:
+        """Whether a store operation is queued or running (the data directory's RDF waits for none)."""
+        return self._submitted > self._completed
 
     def post(self, fn: Callable[[], None]) -> None:
         """Run `fn` on the node's event loop, from any thread."""

@@ -29,16 +29,14 @@ from typing import Any
 import pyoxigraph as ox
 
 from semreg.rdf.terms import RDF, SR
-from semreg.storage.store import INFERRED, ONTOLOGY_PREFIX, RECORDS, REGISTRY, Store, instance_node, ontology_graph
-from semreg.storage.vocabulary import record_nquads
+from semreg.storage.rdf_writes import RdfWrites
+from semreg.storage.store import INFERRED, ONTOLOGY_PREFIX, REGISTRY, Store, ontology_graph
 
 log = logging.getLogger("semreg.at_rest")
 
-CHUNK = 2000  # quads a transaction: a few tens of milliseconds of the store's time
 NICE = 10  # the thread's CPU priority, below the event loop's
 GROUP_QUADS = 20_000  # registrations are written in groups of about this many quads (a fraction of a second)
 GROUP_S = 30.0  # the longest a stop waits for the group being written
-REVISION = ox.NamedNode(SR + "revision")
 SHA256 = ox.NamedNode(SR + "sha256")
 STATE = ox.NamedNode(SR + "state")
 TYPE = ox.NamedNode(RDF + "type")
@@ -47,21 +45,12 @@ INSTANCE_PREFIX = "urn:semreg:instance:"
 
 Registration = tuple[dict[str, Any] | None, int]  # the record (None: removed) and its revision
 
-# a group's registrations out of the registry graph (tag and meta nodes first) and their bookkeeping
-_DELETE = f"""
-DELETE {{ GRAPH <{REGISTRY.value}> {{ ?b ?bp ?bo }} }}
-WHERE {{ VALUES ?i {{ $VALUES }} GRAPH <{REGISTRY.value}> {{ ?i ?p ?b . ?b ?bp ?bo FILTER(isBlank(?b)) }} }} ;
-DELETE {{ GRAPH <{REGISTRY.value}> {{ ?i ?p ?o }} }} WHERE {{ VALUES ?i {{ $VALUES }} GRAPH <{REGISTRY.value}> {{ ?i ?p ?o }} }} ;
-DELETE {{ GRAPH <{RECORDS.value}> {{ ?i ?p ?o }} }} WHERE {{ VALUES ?i {{ $VALUES }} GRAPH <{RECORDS.value}> {{ ?i ?p ?o }} }}
-"""
-
-
 class AtRest:
     """One background thread writing the RDF form of records and graphs; `wait()` for what is asked."""
 
-    def __init__(self, store: Store, chunk: int = CHUNK) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
-        self.chunk = chunk
+        self.writes = RdfWrites(store, stopping=lambda: self._abandon)
         self._cond = threading.Condition()
         self._instances: dict[str, Registration] = {}
         self._ontologies: dict[str, tuple[list[ox.Triple], str] | None] = {}
@@ -143,7 +132,7 @@ class AtRest:
         """The thread's first job: queue every registration whose triples are missing or stale, and the
         removal of triples no record holds. Writes made meanwhile are queued already and win."""
         started = time.perf_counter()
-        markers = self._markers()
+        markers = self.writes.markers()
         typed = {q.subject.value[len(INSTANCE_PREFIX):]
                  for q in self.store.ox.quads_for_pattern(None, TYPE, INSTANCE, REGISTRY)
                  if isinstance(q.subject, ox.NamedNode)}
@@ -176,16 +165,6 @@ class AtRest:
         for graph in self.store.ox.named_graphs():
             if isinstance(graph, ox.NamedNode) and graph.value.startswith(ONTOLOGY_PREFIX) and graph not in keep:
                 self.remove_ontology(graph.value[len(ONTOLOGY_PREFIX):])
-
-    def _markers(self) -> dict[str, int]:
-        out = {}
-        for q in self.store.ox.quads_for_pattern(None, REVISION, None, RECORDS):
-            if isinstance(q.subject, ox.NamedNode) and q.subject.value.startswith(INSTANCE_PREFIX):
-                try:
-                    out[q.subject.value[len(INSTANCE_PREFIX):]] = int(q.object.value)
-                except ValueError:
-                    out[q.subject.value[len(INSTANCE_PREFIX):]] = -1
-        return out
 
     # -- the thread ---------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -226,62 +205,21 @@ class AtRest:
         for group in _groups(list(instances.items())):
             if self._abandon:
                 return
-            self._registrations(group)
+            self.writes.registrations([(iid, rec, revision) for iid, (rec, revision) in group])
             done += len(group)
             self.written += len(group)
             if time.perf_counter() - last > 5:  # a long pass (a migration, a large batch) says how far it is
                 last = time.perf_counter()
                 log.info("writing registrations as RDF", extra={"done": done, "of": len(instances)})
         for name, graph in ontologies.items():
-            self._graph(ontology_graph(name), SHA256, graph)
+            self.writes.graph(ontology_graph(name), SHA256, graph)
         if closure is not None:
-            self._graph(INFERRED, STATE, closure)
+            self.writes.graph(INFERRED, STATE, closure)
         if patches:
-            self._patch(INFERRED, *_fold(patches))
+            self.writes.patch(INFERRED, STATE, *_fold(patches))
         log.debug("registrations written as RDF", extra={"instances": len(instances), "ontologies": len(ontologies),
                                                          "closure": closure is not None,
                                                          "ms": round((time.perf_counter() - started) * 1000, 1)})
-
-    def _registrations(self, items: list[tuple[str, Registration]]) -> None:
-        """Out with the group's triples and markers (one transaction), in with the new ones and their markers
-        (another): a crash between leaves markers missing, and start-up writes those registrations again.
-        Both run inside pyoxigraph, without Python's lock, so the event loop keeps its pace."""
-        values = " ".join(f"<{instance_node(iid).value}>" for iid, _ in items)
-        self.store.ox.update(_DELETE.replace("$VALUES", values))
-        text = "".join(record_nquads(rec, revision) for _, (rec, revision) in items if rec is not None)
-        if text:
-            self.store.ox.load(text.encode(), format=ox.RdfFormat.N_QUADS)
-
-    def _graph(self, graph: ox.NamedNode, marker: ox.NamedNode, content: tuple[list[ox.Triple], str] | None) -> None:
-        """A whole graph: skipped when its marker says it is current."""
-        ox_store = self.store.ox
-        markers = list(ox_store.quads_for_pattern(graph, marker, None, RECORDS))
-        if content is not None and content[1] and [q.object.value for q in markers] == [content[1]]:
-            return
-        self._remove(markers)
-        ox_store.remove_graph(graph)
-        if content is None:
-            return
-        triples, tag = content
-        self._add([ox.Quad(t.subject, t.predicate, t.object, graph) for t in triples])
-        if tag:
-            ox_store.add(ox.Quad(graph, marker, ox.Literal(tag), RECORDS))
-
-    def _patch(self, graph: ox.NamedNode, added: set[ox.Triple], removed: set[ox.Triple], state: str) -> None:
-        ox_store = self.store.ox
-        self._remove(list(ox_store.quads_for_pattern(graph, STATE, None, RECORDS)))
-        self._remove([ox.Quad(t.subject, t.predicate, t.object, graph) for t in removed])
-        self._add([ox.Quad(t.subject, t.predicate, t.object, graph) for t in added])
-        if state:
-            ox_store.add(ox.Quad(graph, STATE, ox.Literal(state), RECORDS))
-
-    def _add(self, quads: list[ox.Quad]) -> None:
-        for start in range(0, len(quads), self.chunk):
-            self.store.ox.extend(quads[start:start + self.chunk])
-
-    def _remove(self, quads: list[ox.Quad]) -> None:
-        for q in quads:
-            self.store.ox.remove(q)
 
 
 def _groups(items: list[tuple[str, Registration]]) -> Iterator[list[tuple[str, Registration]]]:

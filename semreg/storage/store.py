@@ -99,6 +99,9 @@ class Store:
         # told of every instance record made durable: (id, record or None when dropped, revision)
         self.on_written: Callable[[list[tuple[str, dict[str, Any] | None, int]]], None] | None = None
         self._revisions: dict[str, int] = {}
+        # whether a write that acknowledges a request is queued or running (the node's writer thread tells):
+        # the data directory's RDF is written in the gaps between them
+        self.foreground: Callable[[], bool] = lambda: False
         self._ontology_revisions: dict[str, int] = {}
         self._max_ontology_revision = 0
 

@@ -9,7 +9,8 @@ import logging
 import pyoxigraph as ox
 import pytest
 
-from semreg.storage.at_rest import REVISION, AtRest
+from semreg.storage.at_rest import AtRest
+from semreg.storage.rdf_writes import REVISION
 from semreg.storage.registrations import Reader
 from semreg.storage.store import INFERRED, RECORDS, REGISTRY, Store, instance_node, ontology_graph
 
@@ -20,7 +21,8 @@ def opened(path) -> tuple[Store, AtRest]:
     gc.collect()  # a store and its writer refer to each other: the one closed before is gone only then
     store = Store(path)
     store.load_records()
-    at_rest = AtRest(store, chunk=7)  # small chunks: a registration takes several transactions
+    at_rest = AtRest(store)
+    at_rest.writes.chunk_lines, at_rest.writes.chunk_tags = 7, 3  # a registration takes several transactions
     store.on_written = at_rest.records_written
     at_rest.start()
     assert at_rest.wait(10)
