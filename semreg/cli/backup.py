@@ -36,7 +36,11 @@ class _Quiet:
 
     @contextlib.contextmanager
     def step(self, description: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
-        yield lambda n=1: None
+        yield _nothing
+
+
+def _nothing(n: int = 1) -> None:
+    return None
 
 
 def _progress(args: argparse.Namespace) -> Any:
@@ -48,11 +52,11 @@ def _progress(args: argparse.Namespace) -> Any:
     return Steps()
 
 
-def _absolute(advance: Callable[[int], None]) -> Callable[[int], None]:
+def _absolute(advance: Callable[[int], None]) -> Callable[..., None]:
     """`advance(delta)` fed from a callback that says how far it is (`n` so far)."""
     seen = [0]
 
-    def told(n: int, *total: int) -> None:
+    def told(n: int, total: int = 0) -> None:
         advance(n - seen[0])
         seen[0] = n
     return told
@@ -145,16 +149,15 @@ def run_restore(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.environ) -> None:
     common = common_options(env)
-    progress = {"action": argparse.BooleanOptionalAction, "default": None,
-                "help": "progress bars on stderr (default: when stderr is a terminal)"}
+    progress_help = "progress bars on stderr (default: when stderr is a terminal)"
     p = command(sub, "backup", common, "write the whole registry (instances, ontologies as uploaded, client-set "
                 "prefixes) to a gzipped N-Quads file, while it keeps serving (admin token)", run_backup)
     p.add_argument("file", help="the backup file to write, e.g. registry.nq.gz")
-    p.add_argument("--progress", **progress)
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help=progress_help)
     p = command(sub, "restore", common, "load a backup into an empty registry, node or ring (admin token); the "
                 "whole file is checked first", run_restore)
     p.add_argument("file", help="a file semreg backup (or GET /v1/backup) wrote")
     p.add_argument("--force", action="store_true",
                    help="restore into a registry that holds something: the backup's instances, ontologies and "
                         "prefixes replace those of the same id or name; nothing else is removed")
-    p.add_argument("--progress", **progress)
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help=progress_help)

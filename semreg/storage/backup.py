@@ -22,7 +22,7 @@ import gzip
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import pyoxigraph as ox
 
@@ -131,7 +131,8 @@ def _integer(n: int) -> ox.Literal:
 class _Counted:
     """A binary stream that counts what went through it: bytes (for progress) and newlines (for errors)."""
 
-    def __init__(self, inner: IO[bytes], on_read: Callable[[int], None] | None = None, lines: bool = False) -> None:
+    def __init__(self, inner: IO[bytes] | gzip.GzipFile, on_read: Callable[[int], None] | None = None,
+                 lines: bool = False) -> None:
         self.inner = inner
         self.on_read = on_read
         self.count_lines = lines
@@ -159,7 +160,7 @@ def read(source: IO[bytes], progress: Callable[[int], None] | None = None) -> Co
     """Validate and parse a whole backup (`source`: the gzipped file, at its start). `progress(n)` is told the
     compressed bytes read so far. Raises `BadBackup` naming the line where the file breaks."""
     raw = _Counted(source, progress)
-    text = _Counted(gzip.GzipFile(fileobj=raw, mode="rb"), lines=True)  # type: ignore[arg-type]
+    text = _Counted(gzip.GzipFile(fileobj=cast(IO[bytes], raw), mode="rb"), lines=True)
     found = _Found()
     try:
         text.again = first = text.read(len(HEADER))
@@ -167,7 +168,7 @@ def read(source: IO[bytes], progress: Callable[[int], None] | None = None) -> Co
             raise BadBackup("the backup is empty.", line=0)
         if first != HEADER:
             raise BadBackup("this is not a semreg backup: its first line is not '# semreg backup ...'.", line=1)
-        for quad in ox.parse(text, format=ox.RdfFormat.N_QUADS):
+        for quad in ox.parse(cast(IO[bytes], text), format=ox.RdfFormat.N_QUADS):  # a stream: it reads
             found.add(quad)
     except SyntaxError as exc:
         line = exc.lineno or text.lines + 1

@@ -83,7 +83,7 @@ class RdfWrites:
         """A whole graph with its marker (an ontology's, the closure): skipped when the marker says it is current."""
         ox_store = self.store.ox
         markers = list(ox_store.quads_for_pattern(graph, marker, None, RECORDS))
-        if content is not None and content[1] and [q.object.value for q in markers] == [content[1]]:
+        if content is not None and content[1] and [_lexical(q.object) for q in markers] == [content[1]]:
             return
         self.remove(markers)
         self.quiet()
@@ -129,10 +129,14 @@ class RdfWrites:
         for q in self.store.ox.quads_for_pattern(None, REVISION, None, RECORDS):
             if isinstance(q.subject, ox.NamedNode) and q.subject.value.startswith(prefix):
                 try:
-                    out[q.subject.value[len(prefix):]] = int(q.object.value)
+                    out[q.subject.value[len(prefix):]] = int(_lexical(q.object))
                 except ValueError:
                     out[q.subject.value[len(prefix):]] = -1
         return out
+
+
+def _lexical(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple) -> str:
+    return str(term) if isinstance(term, ox.Triple) else term.value
 
 
 def _chunks(text: str, size: int) -> Iterator[bytes]:

@@ -67,7 +67,7 @@ async def post_restore(request: Request) -> Response:
         with tempfile.SpooledTemporaryFile(SPOOL_BYTES) as body:
             await _spool(request, body, request.app.state.settings.restore_body_limit_bytes)
             body.seek(0)
-            contents = await asyncio.to_thread(backup.read, body)  # type: ignore[arg-type]
+            contents = await asyncio.to_thread(backup.read, body)
         counts = await backups.restore(
             coordinator.placement, coordinator.stragglers, knowledge_of(request), contents, force,
             by=principal_of(request).name, publish_ontology=cluster.publish_ontology if cluster is not None else None,
