@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pyoxigraph as ox
@@ -51,6 +51,10 @@ XSD_INTEGER = ox.NamedNode(XSD + "integer")
 XSD_DOUBLE = ox.NamedNode(XSD + "double")
 THIS_NODE = ox.NamedNode("urn:semreg:node")
 LAST_ON_RING = ox.NamedNode(SR + "lastOnRing")  # wall seconds this node last compared records with the ring
+
+
+_RECORDS_QUERY = (f"SELECT ?r ?j ?i WHERE {{ GRAPH <{RECORDS.value}> {{ ?r <{JSON.value}> ?j "
+                  f"OPTIONAL {{ ?r <{RECORD_OF.value}> ?i }} }} }}")
 
 
 class StoreError(Exception):
@@ -107,37 +111,34 @@ class Store:
 
     # -- instance records --------------------------------------------------------------------------
     def load_records(self) -> list[tuple[dict[str, Any], int]]:
-        """Every instance record, newest revision per id; removes superseded and partial ones."""
-        parts: dict[str, dict[str, Any]] = {}
-        for q in self.ox.quads_for_pattern(None, None, None, RECORDS):
-            subj = _text(q.subject)
-            if not subj.startswith("urn:semreg:record:"):
-                continue
-            p = q.predicate
-            slot = parts.setdefault(subj, {})
-            if p == JSON:
-                slot["json"] = _text(q.object)
-            elif p == REVISION:
-                slot["rev"] = int(_text(q.object))
-            elif p == RECORD_OF:
-                slot["of"] = _text(q.object)
+        """Every instance record, newest revision per id; removes superseded and partial ones.
+
+        One SPARQL pass over the records' documents, their revision read from their IRI
+        (`urn:semreg:record:{id}:{revision}`): reading every quad of the graph as Python objects took 14 s
+        for 100,000 records, and this 2. A record losing its `sr:recordOf` is being removed (it goes first,
+        its document last), so one without is garbage."""
+        parts: dict[str, tuple[str, bool]] = {}
+        for row in cast(ox.QuerySolutions, self.ox.query(_RECORDS_QUERY)):
+            subj = _text(row[0])
+            if subj.startswith("urn:semreg:record:"):
+                parts[subj] = (_text(row[1]), row[2] is not None)
         best: dict[str, tuple[int, str, dict[str, Any]]] = {}
         garbage: list[str] = []
-        for subj, slot in parts.items():
-            if {"json", "rev", "of"} - slot.keys():
-                garbage.append(subj)
-                continue
+        for subj, (text, linked) in parts.items():
             try:
-                rec = orjson.loads(slot["json"])
-            except orjson.JSONDecodeError:
+                rev = int(subj.rsplit(":", 1)[1])
+                rec = orjson.loads(text) if linked else None
+            except (ValueError, orjson.JSONDecodeError):
+                rec = None
+            if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
                 garbage.append(subj)
                 continue
-            iid = rec.get("id")
+            iid = rec["id"]
             prev = best.get(iid)
-            if prev is None or prev[0] < slot["rev"]:
+            if prev is None or prev[0] < rev:
                 if prev is not None:
                     garbage.append(prev[1])
-                best[iid] = (slot["rev"], subj, rec)
+                best[iid] = (rev, subj, rec)
             else:
                 garbage.append(subj)
         for subj in garbage:
@@ -196,9 +197,10 @@ class Store:
                     self.on_written([(instance_id, None, rev)])
 
     def _remove_subject(self, subject: ox.NamedNode, graph: ox.NamedNode) -> None:
-        # record removal order: the link first, so a crash midway leaves a partial (discarded) record
+        # record removal order: the link first and the document last, so a crash midway leaves a document
+        # without its link, which start-up finds and discards
         quads = list(self.ox.quads_for_pattern(subject, None, None, graph))
-        quads.sort(key=lambda q: q.predicate != RECORD_OF)
+        quads.sort(key=lambda q: (q.predicate != RECORD_OF, q.predicate == JSON))
         for q in quads:
             self.ox.remove(q)
 
@@ -228,10 +230,11 @@ class Store:
     def load_ontologies(self) -> list[tuple[OntologyMeta, str]]:
         """Each ontology's newest complete record (metadata, source); older and partial ones removed."""
         parts: dict[str, dict[str, Any]] = {}
-        for q in self.ox.quads_for_pattern(None, None, None, RECORDS):
-            subj = _text(q.subject)
-            if subj.startswith("urn:semreg:ontology-record:"):
-                slot = parts.setdefault(subj, {})
+        subjects = {q.subject for p in (NAME, SOURCE) for q in self.ox.quads_for_pattern(None, p, None, RECORDS)
+                    if _text(q.subject).startswith("urn:semreg:ontology-record:")}  # not every instance record's quads
+        for subject in subjects:
+            slot = parts.setdefault(_text(subject), {})
+            for q in self.ox.quads_for_pattern(subject, None, None, RECORDS):
                 key = {NAME: "name", REVISION: "rev", JSON: "json", SOURCE: "source"}.get(q.predicate)
                 if key is not None:
                     slot[key] = _text(q.object)

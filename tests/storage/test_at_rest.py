@@ -17,15 +17,16 @@ from semreg.storage.store import INFERRED, RECORDS, REGISTRY, Store, instance_no
 EX = "http://ex.org/"
 
 
-def opened(path) -> tuple[Store, AtRest]:
+def opened(path, small_transactions: bool = True) -> tuple[Store, AtRest]:
     gc.collect()  # a store and its writer refer to each other: the one closed before is gone only then
     store = Store(path)
     store.load_records()
     at_rest = AtRest(store)
-    at_rest.writes.chunk_lines, at_rest.writes.chunk_tags = 7, 3  # a registration takes several transactions
+    if small_transactions:  # a registration takes several transactions
+        at_rest.writes.chunk_lines, at_rest.writes.chunk_tags = 7, 3
     store.on_written = at_rest.records_written
     at_rest.start()
-    assert at_rest.wait(10)
+    assert at_rest.wait(60)
     return store, at_rest
 
 
@@ -49,14 +50,14 @@ def rec(iid: str, port: int = 80, tags: int = 2, **extra) -> dict:
 def test_registrations_follow_their_records(tmp_path):
     store, at_rest = opened(tmp_path / "d")
     store.save_records([(rec("a", 1), 1), (rec("b", 2, tags=30), 2)])
-    assert at_rest.wait(10)
+    assert at_rest.wait(60)
     assert registrations(store) == {"a": (rec("a", 1), 1), "b": (rec("b", 2, tags=30), 2)}
     store.save_records([(rec("a", 3, tags=1, admin_status="draining", owner="t"), 3)])
     store.save_records([({"id": "b", "deleted": True, "deleted_at": 1.0}, 4)])
-    assert at_rest.wait(10)
+    assert at_rest.wait(60)
     assert registrations(store) == {"a": (rec("a", 3, tags=1, admin_status="draining", owner="t"), 3)}
     store.delete_record("a")
-    assert at_rest.wait(10)
+    assert at_rest.wait(60)
     assert list(store.ox.quads_for_pattern(None, None, None, REGISTRY)) == []
     assert list(store.ox.quads_for_pattern(instance_node("a"), None, None, RECORDS)) == []
     at_rest.stop()
@@ -86,7 +87,7 @@ def test_a_directory_of_records_only_is_migrated_once(tmp_path, caplog):
 def test_start_up_repairs_what_a_crash_left(tmp_path, crash):
     store, at_rest = opened(tmp_path / "d")
     store.save_records([(rec("a", 1, tags=10), 1), (rec("b", 2), 2)])
-    assert at_rest.wait(10)
+    assert at_rest.wait(60)
     at_rest.stop()
     node = instance_node("a")
     [marker] = store.ox.quads_for_pattern(node, REVISION, None, RECORDS)
@@ -105,7 +106,7 @@ def test_start_up_repairs_what_a_crash_left(tmp_path, crash):
         store.delete_record("a")
     expected = {rid: found for rid in ("a", "b") if (found := store.read_record(rid)) is not None}
     del store, at_rest
-    store, at_rest = opened(tmp_path / "d")
+    store, at_rest = opened(tmp_path / "d", small_transactions=False)
     assert registrations(store) == expected
     at_rest.stop()
 
@@ -117,28 +118,28 @@ def test_graphs_are_rewritten_only_when_they_changed(tmp_path):
     at_rest.put_inferred(t[:5], "state-1")
     at_rest.patch_inferred(t[5:8], t[:2], "state-2")
     at_rest.patch_inferred(t[:1], [], "state-3")
-    assert at_rest.wait(10)
+    assert at_rest.wait(60)
     inferred = {ox.Triple(q.subject, q.predicate, q.object) for q in store.ox.quads_for_pattern(None, None, None, INFERRED)}
     assert inferred == {t[0], *t[2:8]}
     assert [q.object.value for q in store.ox.quads_for_pattern(INFERRED, None, None, RECORDS)] == ["state-3"]
     store.ox.add(ox.Quad(ox.NamedNode(f"{EX}mark"), ox.NamedNode(f"{EX}p"), ox.Literal("x"), ontology_graph("o")))
     at_rest.put_ontology("o", t, "sha-1")  # the same document: the graph on disk is current, left alone
-    assert at_rest.wait(10)
+    assert at_rest.wait(60)
     assert len(list(store.ox.quads_for_pattern(None, None, None, ontology_graph("o")))) == 21
     at_rest.put_ontology("o", t[:3], "sha-2")
     at_rest.keep_ontologies([])
-    assert at_rest.wait(10)
+    assert at_rest.wait(60)
     assert not store.ox.contains_named_graph(ontology_graph("o"))
     at_rest.stop()
 
 
 def test_a_stop_that_cannot_wait_leaves_the_rest_to_the_next_start(tmp_path):
-    store, at_rest = opened(tmp_path / "d")
+    store, at_rest = opened(tmp_path / "d", small_transactions=False)
     store.save_records([(rec(f"i{n}", n, tags=5), n + 1) for n in range(3000)])
     at_rest.stop(timeout_s=0)  # asked to stop at once: the thread stops between two groups
     assert not at_rest._thread.is_alive()
     expected = {f"i{n}": (rec(f"i{n}", n, tags=5), n + 1) for n in range(3000)}
     del store, at_rest
-    store, at_rest = opened(tmp_path / "d")
+    store, at_rest = opened(tmp_path / "d", small_transactions=False)
     assert registrations(store) == expected
     at_rest.stop()

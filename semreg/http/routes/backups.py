@@ -23,7 +23,9 @@ from semreg.timefmt import rfc3339
 
 API = Endpoints()
 GZIP = {backup.MEDIA_TYPE: {"schema": {"type": "string", "contentMediaType": backup.MEDIA_TYPE}}}
-GZIP_TYPES = (backup.MEDIA_TYPE, "application/x-gzip")
+# a restore also takes the file as plain bytes (`curl --data-binary` sends it so): a gzip file is one
+RESTORE_BODY = {**GZIP, "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
+GZIP_TYPES = (backup.MEDIA_TYPE, "application/x-gzip", "application/octet-stream")
 SPOOL_BYTES = 8 * 1024 * 1024  # a body kept in memory up to this size, then in a temporary file
 
 
@@ -51,7 +53,7 @@ async def _streamed(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
            params=(Param("force", schema={"type": "boolean"}, description="restore into a registry that holds "
                          "something: the backup's instances, ontologies and prefixes replace those of the same "
                          "id or name; nothing else is removed"),),
-           body=GZIP, replies=[Reply(200, s.RestoredView)], errors=(409, 413, 415, 503))
+           body=RESTORE_BODY, replies=[Reply(200, s.RestoredView)], errors=(409, 413, 415, 503))
 async def post_restore(request: Request) -> Response:
     force = bool_param(request, "force", False)
     media = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
