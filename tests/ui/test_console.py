@@ -390,6 +390,10 @@ def test_a_token_bound_to_an_environment_uses_the_console(registry, staging, pag
         assert p.evaluate("() => window.stillTheSamePage") is True
         expect(p.locator("#banner")).to_be_hidden()  # no "Live updates paused" banner
         check_accessibility(p, "overview-bound")
+        p.goto(server.url + "/ui/#/concepts/" + "http%3A%2F%2Fexample.org%2Fobras%23Obra")
+        mentions = p.get_by_role("region", name="Instances whose tags mention it")
+        expect(mentions.locator("tbody tr")).to_have_count(2)  # trens and metro; not gw, livros nor pinturas
+        expect(mentions.get_by_role("link", name="trens")).to_be_visible()
     finally:
         staging.put("/v1/instances/livros/heartbeat", json={"status": "up"}).raise_for_status()
         staging.delete("/v1/instances/onibus")
