@@ -133,6 +133,7 @@ class Node:
     def stopping(self) -> None:
         """The server was asked to stop: answer what would hold the drain up (watches, queries) now."""
         self.coordinator.hub.release_all()
+        self.coordinator.feed.release()
         self.changelog.release()
         for fn in self.on_stopping:
             fn()

@@ -360,6 +360,7 @@ class TokenView(BaseModel):
     name: str = Field(description="the token's name ('anonymous' when no tokens are in force)")
     scopes: list[Literal["read", "write", "admin"]]
     tokens: bool = Field(description="whether this server checks tokens")
+    environments: list[str] | None = Field(None, description="the environments a bound token is kept to")
 
 
 class PrefixView(BaseModel):

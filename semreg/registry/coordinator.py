@@ -33,6 +33,7 @@ from semreg.reasoning.reasoner import Hierarchy
 from semreg.registry import discovery, quorum, writes
 from semreg.registry.catalogue import Match
 from semreg.registry.discovery import newest
+from semreg.registry.feed import ChangeFeed
 from semreg.registry.instances import UP, Registration
 from semreg.registry.local_shard import LocalShard
 from semreg.registry.merged import newest_copies, removals_of
@@ -55,12 +56,14 @@ class Coordinator:
     def __init__(self, knowledge: Knowledge, clock: Clock, placement: Placement) -> None:
         self.knowledge = knowledge
         self.hub = WatchHub(clock)
+        self.feed = ChangeFeed(clock)  # the same changes, numbered, for views of a few of many instances
         self.placement = placement
         self.stragglers = quorum.Stragglers()
 
     # -- changes -----------------------------------------------------------------------------------
     def changed(self, changes: list[Change]) -> None:
         self.hub.changed(changes, membership=any(c.membership for c in changes))
+        self.feed.append(changes)
 
     def hierarchy_changed(self, hierarchy: Hierarchy, seconds: float) -> None:
         """A new closure: every discovery may answer differently."""
@@ -69,6 +72,7 @@ class Coordinator:
     def everything_changed(self) -> None:
         """Members came or went, or changes may have been missed: every result is recomputed."""
         self.hub.changed((), membership=True, everything=True)
+        self.feed.reset()
 
     # -- writes ------------------------------------------------------------------------------------
     async def register(self, regs: list[Registration], views: bool = True) -> list[tuple[Any, bool]]:

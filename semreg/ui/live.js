@@ -1,29 +1,40 @@
-// What the overview and the lists show, kept current by watches: blocking reads of GET /v1/instances
-// and GET /v1/ontologies (?index=N&wait=), each answering when its own result changes. The cluster's
-// members are not a watch: they are read again with every change seen and every 10 s. Recent changes
-// are what differs between two answers of a watch, so they start when the page opens.
+// What the overview and the lists show, kept current without reading whole lists again: the counts of
+// GET /v1/summary, the ontologies (a watch: GET /v1/ontologies?index=N&wait=), and the changes of
+// instances, a blocking read of GET /v1/changes?index=N&wait= whose answer names the instances that
+// changed (which, why, their status now): a few hundred bytes however many instances are registered.
+// A view reads again only what it shows and a change touched: an "instances" event leaves the changes
+// in `latest`, or null when they are not all known (after a reset or a lost connection) and everything
+// shown is to be read again. Every read covers the environments the token sees. The cluster's members
+// are not a watch: they are read again with every change seen and every 10 s. Recent changes start when
+// the page opens.
 import { getJSON, request } from "./api.js";
 import { setPrefixes } from "./terms.js";
 
 const WAIT = "60s";
 const MAX_CHANGES = 50;
 const CLUSTER_EVERY_MS = 10_000;
+const MOVES = new Set(["registered", "replaced", "deregistered", "deleted", "moved"]);
 
 export class Live extends EventTarget {
   constructor() {
     super();
-    this.instances = null;  // [view without tags]
+    this.summary = null;    // GET /v1/summary
     this.ontologies = null;
     this.cluster = null;
-    this.concepts = null;   // the hierarchy's size (semreg_concepts)
+    this.latest = null;     // the changes of the last "instances" event; null: read everything again
     this.changes = [];      // [{at: Date, text, href}]
     this.error = null;
     this.controller = new AbortController();
+    this.reading = null;    // the summary read in flight, and whether another is due after it
+    this.readAgain = false;
   }
 
+  get concepts() { return this.summary ? this.summary.concepts : null; }
+
   start() {
-    this.loop("/v1/instances?tags=false&environment=*", (list) => this.onInstances(list));
+    this.follow();
     this.loop("/v1/ontologies", (list) => this.onOntologies(list));
+    this.refreshSummary();
     this.refreshCluster();
     this.timer = setInterval(() => this.refreshCluster(), CLUSTER_EVERY_MS);
   }
@@ -34,6 +45,34 @@ export class Live extends EventTarget {
   }
 
   emit(what) { this.dispatchEvent(new CustomEvent("change", { detail: what })); }
+
+  // The changes of instances, one blocking read after another; after a failure the next answer starts
+  // from a new index, and what the views show is read again.
+  async follow() {
+    const signal = this.controller.signal;
+    let index = null;
+    let lost = false;
+    while (!signal.aborted) {
+      try {
+        const url = index === null ? "/v1/changes" : `/v1/changes?index=${index}&wait=${WAIT}`;
+        const response = await request(url, { signal });
+        const body = await response.json();
+        const first = index === null;
+        index = response.headers.get("X-Semreg-Index");
+        this.setError(null);
+        if (first && lost) this.onChanges(null);
+        else if (!first && (body.reset || body.changes.length)) this.onChanges(body.reset ? null : body.changes);
+        lost = false;
+      } catch (error) {
+        if (signal.aborted) return;
+        this.setError(error);
+        if (error.status === 401) return;
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+        index = null;
+        lost = true;
+      }
+    }
+  }
 
   async loop(path, apply) {
     const signal = this.controller.signal;
@@ -69,22 +108,37 @@ export class Live extends EventTarget {
     this.changes.length = Math.min(this.changes.length, MAX_CHANGES);
   }
 
-  onInstances(list) {
-    const before = this.instances ? new Map(this.instances.map((i) => [i.id, i])) : null;
-    if (before) {
-      const now = new Map(list.map((i) => [i.id, i]));
-      for (const [id, inst] of now) {
-        const old = before.get(id);
-        const href = `#/instances/${encodeURIComponent(id)}`;
-        if (!old) this.note(`${id} registered (${inst.service})`, href);
-        else if (old.registered_at !== inst.registered_at) this.note(`${id} registered again (${inst.service})`, href);
-        else if (old.status !== inst.status) this.note(`${id}: ${old.status} → ${inst.status}`, href);
-      }
-      for (const id of before.keys()) if (!now.has(id)) this.note(`${id} deregistered`);
+  onChanges(list) {
+    for (const c of list || []) {
+      const href = c.status === null ? undefined : `#/instances/${encodeURIComponent(c.id)}`;
+      const services = c.services ? ` (${c.services.join(", ")})` : "";
+      if (c.reason === "registered") this.note(`${c.id} registered${services}`, href);
+      else if (c.reason === "replaced") this.note(`${c.id} registered again${services}`, href);
+      else if (c.reason === "deregistered" || c.reason === "deleted") this.note(`${c.id} ${c.reason}`);
+      else if (c.reason === "expired") this.note(`${c.id}: critical, its lease ran out`, href);
+      else if (c.reason !== "moved") this.note(`${c.id}: ${c.status}`, href);
     }
-    this.instances = list;
+    this.latest = list;
     this.emit("instances");
-    if (before) this.refreshCluster();
+    this.refreshSummary();
+    this.refreshCluster();
+  }
+
+  // One summary read at a time; changes seen meanwhile read it once more after it.
+  async refreshSummary() {
+    if (this.reading) { this.readAgain = true; return; }
+    this.reading = true;
+    try {
+      do {
+        this.readAgain = false;
+        this.summary = await getJSON("/v1/summary", { signal: this.controller.signal });
+        this.emit("summary");
+      } while (this.readAgain && !this.controller.signal.aborted);
+    } catch (error) {
+      if (!this.controller.signal.aborted) this.setError(error);
+    } finally {
+      this.reading = false;
+    }
   }
 
   async onOntologies(list) {
@@ -101,11 +155,11 @@ export class Live extends EventTarget {
     this.ontologies = list;
     try {
       setPrefixes(await getJSON("/v1/prefixes"));
-      this.concepts = await conceptCount();
     } catch (error) {
       this.setError(error);
     }
     this.emit("ontologies");
+    if (before) this.refreshSummary();  // the hierarchy's concepts
   }
 
   async refreshCluster() {
@@ -118,21 +172,17 @@ export class Live extends EventTarget {
   }
 
   services() {
-    const counts = new Map();
-    for (const i of this.instances || []) counts.set(i.service, (counts.get(i.service) || 0) + 1);
-    return [...counts.entries()].sort((a, b) => a[0].localeCompare(b[0]));
+    return Object.entries(this.summary ? this.summary.services : {}).sort((a, b) => a[0].localeCompare(b[0]));
   }
 
   byStatus() {
-    const counts = { up: 0, draining: 0, blocked: 0, critical: 0 };
-    for (const i of this.instances || []) counts[i.status] = (counts[i.status] || 0) + 1;
-    return counts;
+    return this.summary ? this.summary.by_status : { up: 0, draining: 0, blocked: 0, critical: 0 };
   }
 }
 
-// The size of the hierarchy index, from the metrics the server exports.
-async function conceptCount() {
-  const text = await (await request("/metrics")).text();
-  const line = text.split("\n").find((l) => l.startsWith("semreg_concepts "));
-  return line ? Number(line.split(" ")[1]) : null;
+// Whether a change may alter a list filtered so: one of its rows, or which rows it holds.
+export function touches(change, { service, status, environment }) {
+  if (environment && !change.environments.includes(environment)) return false;
+  if (service && change.services && !change.services.includes(service)) return false;
+  return MOVES.has(change.reason) || Boolean(status);
 }

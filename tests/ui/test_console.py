@@ -21,6 +21,7 @@ pytestmark = pytest.mark.process
 
 ADMIN = "console-admin-token"
 WRITER = "console-team-token"
+STAGER = "console-stage-token"  # read, bound to the environment `staging`
 TAGS = {"gw": ["ex:Obra a owl:Thing"], "livros": ["ex:Obra a ex:Livro", "ex:Romance ex:temUmGenero ex:Terror"],
         "filmes": ["ex:Filme ex:temUmGenero ex:Terror"], "pinturas": ["ex:Obra a ex:Pintura"]}
 BROKEN = b"""@prefix ex: <http://example.org/broken#> .
@@ -36,7 +37,9 @@ def registry(tmp_path_factory):
     base = tmp_path_factory.mktemp("console")
     tokens = base / "tokens.json"
     tokens.write_text(json.dumps({"tokens": [{"name": "ops", "token": ADMIN, "scopes": ["admin"]},
-                                             {"name": "team", "token": WRITER, "scopes": ["read", "write"]}]}))
+                                             {"name": "team", "token": WRITER, "scopes": ["read", "write"]},
+                                             {"name": "stage", "token": STAGER, "scopes": ["read"],
+                                              "environments": ["staging"]}]}))
     server = ServerProcess(None, "--tokens", str(tokens), "--ontology", str(ONTOLOGIES / "obras.ttl"))
     server.start(base / "logs")
     try:
@@ -326,6 +329,76 @@ def test_run_a_sparql_query_and_read_the_table(registry, page):
     expect(p.get_by_role("alert")).not_to_be_empty()
 
 
+@pytest.fixture
+def staging(registry):
+    """Two instances in `staging` for one test (the others count the four of `default`)."""
+    _, api = registry
+    for n, iid in enumerate(("trens", "metro")):
+        body = {"service": iid, "address": "127.0.0.1", "port": 9300 + n, "ttl": 0, "tags": ["ex:Obra"],
+                "environment": "staging"}
+        assert api.put(f"/v1/instances/{iid}", json=body).status_code == 201
+    try:
+        yield api
+    finally:
+        for iid in ("trens", "metro"):
+            api.delete(f"/v1/instances/{iid}")
+
+
+def test_the_environment_filter(registry, staging, page):
+    server, _ = registry
+    p = page.page
+    sign_in(page, server.url)
+    expect(p.get_by_test_id("instance-total")).to_have_text(str(len(TAGS) + 2))
+    p.get_by_test_id("environments").get_by_role("link", name="staging").click()
+    expect(p.get_by_role("heading", name="Instances")).to_be_visible()
+    expect(p.get_by_label("Environment")).to_have_value("staging")
+    expect(p.locator("tbody tr")).to_have_count(2)
+    expect(p.get_by_test_id("summary")).to_have_text("2 instances; 1–2 shown.")
+    p.get_by_label("Environment").select_option("default")
+    p.get_by_role("button", name="Search").click()
+    expect(p.locator("tbody tr")).to_have_count(len(TAGS))
+    assert "environment=default" in p.url
+    p.get_by_label("Environment").select_option("")
+    p.get_by_label("Tag", exact=True).fill("ex:Obra")
+    p.get_by_role("button", name="Search").click()
+    expect(p.get_by_test_id("summary")).to_have_text(re.compile(r"^5 instances"))  # gw, livros, pinturas, trens, metro
+    check_accessibility(p, "instances-environments")
+
+
+def test_a_token_bound_to_an_environment_uses_the_console(registry, staging, page):
+    server, _ = registry
+    p = page.page
+    sign_in(page, server.url, STAGER, "stage")
+    expect(p.get_by_test_id("instance-total")).to_have_text("2")
+    expect(p.get_by_test_id("concepts")).not_to_have_text("…")
+    expect(p.get_by_role("link", name="livros")).to_have_count(0)
+    p.get_by_role("link", name="Instances", exact=True).click()
+    expect(p.locator("tbody tr")).to_have_count(2)
+    expect(p.get_by_label("Environment").locator("option")).to_have_text(["staging"])
+    p.evaluate("() => { window.stillTheSamePage = true; }")
+    staging.put("/v1/instances/trens/heartbeat", json={"status": "draining"}).raise_for_status()
+    expect(p.locator("tr[data-id=trens] .badge")).to_have_text("draining")
+    staging.put("/v1/instances/livros/heartbeat", json={"status": "blocked"}).raise_for_status()  # not its own
+    staging.put("/v1/instances/onibus", json={"service": "onibus", "address": "127.0.0.1", "port": 9310, "ttl": 0,
+                                              "environment": "staging"}).raise_for_status()
+    try:
+        expect(p.get_by_test_id("summary")).to_have_text("3 instances; 1–3 shown.")
+        p.get_by_role("link", name="Overview").click()
+        expect(p.get_by_test_id("instance-total")).to_have_text("3")
+        expect(p.locator("[data-status=blocked] dd")).to_have_text("0")
+        expect(p.locator("[data-status=draining] dd")).to_have_text("1")
+        assert p.evaluate("() => window.stillTheSamePage") is True
+        expect(p.locator("#banner")).to_be_hidden()  # no "Live updates paused" banner
+        check_accessibility(p, "overview-bound")
+        p.goto(server.url + "/ui/#/concepts/" + "http%3A%2F%2Fexample.org%2Fobras%23Obra")
+        mentions = p.get_by_role("region", name="Instances whose tags mention it")
+        expect(mentions.locator("tbody tr")).to_have_count(2)  # trens and metro; not gw, livros nor pinturas
+        expect(mentions.get_by_role("link", name="trens")).to_be_visible()
+    finally:
+        staging.put("/v1/instances/livros/heartbeat", json={"status": "up"}).raise_for_status()
+        staging.delete("/v1/instances/onibus")
+
+
 def test_paging_past_ten_thousand_instances(start_server, browser):
     """No tokens here: the console opens without a sign-in, and pages through 10,050 instances."""
     server = start_server(data_dir=None)
@@ -347,9 +420,19 @@ def test_paging_past_ten_thousand_instances(start_server, browser):
         expect(page.get_by_role("button", name="Next")).to_be_disabled()
         page.get_by_role("button", name="Previous").click()
         expect(page.get_by_test_id("summary")).to_have_text("10050 instances; 9951–10000 shown.")
+        page.get_by_role("button", name="Next").click()
+        expect(page.get_by_test_id("summary")).to_have_text("10050 instances; 10001–10050 shown.")
         page.get_by_label("Service").fill("svc3")
         page.get_by_role("button", name="Search").click()
         expect(page.get_by_test_id("summary")).to_have_text("1436 instances; 1–50 shown.")
+        expect(page.locator("tr[data-id=i00003] .badge")).to_have_text("up")
+        with httpx.Client(base_url=server.url, timeout=60) as api:  # live: a row's status, then one more
+            api.put("/v1/instances/i00003/heartbeat", json={"status": "draining"}).raise_for_status()
+            expect(page.locator("tr[data-id=i00003] .badge")).to_have_text("draining")
+            api.put("/v1/instances/i00000x", json={"service": "svc3", "address": "127.0.0.1", "port": 9999,
+                                                   "ttl": 0}).raise_for_status()
+            expect(page.get_by_test_id("summary")).to_have_text("1437 instances; 1–50 shown.")
+            expect(page.locator("tbody tr").first).to_have_attribute("data-id", "i00000x")
         snapshot(page, "instances-10050")
     finally:
         page.close()

@@ -3,6 +3,7 @@ the helpers of their handlers (the node's parts on `request.app.state`, the call
 a watchable answer, the warnings added to one, the cluster a change must reach)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import orjson
@@ -79,14 +80,15 @@ def with_members(body: bytes, members: bytes) -> bytes:
     return body[:-1] + members + b"}" if members else body
 
 
-async def watched(request: Request, topic: Topic, refresh: Any, members: bytes = b"") -> JSONResponse:
+async def watched(request: Request, topic: Topic, refresh: Any, members: bytes = b"",
+                  more: Callable[[Topic], dict[str, str]] | None = None) -> JSONResponse:
     """A watchable read: the topic's body (with `members` added) and index; with `?index=N&wait=`, after its
-    result changes."""
+    result changes. `more` gives headers of the answered topic to add."""
     index, wait = watch_params(request, request.app.state.settings.watch_max_wait_s)
     if index is not None:
         await coordinator_of(request).hub.wait(topic, index, wait)
         topic = await refresh()
-    headers = {"X-Semreg-Index": str(topic.index)}
+    headers = {"X-Semreg-Index": str(topic.index), **(more(topic) if more is not None else {})}
     missing = getattr(topic.payload, "missing", ())
     if missing:
         headers["X-Semreg-Partial"] = ",".join(missing)

@@ -14,7 +14,7 @@ from semreg.access.tokens import READ, WRITE
 from semreg.errors import BadRequest, Forbidden
 from semreg.http import schemas as s
 from semreg.http.endpoints import Endpoints, Param, Reply
-from semreg.http.requests import bool_param, read_body, read_json
+from semreg.http.requests import bool_param, int_value, read_body, read_json
 from semreg.http.responses import JSONResponse
 from semreg.http.routes.common import (
     INDEX_HEADER,
@@ -30,13 +30,16 @@ from semreg.http.routes.common import (
     with_members,
 )
 from semreg.http.schemas import ID_PATTERN, BatchBody, HeartbeatBody, InstanceBody, validate
-from semreg.rdf.terms import parse_tags
+from semreg.rdf.terms import parse_component, parse_tag, parse_tags
 from semreg.reasoning.lexicon import MAX_WARNINGS
+from semreg.registry import listing
 from semreg.registry.coordinator import not_registered
 from semreg.registry.instances import Registration
+from semreg.registry.selector import Selector
 
 API = Endpoints()
 _ID = re.compile(ID_PATTERN)
+MAX_OFFSET = 100_000_000
 ID = Param("id", "path", True, {"type": "string", "pattern": ID_PATTERN}, "instance id")
 
 
@@ -115,17 +118,66 @@ def registration(request: Request, data: Any, instance_id: str | None, where: st
 INSTANCE_LIST = {"type": "array", "items": {"$ref": "#/components/schemas/InstanceView"}}
 
 
-@API.route("GET", "/v1/instances", scope=READ, summary="list instances",
+PAGING = (Param("status", schema={"enum": list(listing.STATUSES)}, description="only instances of this status"),
+          Param("tag", description="only instances whose tags mention this term in any position, or carry this "
+                                   "whole tag of three terms"),
+          Param("limit", schema={"type": "integer", "minimum": 1, "maximum": listing.MAX_LIMIT},
+                description="at most this many"),
+          Param("after", schema={"type": "string", "pattern": ID_PATTERN},
+                description="only instances whose id sorts after this one: the last id of the page before"),
+          Param("offset", schema={"type": "integer", "minimum": 0, "maximum": MAX_OFFSET},
+                description="skip this many (after `after`)"))
+TOTAL_HEADER = {"X-Semreg-Total": {"schema": {"type": "integer", "minimum": 0},
+                                   "description": "with a paging or filter parameter: how many the filters admit"}}
+
+
+@API.route("GET", "/v1/instances", scope=READ, summary="list instances; paged and filtered on request",
            params=(Param("service"), Param("tags", schema=TAGS_FLAG, description="views with their tags (default true)"),
-                   *SELECTOR, *WATCH),
-           replies=[Reply(200, INSTANCE_LIST, headers=INDEX_HEADER)])
+                   *PAGING, *SELECTOR, *WATCH),
+           replies=[Reply(200, INSTANCE_LIST, headers={**INDEX_HEADER, **TOTAL_HEADER})])
 async def list_instances(request: Request) -> Response:
     service = request.query_params.get("service") or None
     tags = bool_param(request, "tags", True)
     selector = selector_of(request)
     coordinator = coordinator_of(request)
+    if any(request.query_params.get(p.name) for p in PAGING):
+        q = list_query(request, service, tags, selector)
+        return await watched(request, await listing.page(coordinator, q), lambda: listing.page(coordinator, q),
+                             more=lambda topic: {"X-Semreg-Total": str(topic.payload.total)})
     return await watched(request, await coordinator.instances(service, tags, selector),
                          lambda: coordinator.instances(service, tags, selector))
+
+
+def list_query(request: Request, service: str | None, tags: bool, selector: Selector) -> listing.ListQuery:
+    """A paged or filtered list's query (a 400 naming the parameter at fault otherwise)."""
+    params = request.query_params
+    status = params.get("status") or None
+    if status is not None and status not in listing.STATUSES:
+        raise BadRequest(f"status takes {', '.join(listing.STATUSES)}, not '{status[:40]}'.", field="status")
+    after = params.get("after") or None
+    if after is not None and not _ID.match(after):
+        raise BadRequest(f"after takes an instance id (1-128 of A-Z a-z 0-9 . _ : -), not '{after[:140]}'.",
+                         field="after")
+    return listing.ListQuery(service, status, mention(request, params.get("tag") or None), selector, after,
+                             int_value(params, "offset", 0, MAX_OFFSET) or 0,
+                             int_value(params, "limit", 1, listing.MAX_LIMIT), tags)
+
+
+def mention(request: Request, text: str | None) -> listing.Mention | None:
+    """`tag=`: one term (named in any position of a tag), or a whole tag of three terms."""
+    if text is None:
+        return None
+    parts = text.split()
+    if len(parts) not in (1, 3):
+        raise BadRequest(f"tag: '{text[:140]}' has {len(parts)} terms; give one term, or a whole tag of three.",
+                         field="tag")
+    prefixes = knowledge_of(request).prefixes
+    try:
+        return parse_component(parts[0], prefixes, predicate=True) if len(parts) == 1 else parse_tag(text, prefixes)
+    except BadRequest as exc:
+        exc.message = f"tag: {exc.message}"
+        exc.extra["field"] = "tag"
+        raise
 
 
 @API.route("POST", "/v1/instances", scope=WRITE, summary="register with a server-chosen id", body=s.InstanceBody,

@@ -36,7 +36,8 @@ async def token_self(request: Request) -> Response:
     except Unauthorized as exc:
         return JSONResponse(exc.body(), status_code=401, headers={"WWW-Authenticate": 'Bearer realm="semreg"'})
     scopes = [scope for scope in (READ, WRITE, ADMIN) if principal.admin or scope in principal.scopes]
-    return JSONResponse({"name": principal.name, "scopes": scopes, "tokens": tokens.enabled})
+    bound = {"environments": sorted(principal.environments or ())} if principal.bound else {}
+    return JSONResponse({"name": principal.name, "scopes": scopes, "tokens": tokens.enabled, **bound})
 
 
 @API.route("GET", "/healthz", scope=None, summary="alive", replies=[Reply(200, OBJECT)])

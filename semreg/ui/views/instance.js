@@ -1,6 +1,6 @@
 // One instance: its tags as CURIEs, health, load, weight, capacity, expiry, registration time; drain,
-// block, resume and deregister (confirmed) for its owner or an admin. Redrawn when the live list says
-// its status or registration changed.
+// block, resume and deregister (confirmed) for its owner or an admin. Read again when a live change
+// names it.
 import { getJSON, request } from "../api.js";
 import { badge, clear, confirmAction, errorBox, h, showError, time } from "../dom.js";
 import { tagLinks } from "../terms.js";
@@ -18,10 +18,8 @@ export async function render(main, { live, params, mayChange, navigate }) {
   const box = errorBox();
   const body = h("div");
   main.append(heading, box, body);
-  let seen = null;
 
   function gone() {
-    seen = null;
     clear(body, h("p", {}, "This instance is not registered (any more). ", h("a", { href: "#/instances", text: "All instances" })));
   }
 
@@ -33,7 +31,6 @@ export async function render(main, { live, params, mayChange, navigate }) {
       if (error.status === 404) { gone(); return; }
       throw error;
     }
-    seen = `${inst.status} ${inst.registered_at}`;
     draw(inst);
   }
 
@@ -86,9 +83,10 @@ export async function render(main, { live, params, mayChange, navigate }) {
   await load();
   const redraw = (event) => {
     if (event.detail !== "instances") return;
-    const now = (live.instances || []).find((i) => i.id === id);
-    if (!now) { if (seen !== null) gone(); return; }
-    if (`${now.status} ${now.registered_at}` !== seen) load().catch((error) => showError(box, error));
+    const mine = live.latest === null ? null : live.latest.filter((c) => c.id === id);
+    if (mine !== null && mine.length === 0) return;
+    if (mine !== null && mine[mine.length - 1].status === null) gone();  // removed: nothing to read
+    else load().catch((error) => showError(box, error));
   };
   live.addEventListener("change", redraw);
   return () => live.removeEventListener("change", redraw);

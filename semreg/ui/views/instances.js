@@ -1,38 +1,54 @@
-// Services and instances: a table of the live list, searchable by service, tag (a term or a whole
-// tag, CURIE or IRI) and status, fifty a page.
+// Services and instances: one page of fifty at a time, read from the server (GET /v1/instances with
+// limit and offset, in id order), filtered there by service, status, tag (a term in any position, or a
+// whole tag, CURIE or IRI) and environment, with the total from X-Semreg-Total. Live changes touch only
+// the page: a status change of a row shown redraws its badge; a registration or removal that the filters
+// may admit (or any change under a status filter) reads the page again.
+import { request, qs } from "../api.js";
 import { badge, clear, errorBox, field, h, showError, table } from "../dom.js";
-import { mentioning, resolve } from "../mentions.js";
+import { touches } from "../live.js";
 
 const PAGE = 50;
 const STATUSES = ["", "up", "draining", "blocked", "critical"];
 
-export async function render(main, { live, query, may, navigate }) {
+export async function render(main, { live, query, may, navigate, principal }) {
+  const bound = principal.environments || null;  // a bound token reads one of its environments at a time
   const state = { service: query.get("service") || "", tag: query.get("tag") || "", status: query.get("status") || "",
-    page: Math.max(1, Number(query.get("page")) || 1) };
-  let tagged = null;  // ids whose tags mention the tag filter, or null without one
+    environment: query.get("environment") || (bound ? bound[0] : ""), page: Math.max(1, Number(query.get("page")) || 1) };
+  let rows = null;
+  let total = 0;
+  const box = errorBox();
   const tagError = errorBox();
   const service = h("input", { name: "service", list: "services-list", value: state.service, autocomplete: "off" });
   const tag = h("input", { name: "tag", value: state.tag, placeholder: "ex:Livro or ex:Livro ex:temUmGenero ex:Terror",
     size: 36, "aria-describedby": "tag-hint" });
   const status = h("select", { name: "status" }, STATUSES.map((s) => h("option", { value: s, selected: s === state.status, text: s || "any" })));
+  const environment = h("select", { name: "environment" });
   const datalist = h("datalist", { id: "services-list" });
   const summary = h("p", { class: "muted", "aria-live": "polite", "data-testid": "summary" });
   const body = h("div", { class: "scroll" });
   const pager = h("nav", { class: "pager", "aria-label": "Pages" });
   const form = h("form", { class: "filters", role: "search", onsubmit: (event) => { event.preventDefault(); apply(); } },
-    field("Service", service), field("Tag", tag), field("Status", status),
+    field("Service", service), field("Tag", tag), field("Status", status), field("Environment", environment),
     h("button", { type: "submit", class: "primary", text: "Search" }),
-    h("button", { type: "button", onclick: () => { service.value = ""; tag.value = ""; status.value = ""; apply(); }, text: "Clear" }));
+    h("button", { type: "button", onclick: () => { service.value = ""; tag.value = ""; status.value = ""; environment.value = bound ? bound[0] : ""; apply(); }, text: "Clear" }));
   main.append(h("div", { class: "row" }, h("h1", { text: "Instances" }),
     may("write") ? h("a", { href: "#/register", text: "Register an instance" }) : null),
   form, h("p", { id: "tag-hint", class: "muted", text: "A tag filter lists the instances whose tags mention the term in any position, or carry that whole tag." }),
-  tagError, datalist, summary, body, pager);
+  tagError, box, datalist, summary, body, pager);
+
+  function environments() {
+    const known = bound || ["", ...Object.keys(live.summary ? live.summary.environments : {})];
+    const names = known.includes(state.environment) ? known : [...known, state.environment];
+    clear(environment, names.map((name) => h("option", { value: name, selected: name === state.environment, text: name || "all" })));
+    clear(datalist, live.services().map(([name]) => h("option", { value: name })));
+  }
 
   function apply() {
     const params = new URLSearchParams();
     if (service.value.trim()) params.set("service", service.value.trim());
     if (tag.value.trim()) params.set("tag", tag.value.trim());
     if (status.value) params.set("status", status.value);
+    if (environment.value && environment.value !== (bound ? bound[0] : "")) params.set("environment", environment.value);
     navigate(`#/instances${params.toString() ? `?${params}` : ""}`);
   }
 
@@ -41,29 +57,58 @@ export async function render(main, { live, query, may, navigate }) {
     const params = new URLSearchParams(location.hash.split("?")[1] || "");
     params.set("page", page);
     history.replaceState(null, "", `#/instances?${params}`);
-    draw();
-    body.querySelector("a")?.focus();
+    reload().then(() => body.querySelector("a")?.focus());
   }
 
-  function rows() {
-    return (live.instances || []).filter((i) => (!state.service || i.service === state.service)
-      && (!state.status || i.status === state.status) && (!tagged || tagged.has(i.id)))
-      .sort((a, b) => a.service.localeCompare(b.service) || a.id.localeCompare(b.id));
+  // One page read at a time; a change seen meanwhile reads it once more after it.
+  let reading = null;
+  let again = false;
+  function reload() {
+    if (reading) { again = true; return reading; }
+    reading = (async () => {
+      do {
+        again = false;
+        await read();
+      } while (again);
+    })().finally(() => { reading = null; });
+    return reading;
+  }
+
+  async function read() {
+    const params = { tags: "false", limit: PAGE, offset: (state.page - 1) * PAGE, service: state.service, tag: state.tag,
+      status: state.status, environment: state.environment || "*" };
+    try {
+      const response = await request(`/v1/instances${qs(params)}`);
+      rows = await response.json();
+      total = Number(response.headers.get("X-Semreg-Total"));
+      showError(box, null);
+    } catch (error) {
+      if (error.status === 400 && error.body.field === "tag") {
+        showError(tagError, error);
+        tag.setAttribute("aria-invalid", "true");
+      } else {
+        showError(box, error);
+      }
+      rows = [];
+      total = 0;
+    }
+    const pages = Math.max(1, Math.ceil(total / PAGE));
+    if (state.page > pages) {
+      state.page = pages;
+      await read();
+      return;
+    }
+    draw();
   }
 
   function draw() {
-    clear(datalist, live.services().map(([name]) => h("option", { value: name })));
-    if (live.instances === null) { summary.textContent = "Reading the instances…"; return; }
-    const all = rows();
-    const pages = Math.max(1, Math.ceil(all.length / PAGE));
-    state.page = Math.min(state.page, pages);
-    const shown = all.slice((state.page - 1) * PAGE, state.page * PAGE);
-    const environments = shown.some((i) => "environment" in i);
-    summary.textContent = all.length === 0 ? "No instance matches."
-      : `${all.length} instances; ${(state.page - 1) * PAGE + 1}–${(state.page - 1) * PAGE + shown.length} shown.`;
+    const pages = Math.max(1, Math.ceil(total / PAGE));
+    const first = (state.page - 1) * PAGE;
+    const environments = rows.some((i) => "environment" in i);
+    summary.textContent = total === 0 ? "No instance matches." : `${total} instances; ${first + 1}–${first + rows.length} shown.`;
     const headers = ["id", "service", ...(environments ? ["environment"] : []), "address", "status",
       { label: "load", num: true }, { label: "weight", num: true }, { label: "capacity", num: true }];
-    clear(body, table(headers, shown.map((i) => h("tr", { dataset: { id: i.id } },
+    clear(body, table(headers, rows.map((i) => h("tr", { dataset: { id: i.id } },
       h("td", {}, h("a", { href: `#/instances/${encodeURIComponent(i.id)}`, text: i.id })),
       h("td", { text: i.service }), environments ? h("td", { text: i.environment ?? "" }) : null,
       h("td", { class: "mono", text: `${i.scheme}://${i.address}:${i.port}` }), h("td", {}, badge(i.status)),
@@ -76,23 +121,25 @@ export async function render(main, { live, query, may, navigate }) {
       h("button", { type: "button", disabled: state.page >= pages, onclick: () => go(state.page + 1), text: "Next" }));
   }
 
-  let term = null;
-  async function findTagged() {
-    try {
-      term = term || await resolve(state.tag);
-      tagged = new Set((await mentioning(term)).map((m) => m.id));
-    } catch (error) {
-      showError(tagError, error);
-      tag.setAttribute("aria-invalid", "true");
-      tagged = new Set();
+  // What the live changes do to the page: nothing, a badge, or a read of the page.
+  function changed() {
+    if (live.latest === null) { reload(); return; }
+    const shown = new Map(rows.map((i) => [i.id, i]));
+    let redraw = false;
+    for (const c of live.latest) {
+      if (touches(c, { ...state, environment: state.environment })) { reload(); return; }
+      const row = shown.get(c.id);
+      if (row && c.status !== null && row.status !== c.status) { row.status = c.status; redraw = true; }
     }
+    if (redraw) draw();
   }
-  if (state.tag) await findTagged();
-  draw();
-  const redraw = async (event) => {
-    if (event.detail !== "instances") return;
-    if (state.tag && term) await findTagged();
-    draw();
+
+  environments();
+  summary.textContent = "Reading the instances…";
+  await reload();
+  const redraw = (event) => {
+    if (event.detail === "summary") environments();
+    else if (event.detail === "instances" && rows !== null) changed();
   };
   live.addEventListener("change", redraw);
   return () => live.removeEventListener("change", redraw);

@@ -1,5 +1,6 @@
-// Overview: services, instances by status, ontologies and concepts, cluster members and the ring
-// checksum, recent changes; each card redrawn when the live state it shows changes.
+// Overview: services, instances by status and by environment, ontologies and concepts (the counts of
+// GET /v1/summary), cluster members and the ring checksum, recent changes; each card redrawn when the
+// live state it shows changes.
 import { badge, clear, h, table, time } from "../dom.js";
 
 export function render(main, { live }) {
@@ -15,12 +16,18 @@ export function render(main, { live }) {
   const draw = {
     instances() {
       const counts = live.byStatus();
-      const total = (live.instances || []).length;
+      const total = live.summary ? live.summary.instances : "…";
+      const places = Object.entries(live.summary ? live.summary.environments : {});
       clear(cards.instances, h("h2", { id: "ov-instances", text: "Instances" }),
         h("p", {}, h("span", { class: "big", "data-testid": "instance-total", text: total }), " registered"),
         h("dl", { class: "counts", "aria-label": "instances by status" },
           Object.entries(counts).map(([status, n]) => h("div", { "data-status": status },
-            h("dt", {}, badge(status)), h("dd", { text: n })))));
+            h("dt", {}, badge(status)), h("dd", { text: n })))),
+        places.length > 1 || (places.length === 1 && places[0][0] !== "default")
+          ? [h("h3", { text: "By environment" }), h("ul", { class: "plain", "data-testid": "environments" },
+            places.map(([name, n]) => h("li", {},
+              h("a", { href: `#/instances?environment=${encodeURIComponent(name)}`, text: name }), ` · ${n}`)))]
+          : null);
     },
     services() {
       const services = live.services();
@@ -61,7 +68,8 @@ export function render(main, { live }) {
   };
   const redraw = (event) => {
     const what = event ? event.detail : null;
-    if (!what || what === "instances") { draw.instances(); draw.services(); draw.changes(); }
+    if (!what || what === "summary") { draw.instances(); draw.services(); draw.ontologies(); }
+    if (!what || what === "instances") draw.changes();
     if (!what || what === "ontologies") { draw.ontologies(); draw.changes(); }
     if (!what || what === "cluster") draw.cluster();
   };

@@ -1,0 +1,148 @@
+"""Reads of instances for a person's screen: a page of the list, and an overview's counts.
+
+`page` answers one page of the instances a `ListQuery` admits (by service, status, a tag or a term its
+tags mention, environment and metadata), in id order, with how many it admits in all: `after` (the last
+id of the previous page: a cursor that stays put when instances come or go before it) and `offset` skip,
+`limit` bounds. `summary` counts the instances of some environments by status, service and environment.
+
+Both are topics of the coordinator's hub, computed from what every member holds as
+`Coordinator.instances` is (the newest copy of each, none removed since): kept until a change that can
+alter them, and never rendering the whole list. The admitted list of a query's filters is a topic of its
+own, so paging through it filters and sorts once; its body is never rendered.
+"""
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from semreg.rdf.terms import Tag
+from semreg.registry.coordinator import Coordinator, Gathered
+from semreg.registry.instances import BLOCKED, CRITICAL, DRAINING, UP
+from semreg.registry.merged import newest_copies, removals_of
+from semreg.registry.registry import Change
+from semreg.registry.selector import Selector
+from semreg.registry.watch import Topic
+
+STATUSES = (UP, DRAINING, BLOCKED, CRITICAL)
+MAX_LIMIT = 1000
+Mention = Tag | str  # a whole tag, or a term named in any position of one
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    service: str | None = None
+    status: str | None = None
+    mention: Mention | None = None
+    selector: Selector = Selector()
+    after: str | None = None
+    offset: int = 0
+    limit: int | None = None
+    tags: bool = True  # views with their tags
+
+    @property
+    def filters(self) -> tuple[Any, ...]:
+        return (self.service, self.status, self.mention, self.selector)
+
+    def admits(self, inst: Any) -> bool:
+        reg = inst.reg
+        if self.service is not None and reg.service != self.service:
+            return False
+        if not self.selector.admits(reg):
+            return False
+        if self.status is not None and inst.status != self.status:
+            return False
+        if isinstance(self.mention, Tag):
+            return self.mention in reg.tags
+        if self.mention is not None:
+            return any(self.mention in tag for tag in reg.tags)
+        return True
+
+    def relevant(self, changes: Iterable[Change]) -> bool:
+        return any((self.service is None or self.service in c.services) and self.selector.covers(c.environments)
+                   for c in changes)
+
+
+@dataclass
+class Paged:
+    items: list[Any]
+    total: int  # admitted in all, before after/offset/limit
+    missing: tuple[str, ...] = ()
+
+
+async def admitted(coordinator: Coordinator, q: ListQuery) -> Gathered:
+    """Every instance the query's filters admit, in id order."""
+    async def compute() -> tuple[Any, Gathered]:
+        lists, missing = await coordinator.gather(lambda shard: shard.instances(q.service))
+        found = newest_copies([i for one in lists for i in one.items], removals_of(lists))  # in id order
+        return missing, Gathered([i for i in found if q.admits(i)], missing)
+
+    key = ("admitted", *q.filters)
+    topic = await coordinator.hub.topic(key, compute, q.relevant, lambda _: b"")
+    if topic.payload.missing:
+        coordinator.hub.stale(key)
+    return topic.payload
+
+
+async def page(coordinator: Coordinator, q: ListQuery) -> Topic:
+    """The topic of one page: its views, and the total admitted (a watch of it wakes when either moves)."""
+    async def compute() -> tuple[Any, Paged]:
+        found = await admitted(coordinator, q)
+        start = bisect.bisect_right(found.items, q.after, key=lambda i: i.id) if q.after is not None else 0
+        start += q.offset
+        shown = found.items[start:start + q.limit if q.limit is not None else None]
+        return (tuple(i.state for i in shown), len(found.items), found.missing), Paged(shown, len(found.items),
+                                                                                       found.missing)
+
+    def render(paged: Paged) -> bytes:
+        return b"[" + b",".join(i.view_json(q.tags) for i in paged.items) + b"]"
+
+    key = ("page", q)
+    topic = await coordinator.hub.topic(key, compute, q.relevant, render)
+    if topic.payload.missing:
+        coordinator.hub.stale(key)
+    return topic
+
+
+@dataclass
+class Counts:
+    counts: dict[str, Any]
+    missing: tuple[str, ...] = field(default=())
+
+
+async def summary(coordinator: Coordinator, environments: frozenset[str] | None) -> Topic:
+    """The counts of the instances in `environments` (None: all) as an overview shows them: in all, by
+    status, service and environment, distinct tags; and the ontologies and the hierarchy's concepts."""
+    async def compute() -> tuple[Any, Counts]:
+        lists, missing = await coordinator.gather(lambda shard: shard.instances(None))
+        statuses = dict.fromkeys(STATUSES, 0)
+        services: dict[str, int] = {}
+        places: dict[str, int] = {}
+        tags: set[Tag] = set()
+        total = 0
+        for inst in newest_copies([i for one in lists for i in one.items], removals_of(lists)):
+            reg = inst.reg
+            if environments is not None and reg.environment not in environments:
+                continue
+            total += 1
+            statuses[inst.status] = statuses.get(inst.status, 0) + 1
+            services[reg.service] = services.get(reg.service, 0) + 1
+            places[reg.environment] = places.get(reg.environment, 0) + 1
+            tags.update(reg.tags)
+        knowledge = coordinator.knowledge
+        counts = {"instances": total, "by_status": statuses, "services": dict(sorted(services.items())),
+                  "environments": dict(sorted(places.items())), "tags": len(tags),
+                  "ontologies": len(knowledge.ontologies.metas), "concepts": knowledge.hierarchy.size}
+        if missing:
+            counts.update(partial=True, missing=list(missing))
+        body = orjson.dumps(counts)
+        return body, Counts(counts, missing)
+
+    key = ("summary", environments)
+    topic = await coordinator.hub.topic(key, compute, lambda changes: True, lambda c: orjson.dumps(c.counts))
+    if topic.payload.missing:
+        coordinator.hub.stale(key)
+    return topic
