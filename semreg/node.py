@@ -102,6 +102,7 @@ class Node:
             self.at_rest.start()
         self.opened = True
         if self.cluster is None:
+            self.shard.trim_tombstones_alone()
             self.ready = True
         self._settle_heap()
         log.info("node open", extra={"instances": instances, "ontologies": len(self.knowledge.ontologies),
