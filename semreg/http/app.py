@@ -31,10 +31,11 @@ from semreg.http.gate import AccessMiddleware, over_rate
 from semreg.http.metrics import Metrics, MetricsMiddleware, Sources
 from semreg.http.responses import JSONResponse, error_response
 from semreg.http.routes import API, DISCOVER, SPARQL_GET
-from semreg.http.routes.discovery import discover_query, discover_warnings
+from semreg.http.routes.discovery import discover_warnings
 from semreg.http.sparql import SparqlEndpoint
 from semreg.node import Node
 from semreg.registry.health import HealthChecker
+from semreg.registry.query_params import discover_query
 from semreg.registry.routing import Router
 from semreg.sparql.pool import QueryPool
 from semreg.sparql.service import Gate
