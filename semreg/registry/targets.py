@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from semreg.registry.balancer import priority_of
 from semreg.registry.discovery import DiscoverResult
@@ -49,13 +50,15 @@ def srv_priority(meta: dict[str, str]) -> int:
     return min(65535, max(0, int(value)))
 
 
+def target_of(inst: Any, degree: str = "", distance: int = 0) -> Target:
+    """An instance (local or another node's) as a target."""
+    r = inst.reg
+    meta = dict(r.meta)
+    return Target(inst.id, r.service, r.environment, r.address, int(r.port), r.scheme, int(r.weight),
+                  srv_priority(meta), degree, distance, tuple(sorted(meta.items())))
+
+
 def targets_of(result: DiscoverResult) -> list[Target]:
     """The routable instances of an answer, in its ranking."""
-    out = []
-    for inst, (_tag, degree, distance) in zip(result.members, result.best):
-        if inst.status != UP:
-            continue
-        r = inst.reg  # type: ignore[attr-defined]
-        out.append(Target(inst.id, r.service, r.environment, r.address, int(r.port), r.scheme, int(r.weight),
-                          srv_priority(dict(r.meta)), degree, distance, tuple(sorted(dict(r.meta).items()))))
-    return out
+    return [target_of(inst, degree, distance) for inst, (_tag, degree, distance) in zip(result.members, result.best)
+            if inst.status == UP]
