@@ -23,7 +23,7 @@ REFRESH_S = 1
 
 
 class Metrics(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         body = b"# TYPE books_served counter\nbooks_served 42\n" if self.path == "/metrics" else b""
         self.send_response(200 if body else 404)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
