@@ -32,6 +32,7 @@ from semreg.registry.health import HealthChecker
 from semreg.registry.local_shard import LocalShard
 from semreg.registry.placement import Single
 from semreg.registry.registry import Change
+from semreg.registry.saved import Questions
 from semreg.sparql.feed import ReplicaFeed
 from semreg.storage.at_rest import AtRest
 from semreg.storage.store import Store
@@ -61,6 +62,7 @@ class Node:
         self.knowledge = Knowledge(self.store, self.write, published, strict_terms=settings.strict_terms)
         self.shard = LocalShard(self.clock, self.store, self.write, self.submit, health, settings.node_id)
         self.coordinator = Coordinator(self.knowledge, self.clock, Single(self.shard))
+        self.questions = Questions(self.knowledge)  # what each saved query asks, parsed once per change
         self.shard.subscribe(self.coordinator.changed)
         self.changelog = ChangeLog(epoch=int(self.clock.wall() * 1_000_000))
         self.shard.subscribe(self.changelog.append)

@@ -7,12 +7,19 @@
 - An answer larger than `limit` bytes (512 over UDP, or the size the client advertised with EDNS) is cut
   at a whole record set with the TC bit, so that the client asks again over TCP, which answers whole.
 - An internal error answers SERVFAIL, the last resort, and is logged by the caller.
+
+Building an answer of 50 records with dnspython's objects takes milliseconds; between two changes of a saved
+query's answer the bytes are the same but for the asker's id. So an answer to a saved query is kept by the
+query's bytes after its id (name as spelt, type, flags, EDNS size) and the transport, with the version of
+the data it was made of (`Found.version`), and sent again with the new id while that version holds.
 """
 from __future__ import annotations
 
+import functools
 import struct
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import dns.exception
@@ -21,32 +28,65 @@ import dns.message
 import dns.name
 import dns.opcode
 import dns.rcode
-import dns.rdata
 import dns.rdataclass
 import dns.rdatatype
+import dns.rdtypes.IN.A
+import dns.rdtypes.IN.AAAA
+import dns.rdtypes.IN.SRV
 import dns.rrset
 
-from semreg.dns.names import ADDRESS, APEX, INSTANCE, SRV, UNKNOWN, Asked, asked, instance_name
+from semreg.dns.names import ADDRESS, INSTANCE, SRV, UNKNOWN, Asked, asked, instance_name
 from semreg.registry.targets import Target
 
+SRV_RDATA, A_RDATA, AAAA_RDATA = dns.rdtypes.IN.SRV.SRV, dns.rdtypes.IN.A.A, dns.rdtypes.IN.AAAA.AAAA
 UDP_LIMIT = 512  # bytes an answer over UDP may have unless the client says more (RFC 1035)
 EDNS_LIMIT = 4096  # the most this server answers over UDP whatever a client advertises (DNS Flag Day 2020: 1232)
 TCP_LIMIT = 65535
+
+
+class Found:
+    """A saved query's routable instances, with a version that changes whenever they may have (an answer made
+    of them is kept and sent again, with the asker's id, while the version stays). The instances are read
+    only when an answer is made."""
+
+    def __init__(self, version: Hashable, make: Callable[[], Sequence[Target]]) -> None:
+        self.version = version
+        self._make = make
+
+    @functools.cached_property
+    def targets(self) -> Sequence[Target]:
+        return self._make()
 
 
 class Resolver(Protocol):
     """What the answers are made of: a saved query's routable instances (None: no such query), one instance
     (None: not registered)."""
 
-    async def query(self, name: str, environment: str | None) -> Sequence[Target] | None: ...
+    async def query(self, name: str, environment: str | None) -> Found | None: ...
 
     async def instance(self, instance_id: str) -> Target | None: ...
 
 
-@dataclass(frozen=True)
+@dataclass
 class Zone:
     domain: dns.name.Name
     ttl_s: int = 5
+    # answers to saved queries by the query's bytes after its id (and the transport): (version, answer bytes)
+    answers: OrderedDict[tuple[bytes, bool], tuple[Hashable, bytes, Asked]] = field(default_factory=OrderedDict)
+    max_answers: int = 1024
+
+    def kept(self, key: tuple[bytes, bool], version: Hashable) -> bytes | None:
+        entry = self.answers.get(key)
+        if entry is None or entry[0] != version:
+            return None
+        self.answers.move_to_end(key)
+        return entry[1]
+
+    def keep(self, key: tuple[bytes, bool], version: Hashable, wire: bytes, what: Asked) -> None:
+        self.answers[key] = (version, wire, what)
+        self.answers.move_to_end(key)
+        while len(self.answers) > self.max_answers:
+            self.answers.popitem(last=False)
 
 
 def udp_limit(request: dns.message.Message) -> int:
@@ -91,6 +131,13 @@ def reply(request: dns.message.Message, rcode: int) -> bytes:
 
 async def answer(wire: bytes, resolver: Resolver, zone: Zone, tcp: bool = False) -> bytes | None:
     """The answer to one query (None: none is sent)."""
+    key = (wire[2:], tcp)
+    entry = zone.answers.get(key)
+    if entry is not None:  # asked before: read again only if its saved query's answer changed since
+        found = await resolver.query(entry[2].name, entry[2].environment)
+        kept = zone.kept(key, found.version) if found is not None else None
+        if kept is not None:
+            return wire[:2] + kept[2:]
     parsed = parse(wire)
     if not isinstance(parsed, dns.message.Message):
         return parsed
@@ -99,34 +146,41 @@ async def answer(wire: bytes, resolver: Resolver, zone: Zone, tcp: bool = False)
     response.flags |= dns.flags.AA
     question = request.question[0]
     what = asked(question.name, zone.domain) if question.rdclass in (dns.rdataclass.IN, dns.rdataclass.ANY) else None
+    limit = TCP_LIMIT if tcp else udp_limit(request)
     if what is None:
         response.set_rcode(dns.rcode.REFUSED)
         response.flags &= ~dns.flags.AA
+    elif what.kind in (SRV, ADDRESS):
+        found = await resolver.query(what.name, what.environment)
+        if found is None:
+            response.set_rcode(dns.rcode.NXDOMAIN)
+        else:
+            fill_query(response, question.name, question.rdtype, what, found.targets, zone)
+            out = response.to_wire(max_size=limit, prefer_truncation=True)
+            if len(wire) <= UDP_LIMIT:  # a question is short; the longest packets are kept out of memory
+                zone.keep(key, found.version, out, what)
+            return out
     else:
         await fill(response, question.name, question.rdtype, what, resolver, zone)
-    limit = TCP_LIMIT if tcp else udp_limit(request)
     return response.to_wire(max_size=limit, prefer_truncation=True)
 
 
 async def fill(response: dns.message.Message, qname: dns.name.Name, rdtype: int, what: Asked, resolver: Resolver,
                zone: Zone) -> None:
-    """The records of a name in the zone (or NXDOMAIN)."""
-    if what.kind == APEX:
-        return
+    """The records of the zone's apex, an unknown name (NXDOMAIN), or one instance."""
     if what.kind == UNKNOWN:
         response.set_rcode(dns.rcode.NXDOMAIN)
-        return
-    if what.kind == INSTANCE:
+    elif what.kind == INSTANCE:
         target = await resolver.instance(what.name)
         if target is None:
             response.set_rcode(dns.rcode.NXDOMAIN)
             return
         add_address(response.answer, qname, [target], rdtype, zone.ttl_s, cname=True)
-        return
-    found = await resolver.query(what.name, what.environment)
-    if found is None:
-        response.set_rcode(dns.rcode.NXDOMAIN)
-        return
+
+
+def fill_query(response: dns.message.Message, qname: dns.name.Name, rdtype: int, what: Asked,
+               found: Sequence[Target], zone: Zone) -> None:
+    """The records of a saved query's name: SRV, or A/AAAA."""
     if what.kind == SRV and rdtype in (dns.rdatatype.SRV, dns.rdatatype.ANY):
         add_srv(response, qname, found, zone)
     elif what.kind == ADDRESS:
@@ -140,8 +194,7 @@ def add_srv(response: dns.message.Message, qname: dns.name.Name, found: Sequence
         name = instance_name(t.id, zone.domain)
         if name is None:
             continue
-        srv.add(dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.SRV,
-                                    f"{t.priority} {min(t.weight, 65535)} {t.port} {name.to_text()}"))
+        srv.add(SRV_RDATA(dns.rdataclass.IN, dns.rdatatype.SRV, t.priority, min(t.weight, 65535), t.port, name))
         add_address(response.additional, name, [t], dns.rdatatype.ANY, zone.ttl_s, cname=True)
     if srv:
         response.answer.insert(0, srv)
@@ -169,5 +222,5 @@ def add_address(section: list, name: dns.name.Name, found: Sequence[Target], rdt
         if rrset is None:
             rrset = records[kind] = dns.rrset.RRset(name, dns.rdataclass.IN, kind)
             rrset.update_ttl(ttl_s)
-        rrset.add(dns.rdata.from_text(dns.rdataclass.IN, kind, str(ip)))
+        rrset.add((A_RDATA if kind == dns.rdatatype.A else AAAA_RDATA)(dns.rdataclass.IN, kind, str(ip)))
     section.extend(records.values())

@@ -250,8 +250,9 @@ async def dns_server(node: Node, settings: Settings) -> DnsServer | None:
     """The DNS listeners of `--dns`, answering the saved queries through the node's coordinator (None without)."""
     if not settings.dns:
         return None
-    server = DnsServer(Directory(node.coordinator, node.knowledge), Zone(zone(settings.dns_domain), settings.dns_ttl_s),
-                       settings.dns, settings.dns_rate_per_s, clock=node.clock.monotonic)
+    directory = Directory(node.coordinator, node.knowledge, node.questions)
+    server = DnsServer(directory, Zone(zone(settings.dns_domain), settings.dns_ttl_s), settings.dns,
+                       settings.dns_rate_per_s, clock=node.clock.monotonic)
     await server.start()
     return server
 

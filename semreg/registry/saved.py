@@ -8,14 +8,17 @@ prefix redefined later does not change what a saved query means.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from semreg.errors import BadRequest
+from semreg.knowledge.knowledge import Knowledge
 from semreg.knowledge.queries import SavedQuery
 from semreg.rdf.terms import PrefixMap
 from semreg.reasoning.matching import DEGREES
 from semreg.registry.discovery import DiscoverQuery
 from semreg.registry.query_params import META, Pairs, discover_query
+from semreg.registry.selector import parse_selector
 
 CONJUNCTIVE = ("a saved query holds one pattern (s, p, o): the conjunctive form {\"all\": [...]} needs the "
                "discovery of several patterns at once (POST /v1/discover with \"all\"), which this server does not "
@@ -49,3 +52,29 @@ def checked(body: Mapping[str, Any], prefixes: PrefixMap) -> tuple[dict[str, Any
 def discovery_of(saved: SavedQuery, prefixes: PrefixMap) -> DiscoverQuery:
     """The discovery a saved query asks (its terms are full IRIs, so the prefixes of now do not matter)."""
     return discover_query(pairs_of(saved.query), prefixes)
+
+
+class Questions:
+    """The discovery each saved query asks, parsed once per change of the saved queries or the prefixes (DNS
+    and the HTTP routes ask the same names again and again)."""
+
+    MAX = 10_000
+
+    def __init__(self, knowledge: Knowledge) -> None:
+        self.knowledge = knowledge
+        self._parsed: dict[tuple[str, str | None], tuple[int, int, DiscoverQuery]] = {}
+
+    def of(self, saved: SavedQuery, environment: str | None = None) -> DiscoverQuery:
+        """`saved`'s discovery, in `environment` instead of its own when given (a 400 if that is no name)."""
+        versions = (self.knowledge.queries.version, self.knowledge.prefixes.version)
+        key = (saved.name, environment)
+        cached = self._parsed.get(key)
+        if cached is not None and cached[:2] == versions:
+            return cached[2]
+        q = discovery_of(saved, self.knowledge.prefixes)
+        if environment is not None:
+            q = replace(q, selector=parse_selector(environment, q.selector.meta))
+        if len(self._parsed) >= self.MAX:
+            self._parsed.clear()
+        self._parsed[key] = (*versions, q)
+        return q

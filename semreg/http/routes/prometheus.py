@@ -18,7 +18,6 @@ from semreg.http.responses import JSONResponse
 from semreg.http.routes.common import SELECTOR, coordinator_of, knowledge_of, principal_of
 from semreg.http.routes.discovery import PATTERN
 from semreg.http.routes.queries import NAME, visible
-from semreg.registry import saved as saving
 from semreg.registry.discovery import DiscoverQuery
 from semreg.registry.query_params import META, discover_query
 from semreg.registry.targets import Target, targets_of
@@ -59,7 +58,7 @@ def question(request: Request) -> DiscoverQuery:
     if given:
         raise BadRequest(f"query names a saved query, which asks its own question; {', '.join(given)} cannot be "
                          f"given with it.", field=given[0])
-    return saving.discovery_of(visible(request, name), knowledge.prefixes)
+    return request.app.state.node.questions.of(visible(request, name))
 
 
 @API.route("GET", "/v1/prometheus/targets", scope=READ, summary="Prometheus HTTP service discovery targets",

@@ -161,7 +161,7 @@ async def delete_query(request: Request) -> Response:
 async def discover_saved(request: Request) -> Response:
     no_own_parameters(request)
     knowledge = knowledge_of(request)
-    q = saving.discovery_of(visible(request, request.path_params["name"]), knowledge.prefixes)
+    q = request.app.state.node.questions.of(visible(request, request.path_params["name"]))
     q = dataclasses.replace(q, tags=bool_param(request, "tags", False))
     return await discovered(request, q, discover_warnings(knowledge, q))
 
@@ -174,6 +174,6 @@ async def discover_saved(request: Request) -> Response:
            errors=(404, 503))
 async def route_saved(request: Request) -> Response:
     no_own_parameters(request)
-    q = saving.discovery_of(visible(request, request.path_params["name"]), knowledge_of(request).prefixes)
+    q = request.app.state.node.questions.of(visible(request, request.path_params["name"]))
     return await routed(request, q)
 
