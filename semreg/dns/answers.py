@@ -123,7 +123,7 @@ def parse(wire: bytes) -> dns.message.Message | bytes | None:
     return request
 
 
-def reply(request: dns.message.Message, rcode: int) -> bytes:
+def reply(request: dns.message.Message, rcode: dns.rcode.Rcode) -> bytes:
     response = dns.message.make_response(request, our_payload=EDNS_LIMIT)
     response.set_rcode(rcode)
     return response.to_wire()

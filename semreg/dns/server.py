@@ -55,7 +55,7 @@ class DnsServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         transport, _ = await loop.create_datagram_endpoint(lambda: _Datagrams(self), local_addr=(self.host, self.port))
-        self._udp = transport  # type: ignore[assignment]
+        self._udp = transport
         self.port = transport.get_extra_info("sockname")[1]
         self._tcp = await asyncio.start_server(self._serve_tcp, self.host, self.port)
         log.info("dns listening", extra={"host": self.host, "port": self.port, "domain": self.zone.domain.to_text()})

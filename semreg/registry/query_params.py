@@ -20,7 +20,7 @@ LIMIT_MAX = 1_000_000
 class Params(Protocol):
     """A query string's view: one value by name, and every pair in order (Starlette's `QueryParams` is one)."""
 
-    def get(self, key: str, default: str | None = None) -> str | None: ...
+    def get(self, key: str, /) -> str | None: ...
 
     def multi_items(self) -> list[tuple[str, str]]: ...
 
@@ -31,8 +31,8 @@ class Pairs:
     def __init__(self, pairs: Iterable[tuple[str, str]]) -> None:
         self.pairs = list(pairs)
 
-    def get(self, key: str, default: str | None = None) -> str | None:
-        return next((v for k, v in self.pairs if k == key), default)
+    def get(self, key: str, /) -> str | None:
+        return next((v for k, v in self.pairs if k == key), None)
 
     def multi_items(self) -> list[tuple[str, str]]:
         return list(self.pairs)

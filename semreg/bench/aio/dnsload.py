@@ -41,7 +41,7 @@ class _Load(asyncio.DatagramProtocol):
         self.sending = True
         self.checked = False  # whether one answer was parsed whole
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:
         self.transport = transport
 
     def send(self) -> None:
@@ -52,7 +52,7 @@ class _Load(asyncio.DatagramProtocol):
         self.pending[ident] = time.perf_counter()
         self.transport.sendto(ident.to_bytes(2, "big") + self.template)
 
-    def datagram_received(self, data: bytes, addr) -> None:  # type: ignore[override]
+    def datagram_received(self, data: bytes, addr) -> None:
         if len(data) < 2:
             return
         sent = self.pending.pop(int.from_bytes(data[:2], "big"), None)
