@@ -63,6 +63,12 @@ class Settings:
     replicas: int = option(2, "replicas", "copies of each instance record in a cluster (capped at the members)")
     member_lease_ttl_s: int = option(10, "member-lease", "seconds a node stays a member after it last reached etcd",
                                      metavar="S")
+    dns: str = option("", "dns", "also answer DNS (UDP and TCP) on this address for the saved queries: "
+                      "_NAME._tcp.DOMAIN SRV, NAME.DOMAIN A/AAAA (off without it)", metavar="ADDR:PORT")
+    dns_domain: str = option("semreg.", "dns-domain", "the DNS zone the saved queries are answered in", metavar="DOMAIN")
+    dns_ttl_s: int = option(5, "dns-ttl", "seconds a DNS answer may be cached", metavar="S")
+    dns_rate_per_s: float = option(200.0, "dns-rate", "DNS queries a second per client address (as many at once); "
+                                   "past it REFUSED; 0 = no limit", metavar="QPS")
     json_body_limit_bytes: int = option(4 * MiB, "json-body-limit", "largest JSON body (413 past it)", metavar="BYTES")
     ontology_body_limit_bytes: int = option(32 * MiB, "ontology-body-limit", "largest ontology upload",
                                             metavar="BYTES")

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from semreg import heap
-from semreg.clock import Clock, LoopClock
+from semreg.clock import Cancellable, Clock, LoopClock
 from semreg.cluster import tls
 from semreg.cluster.cluster import Cluster
 from semreg.cluster.etcd_access import EtcdAccess, client_factory, read_access
@@ -32,11 +32,14 @@ from semreg.registry.health import HealthChecker
 from semreg.registry.local_shard import LocalShard
 from semreg.registry.placement import Single
 from semreg.registry.registry import Change
+from semreg.registry.saved import Questions
 from semreg.sparql.feed import ReplicaFeed
 from semreg.storage.at_rest import AtRest
 from semreg.storage.store import Store
 
 log = logging.getLogger("semreg.node")
+
+TRIM_EVERY_S = 600.0  # how often a node alone forgets tombstones past their keep
 
 
 class Node:
@@ -61,6 +64,7 @@ class Node:
         self.knowledge = Knowledge(self.store, self.write, published, strict_terms=settings.strict_terms)
         self.shard = LocalShard(self.clock, self.store, self.write, self.submit, health, settings.node_id)
         self.coordinator = Coordinator(self.knowledge, self.clock, Single(self.shard))
+        self.questions = Questions(self.knowledge)  # what each saved query asks, parsed once per change
         self.shard.subscribe(self.coordinator.changed)
         self.changelog = ChangeLog(epoch=int(self.clock.wall() * 1_000_000))
         self.shard.subscribe(self.changelog.append)
@@ -77,6 +81,7 @@ class Node:
             # every member's instances, in this node's SPARQL replica: the newest copy of each
             self.cluster.copies = ReplicaCopies(self._publish_view, self.replica.remove_instance)
         self.opened = False
+        self._trim: Cancellable | None = None
         self._joining: asyncio.Task | None = None
         self.ready = False
         self.started_at = self.clock.wall()
@@ -102,13 +107,21 @@ class Node:
             self.at_rest.start()
         self.opened = True
         if self.cluster is None:
-            self.shard.trim_tombstones_alone()
+            self._trim_tombstones()
             self.ready = True
         self._settle_heap()
         log.info("node open", extra={"instances": instances, "ontologies": len(self.knowledge.ontologies),
                                       "concepts": self.knowledge.hierarchy.size,
                                       "data_dir": str(self.settings.data_dir or ":memory:"),
                                       "ms": round((time.perf_counter() - started) * 1000)})
+
+    def _trim_tombstones(self) -> None:
+        """On a node alone, forget tombstones past their keep every `TRIM_EVERY_S` (in a ring, hand-off passes
+        do): under steady churn they piled up in memory and in the records until a restart."""
+        def trim() -> None:
+            self.shard.forget_tombstones()
+            self._trim = self.clock.call_at(self.clock.monotonic() + TRIM_EVERY_S, trim)
+        self._trim = self.clock.call_at(self.clock.monotonic() + TRIM_EVERY_S, trim)
 
     def start_joining(self) -> None:
         if self.cluster is not None and self._joining is None:
@@ -140,6 +153,8 @@ class Node:
             fn()
 
     async def close(self) -> None:
+        if self._trim is not None:
+            self._trim.cancel()
         if self._joining is not None and not self._joining.done():
             self._joining.cancel()
         await self.coordinator.close()  # acknowledged writes still on their way to other owners

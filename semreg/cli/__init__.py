@@ -19,7 +19,7 @@ import sys
 from collections.abc import Mapping
 
 COMMANDS = ("semreg.cli.serve", "semreg.cli.bench", "semreg.cli.registration", "semreg.cli.reading", "semreg.cli.ontology",
-            "semreg.cli.sparql", "semreg.cli.backup")
+            "semreg.cli.sparql", "semreg.cli.backup", "semreg.cli.query")
 
 
 def build_parser(env: Mapping[str, str] = os.environ) -> argparse.ArgumentParser:

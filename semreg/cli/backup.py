@@ -1,5 +1,6 @@
 """`semreg backup FILE` and `semreg restore FILE [--force]`: the whole registry (instances, ontologies as
-uploaded, client-set prefixes) to one gzipped N-Quads file and back (`GET /v1/backup`, `POST /v1/restore`).
+uploaded, client-set prefixes, saved queries) to one gzipped N-Quads file and back (`GET /v1/backup`,
+`POST /v1/restore`).
 
 A backup is written to `FILE.part`, checked whole, then renamed: a cut download never leaves a file that
 looks like a backup. A restore checks the whole file before sending anything, and names the line where a
@@ -119,8 +120,8 @@ def run_backup(args: argparse.Namespace) -> int:
     if args.json:
         print_json({**counts, "file": str(path), "bytes": path.stat().st_size})
     else:
-        say(f"backed up {counts['instances']} instances, {counts['ontologies']} ontologies and {counts['prefixes']} "
-            f"prefixes to {path} ({path.stat().st_size:,} bytes)")
+        say(f"backed up {counts['instances']} instances, {counts['ontologies']} ontologies, {counts['prefixes']} "
+            f"prefixes and {counts['queries']} saved queries to {path} ({path.stat().st_size:,} bytes)")
     return 0
 
 
@@ -142,8 +143,8 @@ def run_restore(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
     else:
-        say(f"restored {result.get('instances')} instances, {result.get('ontologies')} ontologies and "
-            f"{result.get('prefixes')} prefixes from {path}")
+        say(f"restored {result.get('instances')} instances, {result.get('ontologies')} ontologies, "
+            f"{result.get('prefixes')} prefixes and {result.get('queries', 0)} saved queries from {path}")
     return 0
 
 

@@ -112,6 +112,21 @@ def cluster_settings(settings: Settings) -> Settings:
     return settings.replace(advertise=advertise.rstrip("/"), node_id=settings.node_id or f"{host}:{parts.port}")
 
 
+def check_dns(settings: Settings) -> None:
+    """The `--dns*` flags, checked before anything starts; ValueError says why not."""
+    if not settings.dns:
+        return
+    from semreg.dns.names import zone
+    from semreg.dns.server import parse_listen
+
+    parse_listen(settings.dns)
+    zone(settings.dns_domain)
+    if not 0 <= settings.dns_ttl_s <= 2**31 - 1:
+        raise ValueError(f"--dns-ttl {settings.dns_ttl_s}: give whole seconds from 0.")
+    if settings.dns_rate_per_s < 0:
+        raise ValueError(f"--dns-rate {settings.dns_rate_per_s}: give queries a second, or 0 for no limit.")
+
+
 def cluster_listen(value: str) -> tuple[str, int]:
     """`--cluster-listen HOST:PORT` → (host, port); ValueError says why not."""
     host, sep, port = value.strip().rpartition(":")
@@ -229,12 +244,12 @@ def run(args: argparse.Namespace) -> int:
         except TokensFileError as exc:
             print(f"semreg: {exc}", file=sys.stderr)
             return 2
-    if settings.etcd:
-        try:
-            settings = cluster_settings(settings)
-        except ValueError as exc:
-            print(f"semreg: {exc}", file=sys.stderr)
-            return 2
+    try:
+        settings = cluster_settings(settings) if settings.etcd else settings
+        check_dns(settings)
+    except ValueError as exc:
+        print(f"semreg: {exc}", file=sys.stderr)
+        return 2
     for path in settings.ontologies:
         if not path.is_file():
             print(f"semreg: --ontology {path}: no such file.", file=sys.stderr)

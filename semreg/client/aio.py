@@ -13,12 +13,13 @@ from semreg.client.base import ClientBase, Steps, T
 from semreg.client.calls import Call, WatchState, checked, describe_transport_error, instance_body, local_error
 from semreg.client.errors import SemregClientError
 from semreg.client.heartbeat import AsyncRegistration, LoadFn
+from semreg.client.queries import SavedQueryCalls
 from semreg.client.transport import backoff_s
 
 log = logging.getLogger("semreg.client")
 
 
-class AsyncClient(ClientBase):
+class AsyncClient(ClientBase, SavedQueryCalls):
     """The asynchronous registry client: every operation of `Client` is awaited here.
 
     `register(...)` returns an `AsyncRegistration` (`async with`, or `await` it), `watch(...)` an async

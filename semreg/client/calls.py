@@ -129,7 +129,7 @@ def error_from(response: httpx.Response, path: str = "") -> ApiError:
     status = response.status_code
     if status == 404:
         return NotFound(status, message, body, url)
-    if status == 503 and path == "/v1/route":
+    if status == 503 and (path == "/v1/route" or (path.startswith("/v1/queries/") and path.endswith("/route"))):
         return NoInstanceAvailable(status, message, body, url, retry_after=retry_after_s(response))
     return ApiError(status, message, body, url)
 

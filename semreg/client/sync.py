@@ -15,12 +15,13 @@ from semreg.client.base import ClientBase, Steps, T
 from semreg.client.calls import Call, WatchState, checked, describe_transport_error, instance_body, local_error
 from semreg.client.errors import SemregClientError
 from semreg.client.heartbeat import LoadFn, Registration
+from semreg.client.queries import SavedQueryCalls
 from semreg.client.transport import backoff_s
 
 log = logging.getLogger("semreg.client")
 
 
-class Client(ClientBase):
+class Client(ClientBase, SavedQueryCalls):
     """A registry client. `url`: one URL, a list, or a comma-separated string of them.
 
     Keyword options: `retry` (a `RetryPolicy`), `cache_ttl_s` / `cache_jitter` (the discover cache;

@@ -14,7 +14,7 @@ explicitly to the ones it needs:
   waiting for every owner), sent to it as soon as it answers again.
 - **Hand-off and anti-entropy** (`semreg.cluster.antientropy`): after every ring change, and every
   `SYNC_INTERVAL_S`, every record this node holds brought to its owners; what it no longer owns let go.
-- **What every node holds whole** (`semreg.cluster.shared`): ontologies and prefixes, published in etcd
+- **What every node holds whole** (`semreg.cluster.shared`): ontologies, prefixes and saved queries, published in etcd
   and applied on every node. A node starting catches up before it says it is ready.
 - **etcd away.** Reads and writes go on over the last ring known; `/readyz` says `degraded`.
 - **Fencing.** A node that knows its lease lapsed takes no writes until it is back on the ring
@@ -49,6 +49,7 @@ from semreg.cluster.shared import SharedKnowledge
 from semreg.cluster.signed import SignedKV
 from semreg.cluster.statuses import Statuses
 from semreg.errors import Unavailable
+from semreg.knowledge.queries import SavedQuery
 from semreg.registry.coordinator import Coordinator
 from semreg.registry.local_shard import LocalShard
 from semreg.registry.registry import Change
@@ -298,6 +299,12 @@ class Cluster:
 
     async def publish_prefix(self, prefix: str, iri: str | None) -> None:
         await self.shared.publish_prefix(prefix, iri)
+
+    async def publish_query(self, saved: SavedQuery) -> None:
+        await self.shared.publish_query(saved.name, saved)
+
+    async def publish_query_removal(self, name: str) -> None:
+        await self.shared.publish_query(name, None)
 
     # -- what /v1/cluster shows ----------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:

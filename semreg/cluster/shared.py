@@ -1,7 +1,9 @@
-"""What every node holds whole: the ontologies and the client prefixes, the same on every node of the ring.
+"""What every node holds whole: the ontologies, the client prefixes and the saved queries, the same on every
+node of the ring.
 
-An ontology or prefix change through any node is stored there, then published in etcd
-(`/semreg/{cluster}/ontologies/{name}`, `/semreg/{cluster}/prefixes/{prefix}`); every node applies it
+An ontology, prefix or saved query change through any node is stored there, then published in etcd
+(`/semreg/{cluster}/ontologies/{name}`, `/semreg/{cluster}/prefixes/{prefix}`, `/semreg/{cluster}/queries/{name}`:
+a saved query is small, so its record travels in etcd itself); every node applies it
 (fetching the document from a node that has it) and says so in etcd (`/semreg/{cluster}/applied/{node}/{name}`,
 on its membership lease), and the upload answers once every live member has (laggards named). A node
 starting catches up before it says it is ready. A change made while etcd could not be reached is
@@ -22,6 +24,7 @@ from semreg.cluster.kv import DELETE, KV, KVUnavailable
 from semreg.cluster.membership import Membership
 from semreg.cluster.placement import RingPlacement
 from semreg.errors import SemregError
+from semreg.knowledge.queries import SavedQuery
 from semreg.registry.shard import ShardUnavailable
 
 log = logging.getLogger("semreg.cluster")
@@ -55,6 +58,9 @@ class SharedKnowledge:
         _, prefixes = await self.kv.get_prefix(self._key("prefixes"))
         for key, value in prefixes:
             await self._apply_prefix(key.rsplit("/", 1)[1], value.decode())
+        _, queries = await self.kv.get_prefix(self._key("queries"))
+        for key, value in queries:
+            await self._apply_query(key.rsplit("/", 1)[1], value)
         _, ontologies = await self.kv.get_prefix(self._key("ontologies"))
         listed = set()
         for key, value in ontologies:
@@ -79,6 +85,8 @@ class SharedKnowledge:
                         await self._apply_ontology(name, orjson.loads(event.value))
                     elif kind == "prefixes" and event.kind != DELETE:
                         await self._apply_prefix(name, event.value.decode())
+                    elif kind == "queries" and event.kind != DELETE:
+                        await self._apply_query(name, event.value)
             except KVUnavailable:
                 await sleep(self.clock, 1.0)
                 with contextlib.suppress(KVUnavailable):
@@ -131,6 +139,21 @@ class SharedKnowledge:
         elif current != iri:
             await self.knowledge.put_prefix(prefix, iri)
 
+    async def _apply_query(self, name: str, value: bytes) -> None:
+        """A saved query as etcd lists it (an empty value: removed)."""
+        queries = self.knowledge.queries
+        if not value:
+            if name in queries.by_name:
+                await queries.delete(name)
+            return
+        try:
+            record = orjson.loads(value)
+            saved = SavedQuery(name, dict(record["query"]), record.get("owner"))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            log.error("a saved query in etcd cannot be read", extra={"query": name})
+            return
+        await queries.put(saved)
+
     # -- publishing this node's changes ------------------------------------------------------------------
     async def publish_ontology(self, name: str, sha: str | None, media_type: str = "", wait: bool = True
                                ) -> dict[str, list[str]]:
@@ -171,6 +194,14 @@ class SharedKnowledge:
             await self.kv.put(self._key("prefixes", prefix), (iri or "").encode())
         except KVUnavailable:
             self._unpublished[("prefixes", prefix)] = (iri or "").encode()
+
+    async def publish_query(self, name: str, saved: SavedQuery | None) -> None:
+        """A saved query set (or removed: None, kept as an empty value) through this node, for every node."""
+        value = orjson.dumps({"query": saved.query, "owner": saved.owner}) if saved is not None else b""
+        try:
+            await self.kv.put(self._key("queries", name), value)
+        except KVUnavailable:
+            self._unpublished[("queries", name)] = value
 
     async def _republish(self) -> None:
         """Publish what changed here while etcd could not be reached."""

@@ -22,6 +22,10 @@ from semreg.access.tokens import Tokens, TokensFileError
 from semreg.clock import Clock
 from semreg.cluster.kv import KV
 from semreg.config import Settings
+from semreg.dns.answers import Zone
+from semreg.dns.directory import Directory
+from semreg.dns.names import zone
+from semreg.dns.server import DnsServer
 from semreg.errors import SemregError
 from semreg.http import console
 from semreg.http.cluster_listener import cluster_app
@@ -31,10 +35,11 @@ from semreg.http.gate import AccessMiddleware, over_rate
 from semreg.http.metrics import Metrics, MetricsMiddleware, Sources
 from semreg.http.responses import JSONResponse, error_response
 from semreg.http.routes import API, DISCOVER, SPARQL_GET
-from semreg.http.routes.discovery import discover_query, discover_warnings
+from semreg.http.routes.discovery import discover_warnings
 from semreg.http.sparql import SparqlEndpoint
 from semreg.node import Node
 from semreg.registry.health import HealthChecker
+from semreg.registry.query_params import discover_query
 from semreg.registry.routing import Router
 from semreg.sparql.pool import QueryPool
 from semreg.sparql.service import Gate
@@ -228,14 +233,28 @@ def node_lifespan(node: Node, pool: QueryPool, settings: Settings, tokens: Token
         if settings.sparql_prestart:
             await pool.start()
         _on_sighup(tokens, lambda: pool.set_gate(gate()))
+        app.state.dns = await dns_server(node, settings)
         try:
             yield
         finally:
+            if app.state.dns is not None:
+                await app.state.dns.stop()
             await pool.close()
             await node.close()
             log.info("node stopped")
 
     return lifespan
+
+
+async def dns_server(node: Node, settings: Settings) -> DnsServer | None:
+    """The DNS listeners of `--dns`, answering the saved queries through the node's coordinator (None without)."""
+    if not settings.dns:
+        return None
+    directory = Directory(node.coordinator, node.knowledge, node.questions)
+    server = DnsServer(directory, Zone(zone(settings.dns_domain), settings.dns_ttl_s), settings.dns,
+                       settings.dns_rate_per_s, clock=node.clock.monotonic)
+    await server.start()
+    return server
 
 
 def middleware(node: Node, metrics: Metrics, tokens: Tokens, scopes: ScopeTable, limiter: RateLimiter,

@@ -1,7 +1,6 @@
 """Reading a request: bounded bodies, JSON bodies, and typed query parameters (400 naming the parameter)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
@@ -9,6 +8,7 @@ from starlette.requests import Request
 from semreg.config import parse_duration_s
 from semreg.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from semreg.http.responses import JSON_TYPE
+from semreg.registry.query_params import bool_value, int_value
 
 
 async def read_body(request: Request, limit_bytes: int, what: str = "the request body") -> bytes:
@@ -47,33 +47,8 @@ def int_param(request: Request, name: str, low: int, high: int) -> int | None:
     return int_value(request.query_params, name, low, high)
 
 
-def int_value(params: Mapping[str, str], name: str, low: int, high: int) -> int | None:
-    raw = params.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise BadRequest(f"{name} must be a whole number, not '{raw[:50]}'.", field=name) from None
-    if not low <= value <= high:
-        raise BadRequest(f"{name} must be between {low} and {high}.", field=name)
-    return value
-
-
 def bool_param(request: Request, name: str, default: bool) -> bool:
     return bool_value(request.query_params, name, default)
-
-
-def bool_value(params: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = params.get(name)
-    if raw is None or raw == "":
-        return default
-    value = raw.strip().lower()
-    if value in ("true", "1", "yes"):
-        return True
-    if value in ("false", "0", "no"):
-        return False
-    raise BadRequest(f"{name} takes true or false, not '{raw[:40]}'.", field=name)
 
 
 def watch_params(request: Request, cap_s: float) -> tuple[int | None, float]:

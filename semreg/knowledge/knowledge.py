@@ -1,4 +1,5 @@
-"""What every node holds whole: the ontologies, the CURIE prefixes, and the closure's hierarchy index.
+"""What every node holds whole: the ontologies, the CURIE prefixes, the closure's hierarchy index and the saved
+queries (`semreg.knowledge.queries`).
 
 Instances are partitioned (`semreg.registry.shard`); this is not: it is small, and every node needs all of it to
 expand a query itself. A new closure is installed at once (the next request uses it) and announced to
@@ -13,6 +14,7 @@ from typing import Any
 
 from semreg.errors import Conflict, InvalidTerm, NotFound
 from semreg.knowledge.ontologies import Ontologies, Published, Write
+from semreg.knowledge.queries import SavedQueries
 from semreg.rdf.terms import ANY, PrefixMap, Tag, check_iri, validate_prefix_name
 from semreg.reasoning import expansion
 from semreg.reasoning.lexicon import Lexicon
@@ -34,6 +36,7 @@ class Knowledge:
         self.lexicon = Lexicon()
         self.strict_terms = strict_terms
         self.ontologies = Ontologies(store, replica, write, self._install)
+        self.queries = SavedQueries(store, write)
         self._listeners: list[HierarchyListener] = []
         self.closure_ms = 0.0
         self.closure_rebuilds = 0
@@ -46,6 +49,7 @@ class Knowledge:
         for prefix, iri in (await self._write(self.store.load_prefixes)).items():
             self.prefixes.set(prefix, iri)
         await self.ontologies.restore()
+        await self.queries.restore()
         for path in files:
             await self.ontologies.load_file(path)
 

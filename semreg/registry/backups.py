@@ -7,9 +7,10 @@ Through a ring it gathers what every member holds, as hand-offs and anti-entropy
 `export` of the newest copy of each instance from the member holding it): each instance once, at its
 newest revision, and none whose newest revision anywhere is a removal.
 
-A restore is checked whole before anything changes (every registration, prefix and ontology, which is
-parsed), refused with a `Conflict` when the target already holds something unless forced, then applied:
-ontologies (through the same path as an upload, so a ring takes them on every node), prefixes, then the
+A restore is checked whole before anything changes (every registration, prefix, saved query and ontology,
+which is parsed), refused with a `Conflict` when the target already holds something unless forced, then
+applied: ontologies (through the same path as an upload, so a ring takes them on every node), prefixes, saved
+queries with their owners (after the ontologies and prefixes their terms may need), then the
 instances with their owner, registration time and status, on their owners as a hand-off puts them
 (`restore_records`), acknowledged at the write quorum.
 """
@@ -18,26 +19,29 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from semreg.errors import BadRequest, Conflict, SemregError, Unavailable
 from semreg.knowledge.knowledge import Knowledge
+from semreg.knowledge.queries import FIELDS, SavedQuery, check_name
 from semreg.rdf import parsing
 from semreg.rdf.terms import check_iri, validate_prefix_name
 from semreg.registry.instances import Registration
 from semreg.registry.local_shard import LocalShard
 from semreg.registry.placement import Placement
 from semreg.registry.quorum import Quorum, Stragglers
+from semreg.registry.saved import discovery_of
 from semreg.registry.shard import ShardUnavailable
 from semreg.storage import backup
-from semreg.storage.backup import Contents, OntologyCopy
+from semreg.storage.backup import Contents, OntologyCopy, QueryCopy
 
 EXPORT_BATCH = 2000  # ids a member is asked to export at once (as anti-entropy does)
 RESTORE_BATCH = 1000  # records sent to the owners at once
 
 PublishOntology = Callable[[str, str, str], Awaitable[Any]]  # (name, sha256, media type): to every node
 PublishPrefix = Callable[[str, str], Awaitable[Any]]
+PublishQuery = Callable[[SavedQuery], Awaitable[Any]]
 
 
 @dataclass
@@ -50,6 +54,7 @@ class Snapshot:
     taken_at: float
     held: list[tuple[Registration, int, str, float]] | None = None
     gathered: list[tuple[dict[str, Any], int]] | None = None
+    queries: list[QueryCopy] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.held if self.held is not None else self.gathered or ())
@@ -67,7 +72,7 @@ class Snapshot:
 
     def chunks(self) -> Iterator[bytes]:
         """The backup file, gzipped, a chunk at a time (pull it from a worker thread)."""
-        return backup.encode(self.records(), self.ontologies, self.prefixes, self.taken_at)
+        return backup.encode(self.records(), self.ontologies, self.prefixes, self.taken_at, queries=self.queries)
 
 
 def whole_knowledge(knowledge: Knowledge) -> tuple[list[OntologyCopy], dict[str, str]]:
@@ -79,14 +84,20 @@ def whole_knowledge(knowledge: Knowledge) -> tuple[list[OntologyCopy], dict[str,
     return copies, knowledge.prefixes.explicit
 
 
+def saved_queries(knowledge: Knowledge) -> list[QueryCopy]:
+    """The saved queries with their owners, as they are now."""
+    return [QueryCopy(q.name, q.owner, dict(q.query)) for q in knowledge.queries.all()]
+
+
 async def snapshot(placement: Placement, knowledge: Knowledge, wall: float) -> Snapshot:
     ontologies, prefixes = whole_knowledge(knowledge)
+    queries = saved_queries(knowledge)
     readers = placement.readers()
     if len(readers) == 1 and isinstance(readers[0][1], LocalShard):
         instances = readers[0][1].registry.instances
         held = [(i.reg, i.revision, i.admin_status, i.registered_at_wall) for i in instances.values()]
-        return Snapshot(ontologies, prefixes, wall, held=held)
-    return Snapshot(ontologies, prefixes, wall, gathered=await gather(placement))
+        return Snapshot(ontologies, prefixes, wall, held=held, queries=queries)
+    return Snapshot(ontologies, prefixes, wall, gathered=await gather(placement), queries=queries)
 
 
 async def _value(answer: Any) -> Any:
@@ -169,22 +180,35 @@ async def check_ontologies(contents: Contents) -> None:
             raise BadRequest(f"the backup's ontology '{o.name}' does not parse: {exc.message}", ontology=o.name) from None
 
 
+def check_queries(contents: Contents) -> None:
+    """Each saved query's name is one, and its fields are those of a saved query (their terms are read once
+    the backup's ontologies and prefixes are in)."""
+    for q in contents.queries:
+        check_name(q.name)
+        unknown = set(q.query) - set(FIELDS)
+        if unknown or not isinstance(q.query.get("s"), str):
+            raise BadRequest(f"the backup's saved query '{q.name}' is not a saved query (fields "
+                             f"{', '.join(sorted(q.query))}).", query=q.name)
+
+
 def refuse_unless_empty(held: dict[str, tuple[int, Any]], knowledge: Knowledge) -> None:
     instances = sum(1 for revision, _ in held.values() if revision > 0)
-    ontologies, prefixes = len(knowledge.ontologies), len(knowledge.prefixes.explicit)
-    if instances or ontologies or prefixes:
+    ontologies, prefixes, queries = len(knowledge.ontologies), len(knowledge.prefixes.explicit), len(knowledge.queries)
+    if instances or ontologies or prefixes or queries:
         raise Conflict(f"the registry is not empty ({instances} instances, {ontologies} ontologies, {prefixes} "
-                       f"client-set prefixes); a restore goes into an empty node or ring. To replace the instances, "
-                       f"ontologies and prefixes of the backup's names and ids anyway (and keep the others), restore "
-                       f"with force (semreg restore --force, or ?force=true).",
-                       instances=instances, ontologies=ontologies, prefixes=prefixes)
+                       f"client-set prefixes, {queries} saved queries); a restore goes into an empty node or ring. To "
+                       f"replace the instances, ontologies, prefixes and saved queries of the backup's names and ids "
+                       f"anyway (and keep the others), restore with force (semreg restore --force, or ?force=true).",
+                       instances=instances, ontologies=ontologies, prefixes=prefixes, queries=queries)
 
 
 async def restore(placement: Placement, stragglers: Stragglers, knowledge: Knowledge, contents: Contents, force: bool,
                   by: str | None = None, publish_ontology: PublishOntology | None = None,
-                  publish_prefix: PublishPrefix | None = None) -> dict[str, int]:
+                  publish_prefix: PublishPrefix | None = None, publish_query: PublishQuery | None = None
+                  ) -> dict[str, int]:
     """Apply a validated backup (see the module's docstring); the counts of what it held."""
     check(contents)
+    check_queries(contents)
     await check_ontologies(contents)
     held = await inventories(placement)
     if not force:
@@ -198,6 +222,12 @@ async def restore(placement: Placement, stragglers: Stragglers, knowledge: Knowl
         await knowledge.put_prefix(prefix, iri, by=by, forced=True)
         if publish_prefix is not None:
             await publish_prefix(prefix, iri)
+    for q in contents.queries:
+        saved = SavedQuery(q.name, dict(q.query), q.owner)
+        discovery_of(saved, knowledge.prefixes)  # its terms, now that the backup's prefixes are in
+        await knowledge.queries.put(saved, by=by)
+        if publish_query is not None:
+            await publish_query(saved)
     records = []
     for rec, revision in contents.records:
         # a copy older than what the target holds of that id (a replaced instance, a removal) would be

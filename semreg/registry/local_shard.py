@@ -38,7 +38,6 @@ log = logging.getLogger("semreg.shard")
 Write = Callable[..., Awaitable[Any]]  # runs a store operation on the node's writer thread, in order
 Submit = Callable[..., None]  # the same, for a write nobody waits for
 TOMBSTONE_KEEP_S = 24 * 3600.0
-TRIM_EVERY_S = 600.0  # a node alone forgets expired tombstones this often (a ring's hand-off passes do it there)
 
 
 def record_of(inst: Instance) -> dict[str, Any]:
@@ -71,7 +70,6 @@ class LocalShard:
         self._check_gen: dict[str, int] = {}
         self.primary: Callable[[str], bool] = lambda instance_id: True
         self._incoming: dict[str, int] = {}  # id → revision of a handed-over copy being made durable
-        self._trim: Cancellable | None = None
 
     # -- life cycle --------------------------------------------------------------------------------
     async def open(self, post: Callable[[Callable[[], None]], None]) -> int:
@@ -111,17 +109,7 @@ class LocalShard:
         self._arm_expiry()
         return len(regs)
 
-    def trim_tombstones_alone(self) -> None:
-        """On a node alone, forget tombstones past `TOMBSTONE_KEEP_S` every `TRIM_EVERY_S`: without it they
-        piled up until the next restart under steady churn (in a ring, hand-off passes trim them)."""
-        def trim() -> None:
-            self.forget_tombstones()
-            self._trim = self.clock.call_at(self.clock.monotonic() + TRIM_EVERY_S, trim)
-        self._trim = self.clock.call_at(self.clock.monotonic() + TRIM_EVERY_S, trim)
-
     async def close(self) -> None:
-        if self._trim is not None:
-            self._trim.cancel()
         if self._expiry is not None:
             self._expiry.cancel()
         await asyncio.to_thread(self.health.stop)

@@ -4,10 +4,13 @@
     <urn:semreg:ontology:obras> a sr:Ontology ; sr:name ; sr:mediaType ; sr:uploadedAt ; sr:source  (urn:semreg:records)
     ...the ontology's triples...                                          (urn:semreg:ontology:obras)
     <urn:semreg:prefix:ex> a sr:Prefix ; sr:name ; sr:namespace           (urn:semreg:records)
+    <urn:semreg:query:horror> a sr:SavedQuery ; sr:name ; sr:owner ; sr:json  (urn:semreg:records)
     ...each registration, `record_nquads`...              (urn:semreg:registry and urn:semreg:records)
-    <urn:semreg:backup> sr:instances N ; sr:ontologies M ; sr:prefixes P ; sr:takenAt T   (urn:semreg:records)
+    <urn:semreg:backup> sr:instances N ; sr:ontologies M ; sr:prefixes P ; sr:queries Q ; sr:takenAt T
+                                                                          (urn:semreg:records)
 
-The summary comes last, so a file cut anywhere, even at a line boundary, is found incomplete. An ontology
+A backup written before saved queries existed has no `sr:queries`: it holds none. The summary comes last,
+so a file cut anywhere, even at a line boundary, is found incomplete. An ontology
 is restored from `sr:source`, the document exactly as uploaded; its graph is there for other readers.
 
 `encode` writes a snapshot as gzip chunks at level 1: 10,000 instances of three tags, 35 MB of N-Quads,
@@ -24,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
+import orjson
 import pyoxigraph as ox
 
 from semreg.errors import BadRequest
@@ -40,11 +44,14 @@ GZIP_LEVEL = 1
 BATCH = 500  # records compressed per chunk
 SUMMARY = ox.NamedNode("urn:semreg:backup")
 PREFIX_NODE = "urn:semreg:prefix:"
+QUERY_NODE = "urn:semreg:query:"
 ONTOLOGY_NODE = "urn:semreg:ontology:"
 _A = ox.NamedNode(RDF + "type")
 _NAME, _MEDIA, _UPLOADED, _SOURCE = (ox.NamedNode(SR + n) for n in ("name", "mediaType", "uploadedAt", "source"))
 _NAMESPACE = ox.NamedNode(SR + "namespace")
-_COUNTS = {SR + "instances": "instances", SR + "ontologies": "ontologies", SR + "prefixes": "prefixes"}
+_OWNER, _JSON = ox.NamedNode(SR + "owner"), ox.NamedNode(SR + "json")
+_COUNTS = {SR + "instances": "instances", SR + "ontologies": "ontologies", SR + "prefixes": "prefixes",
+           SR + "queries": "queries"}
 _TAKEN = SR + "takenAt"
 
 
@@ -61,30 +68,41 @@ class OntologyCopy:
     triples: tuple[ox.Triple, ...] = ()  # written as its graph; not read back (the source is)
 
 
+@dataclass(frozen=True)
+class QueryCopy:
+    name: str
+    owner: str | None
+    query: dict[str, Any]
+
+
 @dataclass
 class Contents:
-    """What a backup holds: durable records with revisions, ontologies in upload order, client-set prefixes."""
+    """What a backup holds: durable records with revisions, ontologies in upload order, client-set prefixes,
+    saved queries with their owners."""
 
     records: list[tuple[dict[str, Any], int]] = field(default_factory=list)
     ontologies: list[OntologyCopy] = field(default_factory=list)
     prefixes: dict[str, str] = field(default_factory=dict)
     taken_at: str = ""
     lines: int = 0
+    queries: list[QueryCopy] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        return {"instances": len(self.records), "ontologies": len(self.ontologies), "prefixes": len(self.prefixes)}
+        return {"instances": len(self.records), "ontologies": len(self.ontologies), "prefixes": len(self.prefixes),
+                "queries": len(self.queries)}
 
 
 # -- writing -------------------------------------------------------------------------------------------
 def encode(records: Iterable[tuple[dict[str, Any], int]], ontologies: Iterable[OntologyCopy], prefixes: dict[str, str],
-           taken_at: float, level: int = GZIP_LEVEL) -> Iterator[bytes]:
+           taken_at: float, level: int = GZIP_LEVEL, queries: Iterable[QueryCopy] = ()) -> Iterator[bytes]:
     """The backup as gzip chunks, one per `BATCH` records; `records` is read lazily (it may build each record
     as it goes, on the thread that pulls the chunks)."""
     gz = zlib.compressobj(level, zlib.DEFLATED, 31)  # 31: the gzip container
     when = rfc3339(taken_at) or ""
     head = f"{HEADER.decode()} {FORMAT_VERSION}, taken {when}\n".encode()
-    ontologies = list(ontologies)
-    yield gz.compress(head + b"".join(_ontology_nquads(o) for o in ontologies) + _prefix_nquads(prefixes))
+    ontologies, queries = list(ontologies), list(queries)
+    yield gz.compress(head + b"".join(_ontology_nquads(o) for o in ontologies) + _prefix_nquads(prefixes)
+                      + _query_nquads(queries))
     count, batch = 0, []
     for rec, revision in records:
         batch.append(record_nquads(rec, revision))
@@ -96,6 +114,7 @@ def encode(records: Iterable[tuple[dict[str, Any], int]], ontologies: Iterable[O
                ox.Quad(SUMMARY, ox.NamedNode(SR + "instances"), _integer(count), RECORDS),
                ox.Quad(SUMMARY, ox.NamedNode(SR + "ontologies"), _integer(len(ontologies)), RECORDS),
                ox.Quad(SUMMARY, ox.NamedNode(SR + "prefixes"), _integer(len(prefixes)), RECORDS),
+               ox.Quad(SUMMARY, ox.NamedNode(SR + "queries"), _integer(len(queries)), RECORDS),
                ox.Quad(SUMMARY, ox.NamedNode(_TAKEN), ox.Literal(when, datatype=ox.NamedNode(XSD + "dateTime")), RECORDS)]
     yield gz.compress("".join(batch).encode() + _nquads(summary)) + gz.flush()
 
@@ -116,6 +135,18 @@ def _prefix_nquads(prefixes: dict[str, str]) -> bytes:
         node = ox.NamedNode(PREFIX_NODE + prefix)
         quads += [ox.Quad(node, _A, ox.NamedNode(SR + "Prefix"), RECORDS),
                   ox.Quad(node, _NAME, ox.Literal(prefix), RECORDS), ox.Quad(node, _NAMESPACE, ox.Literal(iri), RECORDS)]
+    return _nquads(quads)
+
+
+def _query_nquads(queries: list[QueryCopy]) -> bytes:
+    quads = []
+    for q in sorted(queries, key=lambda q: q.name):
+        node = ox.NamedNode(QUERY_NODE + q.name)
+        quads += [ox.Quad(node, _A, ox.NamedNode(SR + "SavedQuery"), RECORDS),
+                  ox.Quad(node, _NAME, ox.Literal(q.name), RECORDS),
+                  ox.Quad(node, _JSON, ox.Literal(orjson.dumps(q.query).decode()), RECORDS)]
+        if q.owner is not None:
+            quads.append(ox.Quad(node, _OWNER, ox.Literal(q.owner), RECORDS))
     return _nquads(quads)
 
 
@@ -189,6 +220,7 @@ class _Found:
         self.reader = Reader()
         self.ontologies: dict[str, dict[str, str]] = {}
         self.prefixes: dict[str, dict[str, str]] = {}
+        self.queries: dict[str, dict[str, str]] = {}
         self.summary: dict[str, str] = {}
 
     def add(self, quad: ox.Quad) -> None:
@@ -203,6 +235,8 @@ class _Found:
             self.ontologies.setdefault(s.value[len(ONTOLOGY_NODE):], {})[p] = o.value
         elif s.value.startswith(PREFIX_NODE):
             self.prefixes.setdefault(s.value[len(PREFIX_NODE):], {})[p] = o.value
+        elif s.value.startswith(QUERY_NODE):
+            self.queries.setdefault(s.value[len(QUERY_NODE):], {})[p] = o.value
 
     def contents(self, lines: int) -> Contents:
         if "taken_at" not in self.summary:  # the summary's last line
@@ -225,9 +259,21 @@ class _Found:
             if _NAMESPACE.value not in fields:
                 raise BadBackup(f"the backup's prefix '{prefix}' has no namespace.")
             prefixes[fields.get(_NAME.value, prefix)] = fields[_NAMESPACE.value]
-        found = Contents(records, ontologies, prefixes, self.summary.get("taken_at", ""), lines)
+        found = Contents(records, ontologies, prefixes, self.summary.get("taken_at", ""), lines, self._queries())
         for what, n in found.counts().items():
-            declared = self.summary.get(what)
+            declared = self.summary.get(what, "0" if what == "queries" else None)
             if declared != str(n):
                 raise BadBackup(f"the backup is incomplete: its summary says {declared} {what}, but it holds {n}.")
         return found
+
+    def _queries(self) -> list[QueryCopy]:
+        queries = []
+        for name, fields in sorted(self.queries.items()):
+            try:
+                query = orjson.loads(fields[_JSON.value])
+            except (KeyError, orjson.JSONDecodeError):
+                raise BadBackup(f"the backup's saved query '{name}' has no readable query (sr:json).") from None
+            if not isinstance(query, dict):
+                raise BadBackup(f"the backup's saved query '{name}' is not a JSON object.")
+            queries.append(QueryCopy(fields.get(_NAME.value, name), fields.get(_OWNER.value), query))
+        return queries

@@ -1,7 +1,8 @@
 """Durable truth in pyoxigraph: the submitted documents, written before a request is acknowledged.
 
 `urn:semreg:records`: one record per instance (`sr:json`, the registration as accepted, with a
-revision), one per ontology (its metadata and the uploaded document, `sr:source`), client-set prefixes.
+revision), one per ontology (its metadata and the uploaded document, `sr:source`), client-set prefixes,
+saved queries (`<urn:semreg:query:NAME> a sr:SavedQuery ; sr:name ; sr:owner ; sr:json`).
 Written synchronously, transactionally, before a request is acknowledged; start-up reads them.
 
 The same registrations as RDF in the registry vocabulary (`urn:semreg:registry`), the ontologies'
@@ -43,6 +44,9 @@ JSON = ox.NamedNode(SR + "json")
 NAME = ox.NamedNode(SR + "name")
 ONTOLOGY = ox.NamedNode(SR + "Ontology")
 PREFIX = ox.NamedNode(SR + "Prefix")
+SAVED_QUERY = ox.NamedNode(SR + "SavedQuery")
+OWNER = ox.NamedNode(SR + "owner")
+QUERY_NODE = "urn:semreg:query:"
 NAMESPACE = ox.NamedNode(SR + "namespace")
 CLOSURE_STATE = ox.NamedNode("urn:semreg:closure")  # written by earlier versions; removed at start
 SOURCE = ox.NamedNode(SR + "source")
@@ -319,6 +323,32 @@ class Store:
     def delete_prefix(self, prefix: str) -> None:
         with self._lock:
             self._remove_subject(ox.NamedNode(f"urn:semreg:prefix:{prefix}"), RECORDS)
+
+    # -- saved queries ------------------------------------------------------------------------------
+    def load_queries(self) -> list[tuple[str, str | None, dict[str, Any]]]:
+        """Every saved query: (name, owner, its JSON); an unreadable one is left out and logged."""
+        out = []
+        for q in self.ox.quads_for_pattern(None, TYPE, SAVED_QUERY, RECORDS):
+            fields = {p.predicate: _text(p.object) for p in self.ox.quads_for_pattern(q.subject, None, None, RECORDS)}
+            try:
+                out.append((fields[NAME], fields.get(OWNER), orjson.loads(fields[JSON])))
+            except (KeyError, orjson.JSONDecodeError):
+                log.warning("discarded an unreadable saved query", extra={"record": _text(q.subject)})
+        return sorted(out, key=lambda item: item[0])
+
+    def save_query(self, name: str, owner: str | None, query: dict[str, Any]) -> None:
+        node = ox.NamedNode(QUERY_NODE + name)
+        quads = [ox.Quad(node, TYPE, SAVED_QUERY, RECORDS), ox.Quad(node, NAME, ox.Literal(name), RECORDS),
+                 ox.Quad(node, JSON, ox.Literal(orjson.dumps(query).decode()), RECORDS)]
+        if owner is not None:
+            quads.append(ox.Quad(node, OWNER, ox.Literal(owner), RECORDS))
+        with self._lock:
+            self._remove_subject(node, RECORDS)
+            self.ox.extend(quads)
+
+    def delete_query(self, name: str) -> None:
+        with self._lock:
+            self._remove_subject(ox.NamedNode(QUERY_NODE + name), RECORDS)
 
     def flush(self) -> None:
         if self.path is not None:

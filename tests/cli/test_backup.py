@@ -21,11 +21,11 @@ def test_a_backup_restores_by_the_command_line_and_a_cut_one_is_refused(start_se
     path = tmp_path / "registry.nq.gz"
     done = semreg("backup", str(path), "--url", source.url)
     assert done.returncode == 0 and done.stderr == "", done.stderr
-    assert done.stdout.startswith("backed up 294 instances, 1 ontologies and 1 prefixes to ")
+    assert done.stdout.startswith("backed up 294 instances, 1 ontologies, 1 prefixes and 0 saved queries to ")
     assert not path.with_name(path.name + ".part").exists() and len(backup_ids(path)) == 294
     restored = semreg("restore", str(path), "--url", target.url)
     assert restored.returncode == 0 and restored.stderr == "", restored.stderr
-    assert restored.stdout.startswith("restored 294 instances, 1 ontologies and 1 prefixes from ")
+    assert restored.stdout.startswith("restored 294 instances, 1 ontologies, 1 prefixes and 0 saved queries from ")
     with httpx.Client(base_url=target.url, timeout=30) as t:
         after = answers(t)
         assert after == before

@@ -84,7 +84,7 @@ def test_a_restore_into_a_ring_puts_each_instance_on_its_owners(in_ring: InProce
         source.stop()
     n1, n2 = in_ring.add("n1"), in_ring.add("n2")
     r = answered(in_ring, n2, "POST", "/v1/restore", content=data, headers=GZ)
-    assert r.status_code == 200 and r.json() == {"instances": 30, "ontologies": 1, "prefixes": 0}, r.text
+    assert r.status_code == 200 and r.json() == {"instances": 30, "ontologies": 1, "prefixes": 0, "queries": 0}, r.text
     for node in (n1, n2):  # replicas = 2: every member holds every instance, and the ontology
         assert len(node.node.shard.registry.instances) == 30
         assert [o["name"] for o in node.get("/v1/ontologies").json()] == ["obras"]

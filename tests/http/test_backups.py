@@ -87,7 +87,7 @@ def test_a_restore_into_a_fresh_app_answers_as_the_original(source, in_process):
     target = in_process().client()
     restored = target.post("/v1/restore", content=r.content, headers=GZ)
     assert restored.status_code == 200, restored.text
-    assert restored.json() == {"instances": 11, "ontologies": 1, "prefixes": 1}
+    assert restored.json() == {"instances": 11, "ontologies": 1, "prefixes": 1, "queries": 0}
     before, after = answers(c), answers(target)
     for key in before:
         assert after[key] == before[key], key

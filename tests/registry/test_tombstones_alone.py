@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from support.inprocess import InProcess
 
-from semreg.registry.local_shard import TOMBSTONE_KEEP_S, TRIM_EVERY_S
+from semreg.node import TRIM_EVERY_S
+from semreg.registry.local_shard import TOMBSTONE_KEEP_S
 
 
 def test_tombstones_past_their_keep_are_forgotten_while_the_node_runs():

@@ -26,7 +26,7 @@ def backup(n: int = 1200) -> bytes:
 
 def test_what_is_written_reads_back_whole():
     contents = read(io.BytesIO(backup()))
-    assert contents.counts() == {"instances": 1200, "ontologies": 1, "prefixes": 1}
+    assert contents.counts() == {"instances": 1200, "ontologies": 1, "prefixes": 1, "queries": 0}
     assert contents.records[0] == (REC | {"id": "a0"}, 1000)
     assert contents.ontologies[0].source == SOURCE and contents.prefixes == {"zz": "http://zz/"}
 

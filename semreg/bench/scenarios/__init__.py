@@ -17,13 +17,25 @@ name it in `SCENARIOS` below; `--only NAME` selects it.
     ring.py          ring: three nodes against one
     paused.py        paused-owner: registrations while one owner of every record is stopped
     thesis.py        cluster: the thesis's tables on rings of 2 and 5 nodes (`semreg bench cluster`)
+    dns.py           dns: SRV answers over UDP for a saved query against the same question over HTTP
 
 The scenario modules import common.py (ring also the cold questions of discovery.py), never this
 package's `SCENARIOS`: only this module imports them all, so there is no circle among them.
 """
 from __future__ import annotations
 
-from semreg.bench.scenarios import discovery, liveness, paused, registration, ring, sparql, storage, thesis, watches
+from semreg.bench.scenarios import (
+    discovery,
+    dns,
+    liveness,
+    paused,
+    registration,
+    ring,
+    sparql,
+    storage,
+    thesis,
+    watches,
+)
 from semreg.bench.scenarios.common import Scenario
 
 SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
@@ -39,5 +51,6 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     liveness.heartbeat_load,
     ring.ring,
     paused.paused_owner,
+    dns.dns_srv,
     thesis.cluster,
 )}

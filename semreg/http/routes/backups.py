@@ -1,5 +1,6 @@
-"""Backup and restore: the whole registry (instances, ontologies as uploaded, client-set prefixes) as one
-gzipped N-Quads file, streamed out, and taken back in (`semreg.registry.backups`, `semreg.storage.backup`)."""
+"""Backup and restore: the whole registry (instances, ontologies as uploaded, client-set prefixes, saved
+queries with their owners) as one gzipped N-Quads file, streamed out, and taken back in
+(`semreg.registry.backups`, `semreg.storage.backup`)."""
 from __future__ import annotations
 
 import asyncio
@@ -73,7 +74,8 @@ async def post_restore(request: Request) -> Response:
         counts = await backups.restore(
             coordinator.placement, coordinator.stragglers, knowledge_of(request), contents, force,
             by=principal_of(request).name, publish_ontology=cluster.publish_ontology if cluster is not None else None,
-            publish_prefix=cluster.publish_prefix if cluster is not None else None)
+            publish_prefix=cluster.publish_prefix if cluster is not None else None,
+            publish_query=cluster.publish_query if cluster is not None else None)
     return JSONResponse(counts)
 
 

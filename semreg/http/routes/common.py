@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import orjson
-from starlette.datastructures import QueryParams
 from starlette.requests import Request
 
 from semreg.access.tokens import OPEN, Principal
@@ -17,7 +16,8 @@ from semreg.http.requests import watch_params
 from semreg.http.responses import JSONResponse
 from semreg.knowledge.knowledge import Knowledge
 from semreg.registry.coordinator import Coordinator
-from semreg.registry.selector import Selector, parse_selector
+from semreg.registry.query_params import selector_from
+from semreg.registry.selector import Selector
 from semreg.registry.watch import Topic
 
 if TYPE_CHECKING:
@@ -54,10 +54,6 @@ def selector_of(request: Request) -> Selector:
     return selector
 
 
-def selector_from(params: QueryParams) -> Selector:
-    prefix = META.name
-    return parse_selector(params.get(ENVIRONMENT.name),
-                          [(k[len(prefix):], v) for k, v in params.multi_items() if k.startswith(prefix)])
 
 
 def cluster_of(request: Request) -> Cluster | None:

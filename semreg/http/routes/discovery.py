@@ -4,10 +4,8 @@ expands to, and the concepts of the hierarchy."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 
 import orjson
-from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -15,7 +13,7 @@ from semreg.access.tokens import READ
 from semreg.errors import BadRequest, Unavailable
 from semreg.http import schemas as s
 from semreg.http.endpoints import Endpoints, Param, Reply
-from semreg.http.requests import bool_param, bool_value, int_value, read_json
+from semreg.http.requests import bool_param, read_json
 from semreg.http.responses import JSONResponse
 from semreg.http.routes.common import (
     INDEX_HEADER,
@@ -25,18 +23,18 @@ from semreg.http.routes.common import (
     coordinator_of,
     knowledge_of,
     principal_of,
-    selector_from,
     selector_of,
     warned,
     watched,
 )
 from semreg.http.schemas import TagsBody, validate
 from semreg.knowledge.knowledge import Knowledge
-from semreg.rdf.terms import ANY, RDF_TYPE, PrefixMap, Tag, parse_component, parse_tags
+from semreg.rdf.terms import ANY, RDF_TYPE, Tag, parse_component, parse_tags
 from semreg.reasoning.explanation import explain
 from semreg.reasoning.matching import DEGREES, parse_match
 from semreg.registry.balancer import parse_policy
 from semreg.registry.discovery import DiscoverQuery
+from semreg.registry.query_params import discover_query, pattern_of
 
 API = Endpoints()
 
@@ -61,17 +59,6 @@ def query_tag(request: Request, purpose: str = "discover") -> Tag:
     return pattern_of(request.query_params, knowledge_of(request).prefixes, purpose)
 
 
-def pattern_of(params: Mapping[str, str], prefixes: PrefixMap, purpose: str = "discover") -> Tag:
-    """The pattern `s`, `p`, `o` of a query; `purpose` says what it is for in the sentence when `s` is missing."""
-    s_ = params.get("s")
-    if s_ is None or not s_.strip():
-        raise BadRequest(f"s is required: the subject term of the pattern to {purpose} (p and o are optional).",
-                         field="s")
-    p, o = params.get("p") or None, params.get("o") or None
-    return Tag(parse_component(s_, prefixes), parse_component(p, prefixes, predicate=True),
-               parse_component(o, prefixes))
-
-
 # -- by meaning, and routing -----------------------------------------------------------------------
 @API.route("GET", "/v1/discover", scope=READ, summary="discover by meaning",
            params=(*PATTERN, Param("service"), Param("status", schema={"enum": ["up", "any"]}),
@@ -85,19 +72,14 @@ async def discover(request: Request) -> Response:
     principal_of(request).require_environment(q.selector.environment)
     warnings = discover_warnings(knowledge, q)
     request.app.state.known_queries.remember(request.scope["query_string"], knowledge.prefixes.version, q, warnings)
+    return await discovered(request, q, warnings)
+
+
+async def discovered(request: Request, q: DiscoverQuery, warnings: bytes) -> Response:
+    """The answer to a discovery (and its watch, with the request's `index` and `wait`), once its query is known
+    and the token may read its environment: `GET /v1/discover` and a saved query's."""
     coordinator = coordinator_of(request)
     return await watched(request, await coordinator.discover(q), lambda: coordinator.discover(q), warnings)
-
-
-def discover_query(params: QueryParams, prefixes: PrefixMap) -> DiscoverQuery:
-    """The query of a `GET /v1/discover` (a 400 naming the parameter at fault otherwise). The caller checks
-    that the token may read its environment."""
-    status = params.get("status")
-    if status not in (None, "", "up", "any"):
-        raise BadRequest(f"status takes 'up' (the default) or 'any', not '{status[:40]}'.", field="status")
-    return DiscoverQuery(pattern_of(params, prefixes), parse_match(params.get("match")), params.get("service") or None,
-                         status == "any", int_value(params, "limit", 1, 1_000_000), bool_value(params, "tags", False),
-                         selector_from(params))
 
 
 _PATH_RE = re.compile(r"^(/[^\s#]*)?$")
@@ -114,12 +96,19 @@ ROUTE_PARAMS = (*PATTERN, Param("service"),
            errors=(503,))
 async def route(request: Request) -> Response:
     params = request.query_params
+    q = DiscoverQuery(query_tag(request, "route by"), parse_match(params.get("match")), params.get("service") or None,
+                      selector=selector_of(request))
+    return await routed(request, q)
+
+
+async def routed(request: Request, q: DiscoverQuery) -> Response:
+    """The redirect to the instance `q` chooses, with the request's `policy` and `path`, once the token may read
+    its environment: `GET /v1/route` and a saved query's."""
+    params = request.query_params
     policy, limit = parse_policy(params.get("policy"))
     path = params.get("path", "")
     if not _PATH_RE.match(path) or len(path) > 2048:
         raise BadRequest("path must be empty or start with '/', without spaces or '#'.", field="path")
-    q = DiscoverQuery(query_tag(request, "route by"), parse_match(params.get("match")), params.get("service") or None,
-                      selector=selector_of(request))
     warnings = knowledge_of(request).term_warnings(pattern_terms(q.tag))
     client = request.client
     try:

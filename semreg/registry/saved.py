@@ -1,0 +1,80 @@
+"""A saved query as the discovery it stands for: the checked, stored form of a body
+(`{"s","p","o","match","environment","meta","limit"}`), and the `DiscoverQuery` a stored one asks.
+
+Both go through the one parser of discovery questions (`semreg.registry.query_params`), so a saved query is
+refused, or answered, exactly as the same `GET /v1/discover` would be. Terms are stored as full IRIs: a
+prefix redefined later does not change what a saved query means.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from semreg.errors import BadRequest
+from semreg.knowledge.knowledge import Knowledge
+from semreg.knowledge.queries import SavedQuery
+from semreg.rdf.terms import PrefixMap
+from semreg.reasoning.matching import DEGREES
+from semreg.registry.discovery import DiscoverQuery
+from semreg.registry.query_params import META, Pairs, discover_query
+from semreg.registry.selector import parse_selector
+
+CONJUNCTIVE = ("a saved query holds one pattern (s, p, o): the conjunctive form {\"all\": [...]} needs the "
+               "discovery of several patterns at once (POST /v1/discover with \"all\"), which this server does not "
+               "answer yet.")
+
+
+def pairs_of(query: Mapping[str, Any]) -> Pairs:
+    """A stored (or submitted) query as the parameters of a `GET /v1/discover`."""
+    pairs: list[tuple[str, str]] = []
+    for key in ("s", "p", "o", "match", "environment"):
+        value = query.get(key)
+        if value is not None:
+            pairs.append((key, str(value)))
+    for key, value in sorted((query.get("meta") or {}).items()):
+        pairs.append((META + str(key), str(value)))
+    if query.get("limit") is not None:
+        pairs.append(("limit", str(query["limit"])))
+    return Pairs(pairs)
+
+
+def checked(body: Mapping[str, Any], prefixes: PrefixMap) -> tuple[dict[str, Any], DiscoverQuery]:
+    """The stored form of a submitted query and the discovery it asks; a 400 naming the field at fault."""
+    if body.get("all") is not None:
+        raise BadRequest(CONJUNCTIVE, field="all")
+    q = discover_query(pairs_of(body), prefixes)
+    stored = {"s": q.tag.s, "p": q.tag.p, "o": q.tag.o, "match": ",".join(sorted(q.match, key=DEGREES.index)),
+              "environment": q.selector.environment, "meta": dict(q.selector.meta), "limit": q.limit}
+    return stored, q
+
+
+def discovery_of(saved: SavedQuery, prefixes: PrefixMap) -> DiscoverQuery:
+    """The discovery a saved query asks (its terms are full IRIs, so the prefixes of now do not matter)."""
+    return discover_query(pairs_of(saved.query), prefixes)
+
+
+class Questions:
+    """The discovery each saved query asks, parsed once per change of the saved queries or the prefixes (DNS
+    and the HTTP routes ask the same names again and again)."""
+
+    MAX = 10_000
+
+    def __init__(self, knowledge: Knowledge) -> None:
+        self.knowledge = knowledge
+        self._parsed: dict[tuple[str, str | None], tuple[int, int, DiscoverQuery]] = {}
+
+    def of(self, saved: SavedQuery, environment: str | None = None) -> DiscoverQuery:
+        """`saved`'s discovery, in `environment` instead of its own when given (a 400 if that is no name)."""
+        versions = (self.knowledge.queries.version, self.knowledge.prefixes.version)
+        key = (saved.name, environment)
+        cached = self._parsed.get(key)
+        if cached is not None and cached[:2] == versions:
+            return cached[2]
+        q = discovery_of(saved, self.knowledge.prefixes)
+        if environment is not None:
+            q = replace(q, selector=parse_selector(environment, q.selector.meta))
+        if len(self._parsed) >= self.MAX:
+            self._parsed.clear()
+        self._parsed[key] = (*versions, q)
+        return q

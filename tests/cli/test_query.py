@@ -1,0 +1,57 @@
+"""`semreg query put|get|list|discover|route|delete`, end to end: `python -m semreg` subprocesses against the
+app of this process, served on a loopback port."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from support.paths import ONTOLOGIES
+
+pytestmark = pytest.mark.process
+
+
+@pytest.fixture(scope="module")
+def url(app_server):
+    c = app_server.client()
+    r = c.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
+              headers={"Content-Type": "text/turtle"})
+    assert r.status_code == 201, r.text
+    assert c.put("/v1/instances/livro", json={"service": "livros", "address": "10.0.0.1", "port": 80, "ttl": 0,
+                                              "tags": ["ex:Livro ex:temUmGenero ex:Terror"]}).status_code == 201
+    return app_server.listen()
+
+
+def semreg(url: str, *args: str) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEMREG_")}
+    environ["SEMREG_URL"] = url
+    return subprocess.run([sys.executable, "-m", "semreg", *args], check=False, capture_output=True, text=True,
+                          env=environ, timeout=60)
+
+
+def test_the_command_line_saves_shows_asks_and_deletes_a_query(url):
+    put = semreg(url, "query", "put", "horror", "--s", "ex:Obra", "--p", "ex:temUmGenero", "--o", "ex:Terror",
+                 "--meta", "zone=eu", "--json")
+    assert put.returncode == 0, put.stderr
+    assert json.loads(put.stdout)["meta"] == {"zone": "eu"}
+    assert semreg(url, "query", "put", "horror", "--s", "ex:Obra", "--p", "ex:temUmGenero",
+                  "--o", "ex:Terror").returncode == 0
+    listed = semreg(url, "query", "list")
+    assert listed.returncode == 0 and listed.stdout.splitlines()[1].split()[0] == "horror"
+    shown = semreg(url, "query", "get", "horror", "--json")
+    assert json.loads(shown.stdout)["s"] == "http://example.org/obras#Obra"
+    found = semreg(url, "query", "discover", "horror")
+    assert found.returncode == 0 and "livro" in found.stdout
+    routed = semreg(url, "query", "route", "horror", "--path", "/books")
+    assert routed.returncode == 0 and routed.stdout.strip() == "http://10.0.0.1:80/books"
+    assert semreg(url, "query", "delete", "horror").returncode == 0
+    assert semreg(url, "query", "get", "horror").returncode != 0
+
+
+def test_the_command_line_says_why_a_query_is_refused(url):
+    bad = semreg(url, "query", "put", "Not_A_Label", "--s", "ex:Obra")
+    assert bad.returncode != 0 and "DNS label" in bad.stderr
+    meta = semreg(url, "query", "put", "m", "--s", "ex:Obra", "--meta", "novalue")
+    assert meta.returncode != 0 and "KEY=VALUE" in meta.stderr

@@ -1,0 +1,199 @@
+"""The DNS listeners of `--dns` (API.md, Saved queries), asked over real UDP and TCP sockets by dnspython's
+query functions and by raw bytes, against the app in this process (on a fake clock): what each kind of name
+answers, the rcodes, truncation to TCP, the rate per client, and garbage of every shape, which never stops
+the listeners nor gets SERVFAIL."""
+from __future__ import annotations
+
+import socket
+import struct
+
+import dns.flags
+import dns.message
+import dns.query
+import dns.rcode
+import dns.rdatatype
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.inprocess import InProcess
+from support.paths import ONTOLOGIES
+
+
+@pytest.fixture(scope="module")
+def server():
+    with InProcess(dns="127.0.0.1:0", dns_rate_per_s=0) as srv:
+        c = srv.client()
+        r = c.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
+                  headers={"Content-Type": "text/turtle"})
+        assert r.status_code == 201, r.text
+        for n, (kind, extra) in enumerate([("Livro", {"weight": 5, "meta": {"priority": "2"}}), ("Filme", {}),
+                                           ("Livro", {"address": "fd00::7"}), ("Filme", {"address": "films.example"})]):
+            body = {"service": kind.lower(), "address": f"10.0.0.{n + 1}", "port": 8000 + n, "ttl": 0,
+                    "tags": [f"ex:{kind} ex:temUmGenero ex:Terror"], **extra}
+            assert c.put(f"/v1/instances/i{n}", json=body).status_code == 201
+        assert c.put("/v1/instances/st", json={"service": "staged", "address": "10.9.0.1", "port": 1, "ttl": 0,
+                                               "environment": "staging", "tags": ["ex:Livro"]}).status_code == 201
+        assert c.put("/v1/queries/horror", json={"s": "ex:Obra", "p": "ex:temUmGenero", "o": "ex:Terror"}).status_code \
+            == 201
+        assert c.put("/v1/queries/books", json={"s": "ex:Livro"}).status_code == 201
+        yield srv
+
+
+def ask(srv: InProcess, name: str, rdtype: str = "SRV", tcp: bool = False, **kw) -> dns.message.Message:
+    q = dns.message.make_query(name, rdtype, **kw)
+    port = srv.app.state.dns.port
+    if tcp:
+        return dns.query.tcp(q, "127.0.0.1", port=port, timeout=5)
+    return dns.query.udp(q, "127.0.0.1", port=port, timeout=5)
+
+
+def records(m: dns.message.Message, section: str = "answer") -> set[str]:
+    return {f"{rr.name} {dns.rdatatype.to_text(rr.rdtype)} {r}" for rr in getattr(m, section) for r in rr}
+
+
+def test_srv_names_each_routable_instance_with_its_weight_priority_and_address(server):
+    m = ask(server, "_horror._tcp.semreg.")
+    assert m.rcode() == dns.rcode.NOERROR and m.flags & dns.flags.AA
+    assert records(m) == {"_horror._tcp.semreg. SRV 2 5 8000 i0.instance.semreg.",
+                          "_horror._tcp.semreg. SRV 0 1 8001 i1.instance.semreg.",
+                          "_horror._tcp.semreg. SRV 0 1 8002 i2.instance.semreg.",
+                          "_horror._tcp.semreg. SRV 0 1 8003 i3.instance.semreg."}
+    assert records(m, "additional") >= {"i0.instance.semreg. A 10.0.0.1", "i1.instance.semreg. A 10.0.0.2",
+                                        "i2.instance.semreg. AAAA fd00::7", "i3.instance.semreg. CNAME films.example."}
+    assert all(rr.ttl == 5 for rr in m.answer)
+
+
+def test_a_and_aaaa_name_the_addresses_that_are_ip_addresses(server):
+    assert records(ask(server, "horror.semreg.", "A")) == {"horror.semreg. A 10.0.0.1", "horror.semreg. A 10.0.0.2"}
+    assert records(ask(server, "horror.semreg.", "AAAA")) == {"horror.semreg. AAAA fd00::7"}
+    assert records(ask(server, "i0.instance.semreg.", "A")) == {"i0.instance.semreg. A 10.0.0.1"}
+    assert records(ask(server, "i3.instance.semreg.", "A")) == {"i3.instance.semreg. CNAME films.example."}
+
+
+def test_an_environment_in_the_name_is_the_environment_read(server):
+    assert records(ask(server, "_books._tcp.staging.semreg.")) == {"_books._tcp.staging.semreg. SRV 0 1 1 "
+                                                                   "st.instance.semreg."}
+    assert records(ask(server, "books.staging.semreg.", "A")) == {"books.staging.semreg. A 10.9.0.1"}
+    empty = ask(server, "_books._tcp.nowhere.semreg.")
+    assert empty.rcode() == dns.rcode.NOERROR and not empty.answer
+
+
+@pytest.mark.parametrize("name, rdtype, rcode", [
+    ("_never._tcp.semreg.", "SRV", dns.rcode.NXDOMAIN), ("never.semreg.", "A", dns.rcode.NXDOMAIN),
+    ("nobody.instance.semreg.", "A", dns.rcode.NXDOMAIN), ("a.b.c.semreg.", "A", dns.rcode.NXDOMAIN),
+    ("_horror._tcp.semreg.", "A", dns.rcode.NOERROR), ("horror.semreg.", "SRV", dns.rcode.NOERROR),
+    ("horror.semreg.", "TXT", dns.rcode.NOERROR), ("semreg.", "SOA", dns.rcode.NOERROR),
+    ("example.com.", "A", dns.rcode.REFUSED)])
+def test_unknown_names_are_nxdomain_known_ones_without_the_type_are_empty_others_refused(server, name, rdtype, rcode):
+    m = ask(server, name, rdtype)
+    assert m.rcode() == rcode and not m.answer
+
+
+def test_an_answer_follows_registration_drain_and_removal(server):
+    c = server.client()
+
+    def ids() -> set[str]:
+        return {str(r.target).split(".")[0] for rr in ask(server, "_books._tcp.semreg.").answer for r in rr}
+
+    before = ids()
+    assert c.put("/v1/instances/new", json={"service": "n", "address": "10.1.1.1", "port": 9, "ttl": 0,
+                                            "tags": ["ex:Livro"]}).status_code == 201
+    assert ids() == before | {"new"}
+    assert c.put("/v1/instances/new/heartbeat", json={"status": "draining"}).status_code == 200
+    assert ids() == before
+    assert c.put("/v1/instances/new/heartbeat", json={"status": "up"}).status_code == 200
+    assert ids() == before | {"new"}
+    assert c.delete("/v1/instances/new").status_code == 204
+    assert ids() == before
+
+
+def test_a_large_answer_is_truncated_over_udp_and_whole_over_tcp(server):
+    c = server.client()
+    batch = [{"id": f"big{n}", "service": "big", "address": f"10.2.{n // 250}.{n % 250 + 1}", "port": 80, "ttl": 0,
+              "tags": ["ex:Pintura"]} for n in range(200)]
+    assert c.post("/v1/instances/batch", json={"instances": batch}).status_code == 200
+    assert c.put("/v1/queries/big", json={"s": "ex:Pintura"}).status_code == 201
+    udp = ask(server, "_big._tcp.semreg.")
+    assert udp.flags & dns.flags.TC
+    edns = ask(server, "_big._tcp.semreg.", use_edns=0, payload=4096)
+    assert edns.flags & dns.flags.TC  # 200 SRV records and their addresses pass 4096 bytes too
+    whole = ask(server, "_big._tcp.semreg.", tcp=True)
+    assert not whole.flags & dns.flags.TC and sum(len(rr) for rr in whole.answer) == 200
+    assert len(records(ask(server, "big.semreg.", "A", tcp=True))) == 200
+
+
+def test_past_its_rate_a_client_is_refused_until_time_passes(in_process):
+    srv = in_process(dns="127.0.0.1:0", dns_rate_per_s=3)
+    answers = [ask(srv, "semreg.", "SOA").rcode() for _ in range(5)]
+    assert answers == [dns.rcode.NOERROR] * 3 + [dns.rcode.REFUSED] * 2
+    srv.advance(1)
+    assert ask(srv, "semreg.", "SOA").rcode() == dns.rcode.NOERROR
+
+
+# -- garbage ---------------------------------------------------------------------------------------
+def udp_exchange(port: int, data: bytes) -> bytes | None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(0.5)
+        s.sendto(data, ("127.0.0.1", port))
+        try:
+            return s.recv(65535)
+        except TimeoutError:
+            return None
+
+
+def tcp_exchange(port: int, data: bytes, framed: bool) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(struct.pack("!H", len(data)) + data if framed else data)
+        s.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := s.recv(65535):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+VALID = dns.message.make_query("_horror._tcp.semreg.", "SRV").to_wire()
+
+
+def check_alive(server: InProcess) -> None:
+    assert ask(server, "_horror._tcp.semreg.").rcode() == dns.rcode.NOERROR
+    assert server.app.state.dns.failed == 0  # nothing answered SERVFAIL
+
+
+def mutated(data: bytes, flips: list[tuple[int, int]]) -> bytes:
+    out = bytearray(data)
+    for at, value in flips:
+        out[at % len(out)] = value
+    return bytes(out)
+
+
+PACKETS = st.one_of(st.binary(max_size=600),
+                    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=8).map(
+                        lambda flips: mutated(VALID, flips)),
+                    st.integers(0, len(VALID)).map(lambda n: VALID[:n]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(PACKETS)
+def test_garbage_over_udp_gets_an_answer_or_none_never_a_failure(server, data):
+    reply = udp_exchange(server.app.state.dns.port, data)
+    if reply is not None:
+        assert reply[:2] == data[:2] and reply[2] & 0x80  # an answer to that id
+        assert reply[3] & 0x0F != dns.rcode.SERVFAIL
+    assert server.app.state.dns.failed == 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(PACKETS, st.booleans())
+def test_garbage_over_tcp_gets_an_answer_or_a_closed_connection(server, data, framed):
+    reply = tcp_exchange(server.app.state.dns.port, data, framed)
+    if framed and reply:
+        (size,) = struct.unpack("!H", reply[:2])
+        assert len(reply) == size + 2 and reply[5] & 0x0F != dns.rcode.SERVFAIL
+    assert server.app.state.dns.failed == 0
+
+
+def test_the_listeners_answer_after_the_garbage(server):
+    for data in (b"", b"\x00", b"\xff" * 12, VALID[:12], b"\x12\x34" + b"\x00" * 10 + b"\xc0\x0c" * 50):
+        udp_exchange(server.app.state.dns.port, data)
+        tcp_exchange(server.app.state.dns.port, data, True)
+    check_alive(server)
