@@ -46,6 +46,16 @@ export class Live extends EventTarget {
 
   emit(what) { this.dispatchEvent(new CustomEvent("change", { detail: what })); }
 
+  // After a failed read: show it, wait two seconds, and say whether to read again (not once stopped, nor
+  // without a valid token).
+  async recover(error, signal) {
+    if (signal.aborted) return false;
+    this.setError(error);
+    if (error.status === 401) return false;
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    return true;
+  }
+
   // The changes of instances, one blocking read after another; after a failure the next answer starts
   // from a new index, and what the views show is read again.
   async follow() {
@@ -64,10 +74,7 @@ export class Live extends EventTarget {
         else if (!first && (body.reset || body.changes.length)) this.onChanges(body.reset ? null : body.changes);
         lost = false;
       } catch (error) {
-        if (signal.aborted) return;
-        this.setError(error);
-        if (error.status === 401) return;
-        await new Promise((resolve) => setTimeout(resolve, 2000));
+        if (!(await this.recover(error, signal))) return;
         index = null;
         lost = true;
       }
@@ -88,10 +95,7 @@ export class Live extends EventTarget {
         index = next;
         this.setError(null);
       } catch (error) {
-        if (signal.aborted) return;
-        this.setError(error);
-        if (error.status === 401) return;
-        await new Promise((resolve) => setTimeout(resolve, 2000));
+        if (!(await this.recover(error, signal))) return;
         index = null;
       }
     }
