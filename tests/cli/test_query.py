@@ -8,17 +8,13 @@ import subprocess
 import sys
 
 import pytest
-from support.paths import ONTOLOGIES
 
 pytestmark = pytest.mark.process
 
 
 @pytest.fixture(scope="module")
-def url(app_server):
-    c = app_server.client()
-    r = c.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
-              headers={"Content-Type": "text/turtle"})
-    assert r.status_code == 201, r.text
+def url(app_server, api):
+    c = api  # the case study's ontology uploaded
     assert c.put("/v1/instances/livro", json={"service": "livros", "address": "10.0.0.1", "port": 80, "ttl": 0,
                                               "tags": ["ex:Livro ex:temUmGenero ex:Terror"]}).status_code == 201
     return app_server.listen()

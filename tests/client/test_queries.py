@@ -6,17 +6,13 @@ import asyncio
 import warnings
 
 import pytest
-from support.paths import ONTOLOGIES
 
 from semreg.client import AsyncClient, Client, NoInstanceAvailable, NotFound, UnknownTermWarning
 
 
 @pytest.fixture(scope="module")
-def url(app_server):
-    c = app_server.client()
-    r = c.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
-              headers={"Content-Type": "text/turtle"})
-    assert r.status_code == 201, r.text
+def url(app_server, api):
+    c = api  # the case study's ontology uploaded
     for n, kind in enumerate(("Livro", "Filme")):
         assert c.put(f"/v1/instances/{kind.lower()}", json={
             "service": kind.lower(), "address": f"10.0.0.{n + 1}", "port": 80, "ttl": 0,
