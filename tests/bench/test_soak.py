@@ -128,3 +128,4 @@ def test_quick_soak_reads_every_kind_of_process_for_a_minute():
     assert soak["heartbeats_ok"] > 0 and soak["heartbeats_failed"] == 0 and soak["errors_5xx"] == 0
     assert soak["requests"].get("sparql 2xx", 0) > 0 and soak["requests"].get("churn 2xx", 0) > 0
     assert isinstance(soak["growth_pct"], float) and soak["targets"][0]["met"] in (True, False)
+    assert soak["heartbeats_per_s"] > 50 and isinstance(soak["failures"], dict) and soak["heartbeat_lateness"]["n"] > 0

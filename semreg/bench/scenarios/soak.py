@@ -37,6 +37,7 @@ from semreg.bench.peers import BenchError
 from semreg.bench.readings import child_pids, command_line, process_pss_bytes, process_rss_bytes
 from semreg.bench.report import Target
 from semreg.bench.scenarios.common import SPARQL_JSON, MiB, register_batches, scenario
+from semreg.bench.stats import latency_stats
 
 KINDS = ("server", "template", "queries")
 TEMPLATE_MODULE = "semreg.sparql.worker"  # the template's argv: `python -m semreg.sparql.worker ...`
@@ -139,7 +140,8 @@ def load_jobs(url: str, headers: Mapping[str, str], ontology: Dataset, live: Dat
     jobs: list = [watch(url, headers, {"s": iri}, tally) for iri in watched]
     jobs.append(paced(url, headers, load.discoveries_per_s, 4, discovery_request(ontology), tally, "discovery"))
     jobs.append(paced(url, headers, load.sparql_per_s, 2, sparql_request(ontology.classes), tally, "sparql"))
-    jobs.append(paced(url, headers, 2 * load.churn_per_s, 1, churn_request(live, load), tally, "churn"))
+    # never skipped: every registration is followed by its deregistration, and the live count holds
+    jobs.append(paced(url, headers, 2 * load.churn_per_s, 2, churn_request(live, load), tally, "churn", skip=False))
     return jobs
 
 
@@ -168,7 +170,8 @@ def sparql_request(classes: int) -> Callable[[int], Request]:
 
 def churn_request(live: Dataset, load: SoakLoad) -> Callable[[int], Request]:
     """Even turns register a new instance (3 new tags, the soak's ttl); odd turns deregister the one
-    registered `churn_window` registrations before (nothing while the window fills)."""
+    registered `churn_window` registrations before (nothing while the window fills). Over two connections,
+    registrations go over one and deregistrations over the other."""
     def make(k: int) -> Request:
         n = k // 2
         if k % 2 == 0:
@@ -182,20 +185,25 @@ def churn_request(live: Dataset, load: SoakLoad) -> Callable[[int], Request]:
 
 async def send(conn: Connection, method: str, target: str, body: bytes | None, tally: Counter[str],
                kind: str, headers: Mapping[str, str] | None = None) -> Response | None:
-    """One request, counted in `tally` as `kind status-class` (2xx, 4xx, 5xx) or `kind transport`."""
+    """One request, counted in `tally` as `kind status-class` (2xx, 4xx, 5xx) or `kind transport`; the
+    answer to a failure also as `! kind status: the start of its body`, to be told apart in the figures."""
     try:
         response = await conn.request(method, target, body, headers)
-    except TRANSPORT_ERRORS:
+    except TRANSPORT_ERRORS as exc:
         tally[f"{kind} transport"] += 1
+        tally[f"! {kind} {type(exc).__name__}: {exc}"[:160]] += 1
         return None
     tally[f"{kind} {response.status // 100}xx"] += 1
+    if response.status >= 400:
+        tally[f"! {kind} {method} {response.status}: {response.body[:120].decode(errors='replace')}"] += 1
     return response
 
 
 async def paced(url: str, headers: Mapping[str, str], rate: float, connections: int,
-                make: Callable[[int], Request], tally: Counter[str], kind: str) -> None:
-    """`make(k)` at `rate` a second, turn k due at k/rate, over `connections` keep-alive connections; a
-    connection that falls a second behind skips the turns it missed rather than bursting."""
+                make: Callable[[int], Request], tally: Counter[str], kind: str, skip: bool = True) -> None:
+    """`make(k)` at `rate` a second, turn k due at k/rate, over `connections` keep-alive connections (turn k
+    on connection k mod `connections`); with `skip`, a connection that falls a second behind skips the turns
+    it missed (counted) rather than bursting."""
     extra = {"Accept": SPARQL_JSON} if kind == "sparql" else {}
     start = time.perf_counter()
 
@@ -207,7 +215,7 @@ async def paced(url: str, headers: Mapping[str, str], rate: float, connections: 
                 late = time.perf_counter() - (start + k / rate)
                 if late < 0:
                     await asyncio.sleep(-late)
-                elif late > 1.0:
+                elif skip and late > 1.0:
                     skipped = int(late * rate) // connections * connections
                     tally[f"{kind} skipped"] += skipped
                     k += skipped
@@ -289,13 +297,15 @@ def growth(rows: list[dict[str, Any]], key: str = "total_pss_mib") -> dict[str, 
 
 def run_minutes(ctx: BenchContext, http, pid: int | None, minutes: int, tally: Counter[str],
                 beater: Heartbeater) -> list[dict[str, Any]]:
-    """A row at the start (minute 0) and at the end of every minute, until `minutes` have passed."""
+    """A row at the start (minute 0) and at the end of every minute, until `minutes` have passed, with the
+    heartbeats answered (and failed) so far."""
     if pid is None:
         raise BenchError("the soak's server has no process to read")
 
     def row(minute: int) -> dict[str, Any]:
         held = sum(v for series, v in ctx.metrics(http).items() if series.startswith("semreg_instances{"))
-        return minute_row(minute, read_memory(pid), int(held))
+        return {**minute_row(minute, read_memory(pid), int(held)), "heartbeats": beater.stats.ok,
+                "heartbeats_failed": beater.stats.failed}
 
     rows = [row(0)]
     started = time.perf_counter()
@@ -314,8 +324,8 @@ def run_minutes(ctx: BenchContext, http, pid: int | None, minutes: int, tally: C
 
 def summary(rows: list[dict[str, Any]], load: SoakLoad, beater: Heartbeater, tally: Counter[str],
             minutes: int) -> dict[str, Any]:
-    elapsed = 60.0 * minutes
-    counts = dict(sorted(tally.items()))
+    counts = {key: n for key, n in sorted(tally.items()) if not key.startswith("! ")}
+    failures = Counter({key[2:]: n for key, n in tally.items() if key.startswith("! ")})
     total = growth(rows)
     return {
         "per_minute": rows, "growth": total, "growth_pct": total["growth_pct"],
@@ -323,9 +333,11 @@ def summary(rows: list[dict[str, Any]], load: SoakLoad, beater: Heartbeater, tal
         "load": {"instances": load.instances, "ttl_s": load.ttl_s, "heartbeat_period_s": round(load.period_s, 3),
                  "watches": load.watches, "discoveries_per_s": load.discoveries_per_s,
                  "sparql_per_s": load.sparql_per_s, "churn_per_s": load.churn_per_s},
-        "heartbeats_per_s": round(beater.stats.ok / elapsed, 1), "heartbeats_ok": beater.stats.ok,
+        "heartbeats_per_s": round((rows[-1]["heartbeats"] - rows[0]["heartbeats"]) / (60.0 * minutes), 1),
+        "heartbeats_ok": beater.stats.ok,
         "heartbeats_failed": beater.stats.failed,
         "errors_5xx": sum(n for key, n in tally.items() if key.endswith(" 5xx")),
         "transport_errors": sum(n for key, n in tally.items() if key.endswith(" transport")),
-        "requests": counts,
+        "heartbeat_lateness": latency_stats(beater.stats.lateness_s),
+        "requests": counts, "failures": dict(failures.most_common(8)),
     }
