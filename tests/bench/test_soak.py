@@ -78,7 +78,9 @@ def test_the_table_per_minute_and_the_growth_from_minute_five():
     assert (short["from_minute"], short["to_minute"], short["growth_mib"]) == (1, 3, 6.0)
     assert growth(rows[:2])["mib_per_min"] == 0.0
     header, *lines = render({"per_minute": rows[:2]})
-    assert header[0] == "minute" and lines[1] == ["1", "3,001", "202.0", "50.0", "81.0 (2)", "333.0", "485.0"]
+    assert header[0] == "minute" and lines[1] == ["1", "3,001", "202.0", "50.0", "81.0 (2)", "333.0", "485.0", "0"]
+    counted = [{**row, "heartbeats": 1000 * row["minute"] ** 2} for row in rows[:3]]
+    assert [line[-1] for line in render({"per_minute": counted})[1:]] == ["0", "1,000", "3,000"]  # in each minute
 
 
 def test_the_load_keeps_about_a_thousand_heartbeats_a_second_and_three_thousand_live():

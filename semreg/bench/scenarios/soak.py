@@ -77,12 +77,15 @@ QUICK_LOAD = SoakLoad(instances=300, heartbeats_per_s=100.0, heartbeat_connectio
 
 
 def render(figures: dict) -> list[list[str]]:
-    """The per-minute table: PSS of each kind, the whole tree's PSS and RSS, and the instances held."""
+    """The per-minute table: PSS of each kind, the whole tree's PSS and RSS, the instances held and the
+    heartbeats answered in the minute (a minute far under the load's rate measured a different load)."""
     header = ["minute", "instances", "server PSS MiB", "template PSS MiB", "queries PSS MiB (n)", "total PSS MiB",
-              "total RSS MiB"]
+              "total RSS MiB", "heartbeats"]
+    rows = figures.get("per_minute", [])
     lines = [[str(r["minute"]), f"{r['instances']:,}", f"{r['server_pss_mib']}", f"{r['template_pss_mib']}",
-              f"{r['queries_pss_mib']} ({r['query_processes']})", f"{r['total_pss_mib']}", f"{r['total_rss_mib']}"]
-             for r in figures.get("per_minute", [])]
+              f"{r['queries_pss_mib']} ({r['query_processes']})", f"{r['total_pss_mib']}", f"{r['total_rss_mib']}",
+              f"{r.get('heartbeats', 0) - (rows[n - 1].get('heartbeats', 0) if n else 0):,}"]
+             for n, r in enumerate(rows)]
     return [header, *lines]
 
 
@@ -117,6 +120,11 @@ def soak(ctx: BenchContext) -> dict:
             with contextlib.suppress(Exception):
                 running[0].result(60)
     figures.update(summary(rows, load, beater, tally, s.minutes))
+    if figures["heartbeats_per_s"] < 0.9 * load.heartbeats_per_s:
+        figures["warning"] = (f"the load was not kept: {figures['heartbeats_per_s']:,} heartbeats/s of "
+                              f"{load.heartbeats_per_s:,.0f} (lateness p99 {figures['heartbeat_lateness'].get('p99_ms')}"
+                              f" ms, ttl {load.ttl_s} s); instances may have lapsed and the minutes are not comparable")
+        ctx.ui.log(f"[yellow]  warning: {figures['warning']}")
     g = figures["growth"]
     ctx.ui.log(f"  total PSS {g['from_mib']} → {g['to_mib']} MiB from minute {g['from_minute']} to "
                f"{g['to_minute']} ({g['growth_pct']:+}%, {g['mib_per_min']:+} MiB/min)")
