@@ -1,7 +1,8 @@
-"""What the bench reads off processes: resident memory and open-files limits from /proc, this
-process's own open-files limit, a server's Prometheus text and the details of its JSON log.
+"""What the bench reads off processes: resident and proportional memory, children and command lines and
+open-files limits from /proc, this process's own open-files limit, a server's Prometheus text and the
+details of its JSON log.
 
-The parsers (`vmrss_bytes`, `max_open_files`, `parse_metrics`, `log_details`) are pure; the readers
+The parsers (`vmrss_bytes`, `pss_bytes`, `max_open_files`, `parse_metrics`, `log_details`) are pure; the readers
 around them answer None when there is nothing to read (no pid, not Linux, the process gone).
 """
 from __future__ import annotations
@@ -46,6 +47,60 @@ def process_rss_bytes(pid: int | None) -> int | None:
             return vmrss_bytes(status.read())
     except OSError:
         return None
+
+
+def pss_bytes(smaps_rollup_text: str) -> int | None:
+    """The proportional set size in bytes from the text of /proc/<pid>/smaps_rollup (`Pss:  567 kB`):
+    shared pages counted once over the processes sharing them, so a tree's PSS sums without double counting."""
+    found = re.search(r"^Pss:\s+(\d+)\s*kB\s*$", smaps_rollup_text, re.MULTILINE)
+    return int(found.group(1)) * 1024 if found else None
+
+
+def process_pss_bytes(pid: int | None) -> int | None:
+    """A process's proportional set size, or None (no pid, not Linux, gone, or not ours to read)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            return pss_bytes(rollup.read())
+    except OSError:
+        return None
+
+
+def parent_pid(stat_text: str) -> int | None:
+    """The parent's pid from the text of /proc/<pid>/stat (after the command name, which may hold spaces)."""
+    fields = stat_text.rpartition(")")[2].split()
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+def child_pids(pid: int) -> list[int]:
+    """The live children of `pid`, from every /proc/<n>/stat ([] when there is no /proc)."""
+    import os
+
+    children = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                if parent_pid(stat.read()) == pid:
+                    children.append(int(entry))
+        except OSError:
+            continue
+    return sorted(children)
+
+
+def command_line(pid: int) -> list[str]:
+    """A process's argv from /proc/<pid>/cmdline ([] when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return [part.decode(errors="replace") for part in cmdline.read().split(b"\0") if part]
+    except OSError:
+        return []
 
 
 def max_open_files(limits_text: str) -> int | None:

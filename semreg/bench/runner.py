@@ -18,7 +18,7 @@ from rich.console import Console
 from semreg.bench import report
 from semreg.bench.context import BenchContext
 from semreg.bench.peers import BenchError, MissingTool, Peers, find_tool
-from semreg.bench.scenarios import SCENARIOS
+from semreg.bench.scenarios import SCENARIOS, default_names
 from semreg.bench.scenarios.common import Scenario
 from semreg.bench.settings import BenchSettings, from_args
 from semreg.bench.ui import Steps
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         console.print(f"[red]semreg bench:[/] {exc}", highlight=False)
         return 2
-    chosen = [SCENARIOS[name] for name in (settings.only or SCENARIOS)]
+    chosen = [SCENARIOS[name] for name in (settings.only or default_names())]
     try:
         for tool in sorted({tool for s in chosen for tool in s.needs}):
             find_tool(tool)

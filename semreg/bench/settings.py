@@ -46,6 +46,7 @@ class BenchSettings:
     heartbeat_ttl_s: int = 15
     heartbeat_connections: int = 16  # keep-alive connections the heartbeats share
     storage_instances: int = 100_000  # instances a server holds when its start-up is timed (scenario storage)
+    minutes: int = 30  # how long the churn load runs (scenario soak)
     seed: int = 7
     only: tuple[str, ...] = ()
     quick: bool = False
@@ -72,7 +73,7 @@ class BenchSettings:
 QUICK = {"instances": 1000, "classes": 300, "duration_s": 2, "warmup_s": 0, "rounds": 1,
          "register_repeats": 5, "register_replacements": 2, "closure_rounds": 2,
          "watches": 300, "watch_groups": 10, "checked_instances": 50, "heartbeat_instances": 200,
-         "storage_instances": 5000}
+         "storage_instances": 5000, "minutes": 1}
 
 # flag, settings field, type, help
 _SIZES = (
@@ -95,6 +96,8 @@ _SIZES = (
     ("--heartbeat-instances", "heartbeat_instances", int, "instances heartbeating every 5 s (default 5000; quick 200)"),
     ("--storage-instances", "storage_instances", int, "instances a server holds when its start-up on its data "
      "directory is timed (default 100000; quick 5000)"),
+    ("--minutes", "minutes", int, "minutes the soak's churn load runs, memory read at the end of each (default 30; "
+     "quick 1)"),
     ("--seed", "seed", int, "seed of the synthetic data set (default 7)"),
 )
 
@@ -107,7 +110,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", metavar="NAME[,NAME]", default="",
                         help="run only these scenarios (comma list of discovery, many-tags, cold-discovery, "
                              "sparql, register-1000-tags, closure, storage, watches, health-checks, heartbeat-load, ring, "
-                             "paused-owner, cluster; an unknown name lists every scenario)")
+                             "paused-owner, dns, cluster, soak; an unknown name lists every scenario; soak runs only "
+                             "when named)")
     for flag, dest, kind, text in _SIZES:
         parser.add_argument(flag, dest=dest, type=kind, default=None, metavar="N", help=text)
     parser.add_argument("--semreg-url", metavar="URL", default=None,

@@ -5,7 +5,8 @@ A scenario is `fn(ctx) -> dict of figures` made a `Scenario` by `@scenario` (com
 numbers (or small dicts/lists of numbers) by name; wrk results under `"peers"` by label; a scenario
 that compares servers reports a ratio. Targets (`Target`) are checked by the runner and shown, never
 asserted. To add a scenario, write it in the module of its family (or a new one), decorate it, and
-name it in `SCENARIOS` below; `--only NAME` selects it.
+name it in `SCENARIOS` below; `--only NAME` selects it. A scenario in `ONLY_WHEN_NAMED` is left out of
+a run that names none (the soak takes half an hour by default).
 
     common.py        `Scenario` and `@scenario`, and the steps several scenarios share
     discovery.py     discovery, many-tags, cold-discovery: GET /v1/discover against etcd and SPARQL
@@ -18,6 +19,8 @@ name it in `SCENARIOS` below; `--only NAME` selects it.
     paused.py        paused-owner: registrations while one owner of every record is stopped
     thesis.py        cluster: the thesis's tables on rings of 2 and 5 nodes (`semreg bench cluster`)
     dns.py           dns: SRV answers over UDP for a saved query against the same question over HTTP
+    soak.py          soak: memory per minute of the server, the SPARQL template and the query processes under
+                     steady churn (heartbeats, watches, discoveries, SPARQL, registrations and removals)
 
 The scenario modules import common.py (ring also the cold questions of discovery.py), never this
 package's `SCENARIOS`: only this module imports them all, so there is no circle among them.
@@ -31,6 +34,7 @@ from semreg.bench.scenarios import (
     paused,
     registration,
     ring,
+    soak,
     sparql,
     storage,
     thesis,
@@ -53,4 +57,12 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     paused.paused_owner,
     dns.dns_srv,
     thesis.cluster,
+    soak.soak,
 )}
+
+ONLY_WHEN_NAMED = frozenset({"soak"})
+
+
+def default_names() -> list[str]:
+    """The scenarios a run that names none runs, in order."""
+    return [name for name in SCENARIOS if name not in ONLY_WHEN_NAMED]
