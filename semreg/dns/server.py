@@ -115,7 +115,7 @@ class DnsServer:
                 writer.write(len(out).to_bytes(2, "big") + out)
                 await writer.drain()
         except (TimeoutError, asyncio.IncompleteReadError, ConnectionError, OSError):
-            pass
+            pass  # the client went quiet, hung up or cut a message short: its connection just ends
         finally:
             self._connections -= 1
             if task is not None:

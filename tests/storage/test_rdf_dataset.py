@@ -3,14 +3,15 @@ example queries in `queries/` with the node's own answers over `/sparql`, for ev
 come from live state (every instance here is healthy, so its live status is the status it was given)."""
 from __future__ import annotations
 
-import socket
+import shutil
 import subprocess
-import time
+import sys
 from pathlib import Path
 
 import httpx
 import pytest
 from support.paths import ONTOLOGIES
+from support.server import free_port, wait_for
 
 pytestmark = pytest.mark.process
 
@@ -23,29 +24,21 @@ def solutions(answer: dict) -> list[dict]:
     return [{k: (v["type"], v["value"], v.get("datatype")) for k, v in row.items()} for row in rows]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def oxigraph_read_only(data: Path) -> tuple[subprocess.Popen, str]:
-    import shutil
-
-    exe = shutil.which("oxigraph") or str(Path(__import__("sys").executable).with_name("oxigraph"))
+    exe = shutil.which("oxigraph") or str(Path(sys.executable).with_name("oxigraph"))
     port = free_port()
     proc = subprocess.Popen([exe, "serve-read-only", "--location", str(data), "--bind", f"127.0.0.1:{port}",
-                             "--union-default-graph"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                             "--union-default-graph"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
+
+    def answers() -> bool:
+        assert proc.poll() is None, "the Oxigraph server exited"
         try:
-            if httpx.get(url + "/query", params={"query": "ASK {}"}, timeout=2).status_code == 200:
-                return proc, url
+            return httpx.get(url + "/query", params={"query": "ASK {}"}, timeout=2).status_code == 200
         except httpx.HTTPError:
-            pass
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode() if proc.stderr else ""
-        time.sleep(0.05)
+            return False
+    wait_for(answers, timeout_s=30, what="the Oxigraph server answering")
+    return proc, url
 
 
 def test_the_oxigraph_server_answers_the_example_queries_from_a_stopped_nodes_directory(start_server, tmp_path):
