@@ -28,9 +28,9 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from semreg.rdf.terms import RDF, SR
+from semreg.rdf.terms import SR
 from semreg.storage.rdf_writes import RdfWrites
-from semreg.storage.store import INFERRED, ONTOLOGY_PREFIX, REGISTRY, Store, ontology_graph
+from semreg.storage.store import INFERRED, INSTANCE_PREFIX, ONTOLOGY_PREFIX, REGISTRY, TYPE, Store, ontology_graph
 
 log = logging.getLogger("semreg.at_rest")
 
@@ -39,9 +39,7 @@ GROUP_QUADS = 20_000  # registrations are written in groups of about this many q
 GROUP_S = 30.0  # the longest a stop waits for the group being written
 SHA256 = ox.NamedNode(SR + "sha256")
 STATE = ox.NamedNode(SR + "state")
-TYPE = ox.NamedNode(RDF + "type")
 INSTANCE = ox.NamedNode(SR + "Instance")
-INSTANCE_PREFIX = "urn:semreg:instance:"
 
 Registration = tuple[dict[str, Any] | None, int]  # the record (None: removed) and its revision
 

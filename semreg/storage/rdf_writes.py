@@ -22,7 +22,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from semreg.rdf.terms import SR
-from semreg.storage.store import RECORDS, REGISTRY, Store, instance_node
+from semreg.storage.store import INSTANCE_PREFIX, RECORDS, REGISTRY, Store, instance_node
 from semreg.storage.vocabulary import record_nquads
 
 CHUNK_LINES = 150  # quads an N-Quads load writes in one transaction
@@ -125,13 +125,13 @@ class RdfWrites:
     def markers(self) -> dict[str, int]:
         """Each registration's marker: the revision its triples are of (-1 when unreadable)."""
         out = {}
-        prefix = "urn:semreg:instance:"
         for q in self.store.ox.quads_for_pattern(None, REVISION, None, RECORDS):
-            if isinstance(q.subject, ox.NamedNode) and q.subject.value.startswith(prefix):
+            if isinstance(q.subject, ox.NamedNode) and q.subject.value.startswith(INSTANCE_PREFIX):
+                iid = q.subject.value[len(INSTANCE_PREFIX):]
                 try:
-                    out[q.subject.value[len(prefix):]] = int(_lexical(q.object))
+                    out[iid] = int(_lexical(q.object))
                 except ValueError:
-                    out[q.subject.value[len(prefix):]] = -1
+                    out[iid] = -1
         return out
 
 

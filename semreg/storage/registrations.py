@@ -16,9 +16,8 @@ from typing import Any
 import pyoxigraph as ox
 
 from semreg.rdf.terms import RDF, SR
-from semreg.storage.store import RECORDS, REGISTRY
+from semreg.storage.store import INSTANCE_PREFIX, RECORDS, REGISTRY
 
-INSTANCE_PREFIX = "urn:semreg:instance:"
 _TYPE = RDF + "type"
 _INSTANCE = SR + "Instance"
 _ADMIN_STATUSES = ("up", "draining", "blocked")

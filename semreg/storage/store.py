@@ -65,8 +65,11 @@ class StoreError(Exception):
     """The data directory cannot be used (locked by another process, unreadable, corrupt)."""
 
 
+INSTANCE_PREFIX = "urn:semreg:instance:"  # an instance's IRI: this and its id
+
+
 def instance_node(instance_id: str) -> ox.NamedNode:
-    return ox.NamedNode("urn:semreg:instance:" + instance_id)
+    return ox.NamedNode(INSTANCE_PREFIX + instance_id)
 
 
 def ontology_graph(name: str) -> ox.NamedNode:
