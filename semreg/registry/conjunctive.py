@@ -96,44 +96,91 @@ class ConjunctiveQuery:
         return found
 
 
-def covered(tags: Iterable[Tag], provided: Sequence[Tag], rel: Relations) -> bool:
+def covered(tags: Iterable[Tag], provided: Sequence[Tag], rel: Relations, seen: dict[Tag, bool] | None = None) -> bool:
     """Whether every tag of an instance that `provided` stands for (its predicate at or below a provided
-    tag's) is equal to or broader than some provided tag."""
+    tag's) is equal to or broader than some provided tag. `seen` remembers each tag's verdict (instances share
+    tags)."""
+    seen = {} if seen is None else seen
     for tag in tags:
-        needed = tag.p != ANY and any(
-            (m := component_match(tag.p, given.p, rel)) is not None and m[0] in (EXACT, NARROWER) for given in provided)
-        if needed and not any((m := tag_match(tag, given, rel)) is not None and m[0] in (EXACT, BROADER)
-                              for given in provided):
+        fine = seen.get(tag)
+        if fine is None:
+            needed = tag.p != ANY and any((m := component_match(tag.p, given.p, rel)) is not None
+                                          and m[0] in (EXACT, NARROWER) for given in provided)
+            fine = seen[tag] = not needed or any((m := tag_match(tag, given, rel)) is not None
+                                                 and m[0] in (EXACT, BROADER) for given in provided)
+        if not fine:
             return False
     return True
 
 
 def part(catalogue: Catalogue, instances: dict, q: ConjunctiveQuery, removed: dict[str, int] | None = None) -> Part:
-    """A shard's part: each pattern's part (`semreg.registry.discovery.part`), each instance's best match in
-    each, kept when it has one in every pattern and `provided` covers it, grouped by its combined match."""
-    best: list[dict[str, Match]] = []
+    """A shard's part: each instance's best match for each pattern (as `semreg.registry.discovery.part` finds
+    them), kept when it has one for every pattern and `provided` covers it, grouped by its combined match."""
+    if q.report_excluded:  # the parts of several shards: every pattern's instances, the left out included
+        best, eligible, matched, excluded = _every_pattern(catalogue, instances, q)
+    else:
+        best, eligible, matched = _narrowing(catalogue, instances, q)
+        excluded = {}
+    groups: dict[Combined, list[Member]] = {}
+    seen: dict[Tag, bool] = {}
+    for iid in sorted(set(best[0]).intersection(*best[1:])):
+        inst = eligible[iid]
+        if q.provided is not None and not covered(inst.reg.tags, q.provided, catalogue.hierarchy, seen):
+            continue
+        groups.setdefault(combine([firsts[iid] for firsts in best]), []).append(inst)
+    return Part(sorted(groups.items(), key=lambda g: rank(g[0])), frozenset(matched), excluded, removed or {})
+
+
+Best = list[dict[str, Match]]  # per pattern, each instance's best match
+
+
+def _firsts(one: Part, eligible: dict[str, Any]) -> dict[str, Match]:
+    """Each instance of a pattern's part at its first (best-ranked) match."""
+    firsts: dict[str, Match] = {}
+    for m, group in one.matches:
+        for inst in group:
+            if inst.id not in firsts:
+                firsts[inst.id] = m
+                eligible[inst.id] = inst
+    return firsts
+
+
+def _every_pattern(catalogue: Catalogue, instances: dict, q: ConjunctiveQuery
+                   ) -> tuple[Best, dict[str, Any], set[Tag], dict[str, int]]:
+    """Each pattern's part in full, with the instances its selector leaves out."""
+    best: Best = []
+    eligible: dict[str, Any] = {}
     matched: set[Tag] = set()
     excluded: dict[str, int] = {}
-    eligible: dict[str, Any] = {}
     for pattern in q.patterns:
         one = discovery.part(catalogue, instances, q.single(pattern))
         matched |= one.matched_tags
         excluded.update(one.excluded)
+        best.append(_firsts(one, eligible))
+    return best, eligible, matched, excluded
+
+
+def _narrowing(catalogue: Catalogue, instances: dict, q: ConjunctiveQuery) -> tuple[Best, dict[str, Any], set[Tag]]:
+    """The same answer with less work: the pattern whose tags have the fewest holders is resolved in full,
+    and each other pattern looks only at the instances still in the running."""
+    expansions = [catalogue.expand(pattern, q.match) for pattern in q.patterns]
+    matched = {m[0] for found in expansions for m in found}
+    holders = catalogue.holders
+    sizes = [sum(len(holders.get(m[0], ())) for m in found) for found in expansions]
+    order = sorted(range(len(q.patterns)), key=sizes.__getitem__)
+    eligible: dict[str, Any] = {}
+    best: list[dict[str, Match]] = [{} for _ in q.patterns]
+    best[order[0]] = running = _firsts(discovery.part(catalogue, instances, q.single(q.patterns[order[0]])), eligible)
+    for k in order[1:]:
         firsts: dict[str, Match] = {}
-        for m, group in one.matches:
-            for inst in group:
-                if inst.id not in firsts:
-                    firsts[inst.id] = m
-                    eligible[inst.id] = inst
-        best.append(firsts)
-    groups: dict[Combined, list[Member]] = {}
-    candidates = sorted(set(best[0]).intersection(*best[1:])) if best else []
-    for iid in candidates:
-        inst = eligible[iid]
-        if q.provided is not None and not covered(inst.reg.tags, q.provided, catalogue.hierarchy):
-            continue
-        groups.setdefault(combine([firsts[iid] for firsts in best]), []).append(inst)
-    return Part(sorted(groups.items(), key=lambda g: rank(g[0])), frozenset(matched), excluded, removed or {})
+        for m in expansions[k]:
+            if len(firsts) == len(running):
+                break
+            for iid in catalogue.holder_ids(m[0]):
+                if iid in running and iid not in firsts:
+                    firsts[iid] = m
+        best[k] = running = firsts
+    return best, eligible, matched
 
 
 def shard_query(q: ConjunctiveQuery) -> ConjunctiveQuery:
