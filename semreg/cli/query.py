@@ -21,8 +21,17 @@ def _meta(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
+def _pattern(q: dict[str, Any]) -> str:
+    """`S P O`, or a conjunctive query's patterns joined by ` & ` (and what it is provided, after `|`)."""
+    if q.get("all") is None:
+        return " ".join(str(q.get(k)) for k in ("s", "p", "o"))
+    text = " & ".join(" ".join(t[k] for k in "spo") for t in q["all"])
+    provided = q.get("provided")
+    return text + (" | provided " + " & ".join(" ".join(t[k] for k in "spo") for t in provided) if provided else "")
+
+
 def _row(q: dict[str, Any]) -> list[Any]:
-    return [q["name"], " ".join(str(q.get(k)) for k in ("s", "p", "o")), q.get("match"), q.get("environment"),
+    return [q["name"], _pattern(q), q.get("match"), q.get("environment"),
             ",".join(f"{k}={v}" for k, v in (q.get("meta") or {}).items()), q.get("limit") or "", q.get("owner") or ""]
 
 
@@ -30,13 +39,18 @@ HEADERS = ["NAME", "PATTERN", "MATCH", "ENVIRONMENT", "META", "LIMIT", "OWNER"]
 
 
 def run_put(args: argparse.Namespace) -> int:
+    if (args.s is None) == (args.all is None):
+        raise UsageError("give one pattern (--s, with --p and --o) or several (--all, repeated), not both.")
+    if args.provided and args.all is None:
+        raise UsageError("--provided goes with --all (a query of several patterns).")
     result = client_for(args).put_query(args.name, s=args.s, p=args.p, o=args.o, match=args.match,
-                                        environment=args.environment, meta=_meta(args.meta), limit=args.limit)
+                                        environment=args.environment, meta=_meta(args.meta), limit=args.limit,
+                                        all=args.all, provided=args.provided)
     if args.json:
         print_json(result)
     else:
-        say(f"saved {result['name']}: {result['s']} {result['p']} {result['o']} (match {result['match']}, "
-            f"environment {result['environment']})")
+        say(f"saved {result['name']}: {_pattern(result)} (match {result['match']}, environment "
+            f"{result['environment']})")
     return 0
 
 
@@ -99,12 +113,16 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
 
     p: Any = command(qsub, "put", common, "save (or replace) a discovery query under a name", run_put)
     p.add_argument("name", help="the query's name: a DNS label (a-z, 0-9, '-')")
-    p.add_argument("--s", required=True, metavar="TERM", help="subject term")
+    p.add_argument("--s", metavar="TERM", help="subject term (or --all)")
     p.add_argument("--p", metavar="TERM", help="predicate term (default: any)")
     p.add_argument("--o", metavar="TERM", help="object term (default: any)")
     p.add_argument("--match", help="comma list of exact, narrower, broader, overlap; or all")
     p.add_argument("--meta", action="append", metavar="KEY=VALUE", help="only instances with this meta (repeatable)")
     p.add_argument("--limit", type=int, metavar="N", help="at most N instances")
+    p.add_argument("--all", action="append", metavar="PATTERN",
+                   help="instead of --s/--p/--o: a pattern 'S [P O]' every instance must match (repeatable)")
+    p.add_argument("--provided", action="append", metavar="TAG",
+                   help="with --all: a tag 'S P O' the caller can supply (repeatable)")
 
     for name, help_, run in (("get", "show a saved query", run_get), ("delete", "delete a saved query", run_delete),
                              ("discover", "what a saved query discovers now", run_discover)):

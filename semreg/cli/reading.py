@@ -55,8 +55,13 @@ def run_instances(args: argparse.Namespace) -> int:
 def run_discover(args: argparse.Namespace) -> int:
     client = client_for(args)
     s, p, o = pattern(args)
-    result = client.discover(s, p, o, match=args.match, service=args.service, status=args.status, limit=args.limit,
-                             tags=args.tags)
+    if args.also or args.provided:  # several patterns at once: POST /v1/discover
+        first = " ".join(t for t in (s, p, o) if t)
+        result = client.discover_all([first, *(args.also or ())], provided=args.provided, match=args.match,
+                                     service=args.service, status=args.status, limit=args.limit, tags=args.tags)
+    else:
+        result = client.discover(s, p, o, match=args.match, service=args.service, status=args.status,
+                                 limit=args.limit, tags=args.tags)
     if args.json:
         print_json(result)
     else:
@@ -167,6 +172,12 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
     p.add_argument("--status", choices=["up", "any"], help="'any' includes blocked, draining and critical")
     p.add_argument("--limit", type=int)
     p.add_argument("--tags", action="store_true", help="with --json: each instance with its tags")
+    p.add_argument("--and", dest="also", action="append", metavar="PATTERN",
+                   help="one more pattern every instance must match too, as one quoted string 'S [P O]' "
+                        "(repeatable; POST /v1/discover with all)")
+    p.add_argument("--provided", action="append", metavar="TAG",
+                   help="a tag the caller can supply, 'S P O': an instance's tags on its predicate must each be "
+                        "covered by one (repeatable)")
 
     p = command(sub, "route", common, "print the URL of the instance the registry routes a pattern to", run_route)
     add_pattern(p)

@@ -173,6 +173,26 @@ class ClientBase(abc.ABC):
         return body
 
     @operation
+    def discover_all(self, patterns: Iterable[Any], provided: Iterable[Any] | None = None,
+                     match: str | Iterable[str] | None = None, service: str | None = None, status: str | None = None,
+                     limit: int | None = None, tags: bool = False, environment: str | None = None,
+                     meta: Mapping[str, str] | None = None) -> Steps[dict[str, Any]]:
+        """Instances whose tags match every one of `patterns` (tags: strings of one or three terms, or
+        `{"s", "p", "o"}`), by `POST /v1/discover`: each ranked view's `match` is its worst pattern's, with
+        the summed distance and each pattern's own match in `patterns`. With `provided` (tags the caller can
+        supply), only instances whose tags on those predicates are each covered by one of them. Not cached:
+        each call asks the registry."""
+        body = {"all": list(patterns), "provided": None if provided is None else list(provided),
+                "match": match if match is None or isinstance(match, str) else ",".join(match), "service": service,
+                "status": status, "limit": limit, "tags": tags or None, "environment": environment or self.environment,
+                "meta": dict(meta) if meta else None}
+        resp = yield Call("POST", "/v1/discover", json={k: v for k, v in body.items() if v is not None},
+                          idempotent=True)
+        result = resp.json()
+        warn_unknown_terms(result)
+        return result
+
+    @operation
     def _watch_step(self, state: WatchState, params: dict[str, Any]) -> Steps[dict[str, Any] | None]:
         first = state.index is None
         resp = yield Call("GET", "/v1/discover", params={**params, **state.params()},

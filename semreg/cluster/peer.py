@@ -24,6 +24,7 @@ from semreg.rdf.terms import Tag
 from semreg.registry import discovery
 from semreg.registry.catalogue import Match
 from semreg.registry.instances import Registration
+from semreg.registry.questions import Question
 from semreg.registry.selector import Selector
 from semreg.registry.shard import Held, Removed, ShardUnavailable, StaleRing
 
@@ -131,7 +132,7 @@ class RemoteShard:
         answer = await self.call("GET", "/instances", params={"service": service, "tags": "true" if tags else "false"})
         return Held([wire.RemoteMember.from_json(m, tags) for m in answer["members"]], wire.removed_from_json(answer))
 
-    async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part:
+    async def resolve(self, q: Question) -> discovery.Part:
         _, content = await self.raw("POST", "/discover", {"query": wire.query_json(q)})
         return wire.part_from_bytes(content, q.tags)
 

@@ -15,8 +15,9 @@ import orjson
 from semreg.rdf.terms import Tag
 from semreg.registry import discovery
 from semreg.registry.balancer import priority_of
-from semreg.registry.catalogue import Match
+from semreg.registry.conjunctive import Combined, ConjunctiveQuery
 from semreg.registry.instances import Instance
+from semreg.registry.questions import Question
 from semreg.registry.registry import Change
 from semreg.registry.selector import DEFAULT as DEFAULT_ENVIRONMENT
 from semreg.registry.selector import Selector
@@ -110,15 +111,27 @@ class RemoteMember:
         return self.view.get("expires_at")
 
 
-def query_json(q: discovery.DiscoverQuery) -> dict[str, Any]:
-    return {"tag": list(q.tag), "match": sorted(q.match), "service": q.service, "any_status": q.any_status,
-            "tags": q.tags, "selector": q.selector.as_json(), "report_excluded": q.report_excluded}
+def query_json(q: Question) -> dict[str, Any]:
+    """A question as a shard is asked it (a conjunction's patterns as `all`, with `provided`)."""
+    common = {"match": sorted(q.match), "service": q.service, "any_status": q.any_status, "tags": q.tags,
+              "selector": q.selector.as_json(), "report_excluded": q.report_excluded}
+    if isinstance(q, ConjunctiveQuery):
+        provided = None if q.provided is None else [list(t) for t in q.provided]
+        return {"all": [list(t) for t in q.patterns], "provided": provided, **common}
+    return {"tag": list(q.tag), **common}
 
 
-def query_from_json(data: dict[str, Any]) -> discovery.DiscoverQuery:
-    return discovery.DiscoverQuery(Tag(*data["tag"]), frozenset(data["match"]), data.get("service"),
-                                   bool(data.get("any_status")), None, bool(data.get("tags")),
-                                   Selector.from_json(data.get("selector")), bool(data.get("report_excluded")))
+def query_from_json(data: dict[str, Any]) -> Question:
+    match, service, tags = frozenset(data["match"]), data.get("service"), bool(data.get("tags"))
+    any_status, selector = bool(data.get("any_status")), Selector.from_json(data.get("selector"))
+    report_excluded = bool(data.get("report_excluded"))
+    if "all" in data:
+        provided = data.get("provided")
+        return ConjunctiveQuery(tuple(Tag(*t) for t in data["all"]), match,
+                                None if provided is None else tuple(Tag(*t) for t in provided), service, any_status,
+                                None, tags, selector, report_excluded)
+    return discovery.DiscoverQuery(Tag(*data["tag"]), match, service, any_status, None, tags, selector,
+                                   report_excluded)
 
 
 def holders_bytes(tags: list[Tag], found: dict[Tag, list[Instance]], with_tags: bool,
@@ -161,7 +174,8 @@ def part_bytes(part: discovery.Part, tags: bool) -> bytes:
     views: list[bytes] = []
     matches = []
     in_matches = set()
-    for (tag, degree, distance), group in part.matches:
+    for m, group in part.matches:
+        tag, degree, distance = m[:3]
         refs = []
         for inst in group:
             n = index.get(inst.id)
@@ -173,7 +187,11 @@ def part_bytes(part: discovery.Part, tags: bool) -> bytes:
                 views.append(local.view_json(tags))
             refs.append(n)
         in_matches.add(tag)
-        matches.append([*tag, degree, distance, refs])
+        if isinstance(m, Combined):  # a conjunction's: each pattern's match too
+            in_matches.update(p[0] for p in m.patterns)
+            matches.append([*tag, degree, distance, refs, [[*p[0], p[1], p[2]] for p in m.patterns]])
+        else:
+            matches.append([*tag, degree, distance, refs])
     head = {"matches": matches, "members": members,
             "matched_only": [list(t) for t in part.matched_tags if t not in in_matches], "excluded": part.excluded,
             "removed": part.removed}
@@ -185,12 +203,17 @@ def part_from_bytes(data: bytes, tags: bool) -> discovery.Part:
     head = orjson.loads(lines[0])
     members = [RemoteMember(iid, rev, sv, status, load, routes, owner, tags, lines[n + 1])
                for n, (iid, rev, sv, status, load, routes, owner) in enumerate(head["members"])]
-    matches: list[tuple[Match, list[Any]]] = []
+    matches: list[tuple[Any, list[Any]]] = []
     matched = []
-    for s, p, o, degree, distance, refs in head["matches"]:
+    for s, p, o, degree, distance, refs, *patterns in head["matches"]:
         tag = Tag(s, p, o)
         matched.append(tag)
-        matches.append(((tag, degree, distance), [members[i] for i in refs]))
+        m: Any = (tag, degree, distance)
+        if patterns:  # a conjunction's
+            each = tuple((Tag(ps, pp, po), pd, pn) for ps, pp, po, pd, pn in patterns[0])
+            matched += [e[0] for e in each]
+            m = Combined(tag, degree, distance, each)
+        matches.append((m, [members[i] for i in refs]))
     matched += [Tag(*t) for t in head["matched_only"]]
     return discovery.Part(matches, frozenset(matched), {str(i): int(r) for i, r in head.get("excluded", {}).items()},
                           removed_from_json(head))

@@ -7,7 +7,7 @@ from semreg.dns.answers import Found
 from semreg.errors import BadRequest, NotFound
 from semreg.knowledge.knowledge import Knowledge
 from semreg.registry.coordinator import Coordinator
-from semreg.registry.discovery import DiscoverQuery
+from semreg.registry.questions import Question
 from semreg.registry.saved import Questions
 from semreg.registry.targets import Target, target_of, targets_of
 
@@ -18,7 +18,7 @@ class Directory:
         self.knowledge = knowledge
         self.questions = questions
 
-    def question(self, name: str, environment: str | None) -> DiscoverQuery | None:
+    def question(self, name: str, environment: str | None) -> Question | None:
         """The discovery a saved query asks (in `environment`, when given); None when there is no such query,
         no such environment name, or the query names a prefix no longer known."""
         saved = self.knowledge.queries.by_name.get(name)

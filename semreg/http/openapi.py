@@ -10,7 +10,7 @@ import orjson
 from pydantic import BaseModel
 
 from semreg import __version__
-from semreg.http import console_schemas
+from semreg.http import conjunctive_schemas, console_schemas
 from semreg.http import schemas as s
 from semreg.http.endpoints import REF, Endpoint, openapi_paths
 
@@ -25,7 +25,7 @@ MODELS: list[type[BaseModel]] = [
     s.InstanceRef, s.BestMatch, s.MatchView, s.RankedView, s.DiscoverView, s.TagCount, s.TagsView, s.PeersView,
     s.RegisteredView, s.HeartbeatView, s.ExpandView, s.ExpansionRow, s.MatchedTag, s.ConceptView, s.OntologyView,
     s.OntologyStored, s.PrefixView, s.ErrorView, s.ClusterView, s.MemberView, s.TermWarningView,
-    s.RegisteredInstanceView, s.RestoredView, *console_schemas.MODELS]
+    s.RegisteredInstanceView, s.RestoredView, *console_schemas.MODELS, *conjunctive_schemas.MODELS]
 
 
 def _error(status: int) -> dict[str, Any]:

@@ -4,7 +4,8 @@ ask it by name (`/v1/queries/NAME/discover`, `_NAME._tcp.semreg.`, `/v1/promethe
 Like the ontologies and the prefixes, saved queries are small and on every node: durable in the store's
 records (`<urn:semreg:query:NAME> a sr:SavedQuery`), published to the other nodes of a ring by
 `semreg.cluster.shared`, and in every backup with their owner. A query is kept as the parameters of its
-discovery (`s`, `p`, `o` as full IRIs, `match`, `environment`, `meta`, `limit`), already checked by the one
+discovery (`s`, `p`, `o` as full IRIs, or `all` and `provided` as tags of full IRIs; `match`, `environment`,
+`meta`, `limit`), already checked by the one
 parser of discovery questions (`semreg.registry.query_params`) before it is saved here: this module knows
 names, owners and durability, not what a question means.
 """
@@ -24,6 +25,7 @@ log = logging.getLogger("semreg.knowledge")
 NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"  # a DNS label (RFC 1035, lower case)
 _NAME = re.compile(NAME_PATTERN)
 FIELDS = ("s", "p", "o", "match", "environment", "meta", "limit")
+CONJUNCTIVE_FIELDS = ("all", "provided")  # a query of several patterns: these instead of s, p, o
 
 Write = Callable[..., Awaitable[Any]]  # runs a store call on the node's writer thread
 
@@ -47,8 +49,12 @@ class SavedQuery:
         return str(self.query.get("environment") or "default")
 
     def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, **{k: self.query.get(k) for k in FIELDS},
-                **({"owner": self.owner} if self.owner is not None else {})}
+        if self.query.get("all") is not None:
+            shown = {k: self.query[k] for k in CONJUNCTIVE_FIELDS if k in self.query}
+            shown.update((k, self.query.get(k)) for k in FIELDS if k not in ("s", "p", "o"))
+        else:
+            shown = {k: self.query.get(k) for k in FIELDS}
+        return {"name": self.name, **shown, **({"owner": self.owner} if self.owner is not None else {})}
 
 
 @dataclass

@@ -24,7 +24,7 @@ from typing import Any
 
 from semreg.errors import BadRequest, Conflict, SemregError, Unavailable
 from semreg.knowledge.knowledge import Knowledge
-from semreg.knowledge.queries import FIELDS, SavedQuery, check_name
+from semreg.knowledge.queries import CONJUNCTIVE_FIELDS, FIELDS, SavedQuery, check_name
 from semreg.rdf import parsing
 from semreg.rdf.terms import check_iri, validate_prefix_name
 from semreg.registry.instances import Registration
@@ -185,8 +185,8 @@ def check_queries(contents: Contents) -> None:
     the backup's ontologies and prefixes are in)."""
     for q in contents.queries:
         check_name(q.name)
-        unknown = set(q.query) - set(FIELDS)
-        if unknown or not isinstance(q.query.get("s"), str):
+        unknown = set(q.query) - set(FIELDS) - set(CONJUNCTIVE_FIELDS)
+        if unknown or not (isinstance(q.query.get("s"), str) or isinstance(q.query.get("all"), list)):
             raise BadRequest(f"the backup's saved query '{q.name}' is not a saved query (fields "
                              f"{', '.join(sorted(q.query))}).", query=q.name)
 

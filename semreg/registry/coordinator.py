@@ -30,7 +30,7 @@ from semreg.knowledge.knowledge import Knowledge
 from semreg.rdf.terms import Tag
 from semreg.reasoning.matching import rank_key
 from semreg.reasoning.reasoner import Hierarchy
-from semreg.registry import discovery, quorum, writes
+from semreg.registry import discovery, questions, quorum, writes
 from semreg.registry.catalogue import Match
 from semreg.registry.discovery import newest
 from semreg.registry.feed import ChangeFeed
@@ -197,22 +197,23 @@ class Coordinator:
                 out.append(answer)
         return out, tuple(self.placement.missing(failed))
 
-    async def discover(self, q: discovery.DiscoverQuery) -> Topic:
-        """The topic of a discovery query: its merged result, signature, body and index."""
+    async def discover(self, q: questions.Question) -> Topic:
+        """The topic of a discovery question (one pattern or several): its merged result, signature, body and
+        index."""
 
         async def compute() -> tuple[Any, discovery.DiscoverResult]:
-            asked = q if len(self.placement.readers()) == 1 else discovery.shard_query(q)
+            asked = q if len(self.placement.readers()) == 1 else questions.shard_query(q)
             parts, missing = await self.gather(lambda shard: shard.resolve(asked))
-            result = discovery.merge(q, parts, widened=asked is not q)
+            result = questions.merge(q, parts, widened=asked is not q)
             result.missing = missing
             return (discovery.signature(result), missing), result
 
         def relevant(changes: Iterable[Change]) -> bool:
             result = self.hub.payload(q.key)
             matched = result.matched_tags if result is not None else frozenset()
-            return discovery.relevant(self.knowledge.hierarchy, q, matched, changes)
+            return questions.relevant(self.knowledge.hierarchy, q, matched, changes)
 
-        topic = await self.hub.topic(q.key, compute, relevant, discovery.body)
+        topic = await self.hub.topic(q.key, compute, relevant, questions.body)
         if topic.payload.missing:
             self.hub.stale(q.key)  # ask again next time: a member that timed out may answer then
         return topic

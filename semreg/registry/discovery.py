@@ -18,10 +18,10 @@ tags, and every instance's own best match is on its view anyway).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
-from typing import Protocol
+from typing import Any, Protocol
 
 import orjson
 
@@ -77,7 +77,7 @@ class DiscoverQuery:
 class Part:
     """One shard's answer: its matching tags (ranked), each with its eligible instances (by id)."""
 
-    matches: list[tuple[Match, list[Member]]]
+    matches: list[tuple[Any, list[Member]]]  # each `Match` (a conjunction's: `Combined`) with its instances
     matched_tags: frozenset[Tag]  # every matching tag of the shard, with eligible instances or not
     # instances holding a matching tag that the selector leaves out, by id, with their revision (when
     # the query asked): a copy elsewhere older than one of these is not admitted either
@@ -93,9 +93,9 @@ class DiscoverResult:
     tags already rendered (a topic holds a handful of objects whatever the size of its answer, so that
     thousands of idle topics do not slow the garbage collector)."""
 
-    query: DiscoverQuery
+    query: Any  # a DiscoverQuery, or a ConjunctiveQuery (`semreg.registry.conjunctive`)
     members: list[Member]  # each instance once, ranked
-    best: list[Match]  # each member's best match
+    best: list[Any]  # each member's best match (a `Match`, or a conjunction's `Combined`)
     matches_json: bytes  # the `matches` array
     listed: int  # matched tags listed in it
     truncated: bool
@@ -167,7 +167,7 @@ def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> Dis
                     holders[inst.id] = inst
                     known = copies.get(inst.id)
                     copies[inst.id] = inst if known is None else newest(known, inst)
-        left_out = _superseded(parts, copies)
+        left_out = superseded(parts, copies)
         ordered = sorted(merged.values(), key=lambda entry: rank_key(entry[0][1], entry[0][2], entry[0][0]))
         any_status = q.any_status
         matches = []
@@ -177,9 +177,18 @@ def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> Dis
                 group = [inst for inst in group if inst.status == UP]
             if group:
                 matches.append((m, group))
+    matched = parts[0].matched_tags if len(parts) == 1 else frozenset().union(*(p.matched_tags for p in parts))
+    return ranked(q, matches, matched)
+
+
+def ranked(q: Any, matches: Sequence[tuple[Any, list[Member]]], matched: frozenset[Tag],
+           render: Callable[[Any], bytes] | None = None) -> DiscoverResult:
+    """The answer of ranked groups: each instance at its first (best) group, the ranked list cut at `q.limit`,
+    at most `MATCHES_LISTED` groups listed, each rendered by `render` (a match's JSON: `match_json`)."""
+    render = render or match_json
     seen: set[str] = set()
     members: list[Member] = []
-    best: list[Match] = []
+    best: list[Any] = []
     listed: list[bytes] = []
     truncated = False
     limit = q.limit
@@ -198,16 +207,15 @@ def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> Dis
         if kept:
             if len(listed) < MATCHES_LISTED:
                 refs = b",".join(b'{"id":' + dumps(iid) + b"}" for iid in kept)
-                listed.append(match_json(m)[:-1] + b',"instances":[' + refs + b"]}")
+                listed.append(render(m)[:-1] + b',"instances":[' + refs + b"]}")
             else:
                 truncated = True
                 if limit is not None and len(members) >= limit:
                     break  # nothing further can be listed or ranked
-    matched = parts[0].matched_tags if len(parts) == 1 else frozenset().union(*(p.matched_tags for p in parts))
     return DiscoverResult(q, members, best, b"[" + b",".join(listed) + b"]", len(listed), truncated, matched)
 
 
-def _superseded(parts: Sequence[Part], copies: dict[str, Member]) -> set[str]:
+def superseded(parts: Sequence[Part], copies: dict[str, Member]) -> set[str]:
     """The instances whose newest copy is older than one a selector left out (a registration that moved out
     of what was asked) or than a removal (a registration removed since)."""
     newer: dict[str, int] = {}
@@ -234,11 +242,14 @@ def match_json(m: Match) -> bytes:
                      str(distance).encode(), b"}"))
 
 
-def body(result: DiscoverResult) -> bytes:
-    """The JSON body, assembled from each instance's cached view bytes."""
+def body(result: DiscoverResult, query: bytes | None = None, render: Callable[[Any], bytes] | None = None) -> bytes:
+    """The JSON body, assembled from each instance's cached view bytes; `query` is the answer's `query` (the
+    pattern's JSON unless given) and `render` each view's match (`match_json` unless given)."""
     q = result.query
     tags = q.tags
-    parts = [b'{"query":', orjson.dumps(q.tag.as_json()), b',"matches":', result.matches_json, b',"truncated":',
+    render = render or match_json
+    query = query if query is not None else orjson.dumps(q.tag.as_json())
+    parts = [b'{"query":', query, b',"matches":', result.matches_json, b',"truncated":',
              b"true" if result.truncated else b"false"]
     if result.missing:
         parts += [b',"partial":true,"missing":', orjson.dumps(list(result.missing))]
@@ -248,7 +259,7 @@ def body(result: DiscoverResult) -> bytes:
     for inst, m in zip(result.members, result.best):
         match = shown.get(m)
         if match is None:
-            match = shown[m] = match_json(m)
+            match = shown[m] = render(m)
         views.append(inst.view_json(tags)[:-1] + b',"match":' + match + b"}")
     parts += [b",".join(views), b"]}"]
     return b"".join(parts)

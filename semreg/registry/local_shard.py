@@ -22,7 +22,7 @@ from typing import Any
 from semreg.clock import Cancellable, Clock
 from semreg.errors import BadRequest
 from semreg.rdf.terms import Tag
-from semreg.registry import discovery
+from semreg.registry import discovery, questions
 from semreg.registry.catalogue import Match
 from semreg.registry.health import HealthChecker
 from semreg.registry.instances import Instance, Registration
@@ -335,11 +335,11 @@ class LocalShard:
         out.update({iid: (-removed[iid], None, "") for iid in ids if iid in removed})
         return out
 
-    async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part:
+    async def resolve(self, q: questions.Question) -> discovery.Part:
         return self.part(q)
 
-    def part(self, q: discovery.DiscoverQuery) -> discovery.Part:
-        return discovery.part(self.registry.catalogue, self.registry.instances, q, self.removals.current())
+    def part(self, q: questions.Question) -> discovery.Part:
+        return questions.part(self.registry.catalogue, self.registry.instances, q, self.removals.current())
 
     async def holders(self, tags: list[Tag], with_tags: bool = True) -> Held[dict[Tag, list[Instance]]]:
         """Each tag's holders (`with_tags` matters only to a shard that sends views elsewhere)."""

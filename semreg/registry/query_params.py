@@ -3,12 +3,13 @@ a saved query's stored form (`semreg.registry.saved`), a DNS name's question. On
 asked any of these ways is validated the same way (a 400 naming the parameter at fault otherwise)."""
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Protocol
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
 
 from semreg.errors import BadRequest
-from semreg.rdf.terms import PrefixMap, Tag, parse_component
+from semreg.rdf.terms import ANY, PrefixMap, Tag, parse_component, parse_tag
 from semreg.reasoning.matching import parse_match
+from semreg.registry.conjunctive import MAX_PATTERNS, ConjunctiveQuery
 from semreg.registry.discovery import DiscoverQuery
 from semreg.registry.selector import Selector, parse_selector
 
@@ -89,3 +90,38 @@ def discover_query(params: Params, prefixes: PrefixMap) -> DiscoverQuery:
     return DiscoverQuery(pattern_of(params, prefixes), parse_match(params.get("match")), params.get("service") or None,
                          status == "any", int_value(params, "limit", 1, LIMIT_MAX), bool_value(params, "tags", False),
                          selector_from(params))
+
+
+def patterns_of(values: Any, name: str, prefixes: PrefixMap, needs_predicate: bool = False) -> tuple[Tag, ...]:
+    """The tags of a conjunctive question's `all` or `provided`: a list of 1 to `MAX_PATTERNS` tags; a 400 naming
+    the one at fault (`all[2]: ...`)."""
+    if not isinstance(values, list) or not values:
+        raise BadRequest(f"{name} must be a non-empty list of tags (strings of one or three terms, or objects with "
+                         f"s, p, o).", field=name)
+    if len(values) > MAX_PATTERNS:
+        raise BadRequest(f"{name} holds {len(values)} tags; at most {MAX_PATTERNS} are taken.", field=name)
+    tags = []
+    for n, value in enumerate(values):
+        try:
+            tag = parse_tag(value, prefixes)
+        except BadRequest as exc:
+            raise BadRequest(f"{name}[{n}]: {exc.message}", field=f"{name}[{n}]") from None
+        if needs_predicate and tag.p == ANY:
+            raise BadRequest(f"{name}[{n}]: a provided tag needs a predicate: it stands for the instance's tags on "
+                             f"that predicate (and its sub-properties).", field=f"{name}[{n}]")
+        tags.append(tag)
+    return tuple(tags)
+
+
+def conjunctive_query(fields: Mapping[str, Any], prefixes: PrefixMap) -> ConjunctiveQuery:
+    """The question of a `POST /v1/discover` body, or of a saved query's `all` (already of the JSON types of
+    its schema): a 400 naming the field at fault otherwise. The caller checks the token may read its
+    environment."""
+    provided = fields.get("provided")
+    pairs = Pairs((k, str(v)) for k, v in fields.items()
+                  if k in ("match", "limit", "status", "service") and v is not None)
+    q = discover_query(Pairs([("s", ANY), *pairs.pairs]), prefixes)
+    selector = parse_selector(fields.get("environment"), sorted((fields.get("meta") or {}).items()))
+    return ConjunctiveQuery(patterns_of(fields.get("all"), "all", prefixes),
+                            q.match, None if provided is None else patterns_of(provided, "provided", prefixes, True),
+                            q.service, q.any_status, q.limit, bool(fields.get("tags")), selector)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 
 from semreg.errors import Unavailable
-from semreg.registry import balancer, discovery
+from semreg.registry import balancer, questions
 from semreg.registry.coordinator import Coordinator
 from semreg.registry.instances import Instance
 
@@ -22,27 +22,27 @@ class Router:
         self._counters: dict[tuple, int] = {}
         self.routes_by_policy: dict[str, int] = {}
 
-    async def candidates(self, q: discovery.DiscoverQuery) -> tuple[list[Instance], list[balancer.Candidate]]:
+    async def candidates(self, q: questions.Question) -> tuple[list[Instance], list[balancer.Candidate]]:
         """The `up` instances a route for `q` chooses among, ranked, with what the balancer reads of each."""
         topic = await self.coordinator.discover(q)
         instances = [i for i, _ in topic.payload.ranked if i.status == "up"]
         return instances, [balancer.Candidate(i.id, i.reg.weight, i.load, i.routes_since_report, i.reg.capacity,
                                               balancer.priority_of(i.reg.meta)) for i in instances]
 
-    async def preview(self, q: discovery.DiscoverQuery, policy: str, limit: bool) -> tuple[Instance | None, list[
+    async def preview(self, q: questions.Question, policy: str, limit: bool) -> tuple[Instance | None, list[
             balancer.Candidate]]:
         """The instance a route would go to now, and the candidates, without handing the route out."""
         instances, cands = await self.candidates(q)
         chosen = balancer.choose(policy, cands, limit=limit, counter=self._counters.get(q.key, 0))
         return next((i for i in instances if chosen is not None and i.id == chosen.id), None), cands
 
-    async def route(self, q: discovery.DiscoverQuery, policy: str, limit: bool, caller: str | None = None) -> Instance:
+    async def route(self, q: questions.Question, policy: str, limit: bool, caller: str | None = None) -> Instance:
         instances, cands = await self.candidates(q)
         counter = self._counters.get(q.key, 0)
         chosen = balancer.choose(policy, cands, limit=limit, counter=counter)
         if self.verbose:
             log.info("route decision", extra={
-                "caller": caller, "query": q.tag.text, "policy": policy, "limit": limit,
+                "caller": caller, "query": questions.text(q), "policy": policy, "limit": limit,
                 "candidates": [{"id": c.id, "effective_load": c.effective_load, "weight": c.weight,
                                 "capacity": c.capacity} for c in cands],
                 "chosen": chosen.id if chosen else None})

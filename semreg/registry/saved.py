@@ -1,5 +1,6 @@
 """A saved query as the discovery it stands for: the checked, stored form of a body
-(`{"s","p","o","match","environment","meta","limit"}`), and the `DiscoverQuery` a stored one asks.
+(`{"s","p","o","match","environment","meta","limit"}`, or `{"all", "provided", ...}` for several patterns at
+once), and the question (`semreg.registry.questions.Question`) a stored one asks.
 
 Both go through the one parser of discovery questions (`semreg.registry.query_params`), so a saved query is
 refused, or answered, exactly as the same `GET /v1/discover` would be. Terms are stored as full IRIs: a
@@ -16,13 +17,11 @@ from semreg.knowledge.knowledge import Knowledge
 from semreg.knowledge.queries import SavedQuery
 from semreg.rdf.terms import PrefixMap
 from semreg.reasoning.matching import DEGREES
-from semreg.registry.discovery import DiscoverQuery
-from semreg.registry.query_params import META, Pairs, discover_query
+from semreg.registry.query_params import META, Pairs, conjunctive_query, discover_query
+from semreg.registry.questions import Question
 from semreg.registry.selector import parse_selector
 
-CONJUNCTIVE = ("a saved query holds one pattern (s, p, o): the conjunctive form {\"all\": [...]} needs the "
-               "discovery of several patterns at once (POST /v1/discover with \"all\"), which this server does not "
-               "answer yet.")
+CONJUNCTIVE = "a saved query is one pattern (s, p, o) or several (all), not both: {names} cannot be given with all."
 
 
 def pairs_of(query: Mapping[str, Any]) -> Pairs:
@@ -39,18 +38,32 @@ def pairs_of(query: Mapping[str, Any]) -> Pairs:
     return Pairs(pairs)
 
 
-def checked(body: Mapping[str, Any], prefixes: PrefixMap) -> tuple[dict[str, Any], DiscoverQuery]:
+def checked(body: Mapping[str, Any], prefixes: PrefixMap) -> tuple[dict[str, Any], Question]:
     """The stored form of a submitted query and the discovery it asks; a 400 naming the field at fault."""
+    q: Question
     if body.get("all") is not None:
-        raise BadRequest(CONJUNCTIVE, field="all")
-    q = discover_query(pairs_of(body), prefixes)
-    stored = {"s": q.tag.s, "p": q.tag.p, "o": q.tag.o, "match": ",".join(sorted(q.match, key=DEGREES.index)),
-              "environment": q.selector.environment, "meta": dict(q.selector.meta), "limit": q.limit}
+        both = [k for k in ("s", "p", "o") if body.get(k) is not None]
+        if both:
+            raise BadRequest(CONJUNCTIVE.format(names=", ".join(both)), field=both[0])
+        q = conjunctive_query(body, prefixes)
+        shape: dict[str, Any] = {"all": [t.as_json() for t in q.patterns]}
+        if q.provided is not None:
+            shape["provided"] = [t.as_json() for t in q.provided]
+    else:
+        if body.get("provided") is not None:
+            raise BadRequest("provided goes with all (the conjunctive form): a saved query of one pattern has no "
+                             "provided tags.", field="provided")
+        q = discover_query(pairs_of(body), prefixes)
+        shape = {"s": q.tag.s, "p": q.tag.p, "o": q.tag.o}
+    stored = {**shape, "match": ",".join(sorted(q.match, key=DEGREES.index)), "environment": q.selector.environment,
+              "meta": dict(q.selector.meta), "limit": q.limit}
     return stored, q
 
 
-def discovery_of(saved: SavedQuery, prefixes: PrefixMap) -> DiscoverQuery:
+def discovery_of(saved: SavedQuery, prefixes: PrefixMap) -> Question:
     """The discovery a saved query asks (its terms are full IRIs, so the prefixes of now do not matter)."""
+    if saved.query.get("all") is not None:
+        return conjunctive_query(saved.query, prefixes)
     return discover_query(pairs_of(saved.query), prefixes)
 
 
@@ -62,9 +75,9 @@ class Questions:
 
     def __init__(self, knowledge: Knowledge) -> None:
         self.knowledge = knowledge
-        self._parsed: dict[tuple[str, str | None], tuple[int, int, DiscoverQuery]] = {}
+        self._parsed: dict[tuple[str, str | None], tuple[int, int, Question]] = {}
 
-    def of(self, saved: SavedQuery, environment: str | None = None) -> DiscoverQuery:
+    def of(self, saved: SavedQuery, environment: str | None = None) -> Question:
         """`saved`'s discovery, in `environment` instead of its own when given (a 400 if that is no name)."""
         versions = (self.knowledge.queries.version, self.knowledge.prefixes.version)
         key = (saved.name, environment)

@@ -18,6 +18,7 @@ from semreg.rdf.terms import Tag
 from semreg.registry import discovery
 from semreg.registry.catalogue import Match
 from semreg.registry.instances import Instance, Registration
+from semreg.registry.questions import Question
 from semreg.registry.registry import Change
 from semreg.registry.selector import Selector
 
@@ -74,7 +75,7 @@ class Shard(Protocol):
 
     async def instances(self, service: str | None) -> Held[list[Instance]]: ...
 
-    async def resolve(self, q: discovery.DiscoverQuery) -> discovery.Part: ...
+    async def resolve(self, q: Question) -> discovery.Part: ...
 
     async def holders(self, tags: list[Tag], with_tags: bool = True) -> Held[dict[Tag, list[Instance]]]: ...
 

@@ -60,5 +60,4 @@ def target_of(inst: Any, degree: str = "", distance: int = 0) -> Target:
 
 def targets_of(result: DiscoverResult) -> list[Target]:
     """The routable instances of an answer, in its ranking."""
-    return [target_of(inst, degree, distance) for inst, (_tag, degree, distance) in zip(result.members, result.best)
-            if inst.status == UP]
+    return [target_of(inst, m[1], m[2]) for inst, m in zip(result.members, result.best) if inst.status == UP]

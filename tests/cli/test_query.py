@@ -51,3 +51,19 @@ def test_the_command_line_says_why_a_query_is_refused(url):
     assert bad.returncode != 0 and "DNS label" in bad.stderr
     meta = semreg(url, "query", "put", "m", "--s", "ex:Obra", "--meta", "novalue")
     assert meta.returncode != 0 and "KEY=VALUE" in meta.stderr
+
+
+def test_the_command_line_asks_and_saves_several_patterns(url):
+    found = semreg(url, "discover", "ex:Obra", "ex:temUmGenero", "ex:Terror", "--and", "ex:Livro", "--json")
+    assert found.returncode == 0, found.stderr
+    body = json.loads(found.stdout)
+    assert [i["id"] for i in body["instances"]] == ["livro"] and len(body["query"]["all"]) == 2
+    table = semreg(url, "discover", "ex:Obra ex:temUmGenero ex:Terror", "--provided", "ex:Filme ex:temUmGenero ex:Terror")
+    assert table.returncode == 0 and "no instances match" in table.stdout  # livro needs a Livro's genre tag
+    put = semreg(url, "query", "put", "both", "--all", "ex:Obra ex:temUmGenero ex:Terror", "--all", "ex:Livro")
+    assert put.returncode == 0, put.stderr
+    assert "& http://example.org/obras#Livro" in put.stdout
+    assert "livro" in semreg(url, "query", "discover", "both").stdout
+    neither = semreg(url, "query", "put", "x", "--s", "ex:Obra", "--all", "ex:Livro")
+    assert neither.returncode != 0 and "not both" in neither.stderr
+    assert semreg(url, "query", "delete", "both").returncode == 0

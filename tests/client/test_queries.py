@@ -57,3 +57,23 @@ def test_the_async_client_has_the_same_calls(url):
             return [i["id"] for i in found["instances"]]
 
     assert asyncio.run(main()) == ["filme"]
+
+
+def test_a_client_asks_several_patterns_at_once_and_saves_them(url):
+    with Client(url, cache_ttl_s=0) as client:
+        both = client.discover_all(["ex:Obra ex:temUmGenero ex:Terror", {"s": "ex:Livro"}], match=["exact", "narrower"])
+        assert [i["id"] for i in both["instances"]] == ["livro"]
+        assert len(both["instances"][0]["match"]["patterns"]) == 2
+        provided = client.discover_all(["ex:Obra ex:temUmGenero ex:Terror"],
+                                       provided=["ex:Filme ex:temUmGenero ex:Terror"])
+        assert [i["id"] for i in provided["instances"]] == ["filme"]
+        saved = client.put_query("both", all=["ex:Obra ex:temUmGenero ex:Terror", "ex:Livro"])
+        assert len(saved["all"]) == 2 and "s" not in saved
+        assert client.saved("both").discover() == both
+        client.delete_query("both")
+
+    async def asked() -> dict:
+        async with AsyncClient(url, cache_ttl_s=0) as aclient:
+            return await aclient.discover_all(["ex:Obra ex:temUmGenero ex:Terror", "ex:Livro"])
+
+    assert asyncio.run(asked()) == both

@@ -197,3 +197,15 @@ def test_the_listeners_answer_after_the_garbage(server):
         udp_exchange(server.app.state.dns.port, data)
         tcp_exchange(server.app.state.dns.port, data, True)
     check_alive(server)
+
+
+def test_a_saved_query_of_several_patterns_answers_with_the_instances_matching_all(server):
+    c = server.client()
+    r = c.put("/v1/queries/horror-books", json={"all": ["ex:Obra ex:temUmGenero ex:Terror", "ex:Livro"]})
+    assert r.status_code == 201, r.text
+    assert records(ask(server, "_horror-books._tcp.semreg.")) == {
+        "_horror-books._tcp.semreg. SRV 2 5 8000 i0.instance.semreg.",
+        "_horror-books._tcp.semreg. SRV 0 1 8002 i2.instance.semreg."}
+    assert records(ask(server, "horror-books.semreg.", "A")) == {"horror-books.semreg. A 10.0.0.1"}
+    assert records(ask(server, "horror-books.semreg.", "AAAA")) == {"horror-books.semreg. AAAA fd00::7"}
+    assert c.delete("/v1/queries/horror-books").status_code == 204

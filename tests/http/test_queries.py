@@ -70,7 +70,9 @@ def test_a_name_that_is_no_dns_label_is_refused(server, name):
                                          ({**HORROR, "match": "sideways"}, "match"), ({**HORROR, "limit": 0}, "limit"),
                                          ({**HORROR, "environment": "bad\u0001env"}, "environment"),
                                          ({**HORROR, "colour": "red"}, None),
-                                         ({"all": [HORROR, {"s": "ex:Livro"}]}, "all")])
+                                         ({"all": []}, "all"), ({"all": [HORROR, "nope:X"]}, "all[1]"),
+                                         ({**HORROR, "all": [HORROR]}, "s"), ({**HORROR, "provided": [HORROR]}, "provided"),
+                                         ({"all": [HORROR], "provided": ["ex:Livro"]}, "provided[0]")])
 def test_a_query_is_checked_as_discovery_checks_it(server, body, field):
     r = server.client(TEAM).put("/v1/queries/bad", json=body)
     assert r.status_code == 400, r.text
@@ -79,9 +81,35 @@ def test_a_query_is_checked_as_discovery_checks_it(server, body, field):
     assert server.client(TEAM).get("/v1/queries/bad").status_code == 404
 
 
-def test_the_conjunctive_form_is_refused_saying_why(server):
-    r = server.client(TEAM).put("/v1/queries/both", json={"all": [HORROR]})
-    assert r.status_code == 400 and "POST /v1/discover" in r.json()["error"]
+NEEDS_LIVRO = {"all": [HORROR, "ex:Obra"], "match": "all"}
+
+
+def test_a_conjunctive_query_is_saved_and_answers_as_the_post(server):
+    team = server.client(TEAM)
+    r = team.put("/v1/queries/both", json={**NEEDS_LIVRO, "provided": ["ex:Livro ex:temUmGenero ex:Terror"]})
+    assert r.status_code == 201, r.text
+    saved = r.json()
+    assert saved["all"][0] == {"s": "http://example.org/obras#Obra", "p": "http://example.org/obras#temUmGenero",
+                               "o": "http://example.org/obras#Terror"}
+    assert len(saved["provided"]) == 1 and "s" not in saved and saved["match"] == "exact,narrower,broader,overlap"
+    assert team.get("/v1/queries/both").json() == saved
+    assert "both" in [q["name"] for q in team.get("/v1/queries").json()]
+    direct = team.post("/v1/discover", json={**NEEDS_LIVRO, "provided": ["ex:Livro ex:temUmGenero ex:Terror"]})
+    answer = team.get("/v1/queries/both/discover")
+    assert answer.status_code == 200 and answer.json() == direct.json()
+    assert [i["id"] for i in answer.json()["instances"]] == ["livro"]  # filme's genre tag is not provided
+    r = team.get("/v1/queries/both/route", params={"path": "/x"})
+    assert r.status_code == 307 and r.headers["x-semreg-instance"] == "livro"
+    groups = team.get("/v1/prometheus/targets", params={"query": "both"}).json()
+    assert [g["labels"]["__meta_semreg_instance_id"] for g in groups] == ["livro"]
+    assert groups[0]["labels"]["__meta_semreg_degree"] == answer.json()["instances"][0]["match"]["degree"]
+    assert team.delete("/v1/queries/both").status_code == 204
+
+
+def test_a_conjunctive_query_warns_of_a_pattern_nothing_matches(server):
+    r = server.client(TEAM).put("/v1/queries/none", json={"all": [HORROR, "ex:Escultura"]})
+    assert r.status_code == 201, r.text
+    assert [w["field"] for w in r.json()["warnings"]] == ["all[1]", "all[1]"]  # an unknown term; nothing matches
 
 
 def test_unknown_terms_and_an_empty_answer_are_saved_with_warnings(server):

@@ -12,6 +12,7 @@ from starlette.responses import Response
 from semreg.access.tokens import READ
 from semreg.errors import BadRequest, Unavailable
 from semreg.http import schemas as s
+from semreg.http.conjunctive_schemas import ConjunctiveBody, ConjunctiveView
 from semreg.http.endpoints import Endpoints, Param, Reply
 from semreg.http.requests import bool_param, read_json
 from semreg.http.responses import JSONResponse
@@ -33,8 +34,10 @@ from semreg.rdf.terms import ANY, RDF_TYPE, Tag, parse_component, parse_tags
 from semreg.reasoning.explanation import explain
 from semreg.reasoning.matching import DEGREES, parse_match
 from semreg.registry.balancer import parse_policy
+from semreg.registry.conjunctive import ConjunctiveQuery
 from semreg.registry.discovery import DiscoverQuery
-from semreg.registry.query_params import discover_query, pattern_of
+from semreg.registry.query_params import conjunctive_query, discover_query, pattern_of
+from semreg.registry.questions import Question
 
 API = Endpoints()
 
@@ -50,9 +53,17 @@ def pattern_terms(tag: Tag) -> list[tuple[str, str]]:
     return list(zip("spo", tag))
 
 
-def discover_warnings(knowledge: Knowledge, q: DiscoverQuery) -> bytes:
+def question_terms(q: Question) -> list[tuple[str, str]]:
+    """Each term of a question with the field that named it (`s`; `all[1]`, `provided[0]`)."""
+    if not isinstance(q, ConjunctiveQuery):
+        return pattern_terms(q.tag)
+    named = [(f"all[{n}]", iri) for n, tag in enumerate(q.patterns) for iri in tag]
+    return named + [(f"provided[{n}]", iri) for n, tag in enumerate(q.provided or ()) for iri in tag]
+
+
+def discover_warnings(knowledge: Knowledge, q: Question) -> bytes:
     """What a discovery answer adds: the warnings about the query's unknown terms (a 400 with --strict-terms)."""
-    return warned(knowledge.term_warnings(pattern_terms(q.tag)))
+    return warned(knowledge.term_warnings(question_terms(q)))
 
 
 def query_tag(request: Request, purpose: str = "discover") -> Tag:
@@ -75,7 +86,18 @@ async def discover(request: Request) -> Response:
     return await discovered(request, q, warnings)
 
 
-async def discovered(request: Request, q: DiscoverQuery, warnings: bytes) -> Response:
+@API.route("POST", "/v1/discover", scope=READ, summary="discover the instances that match every one of several patterns",
+           body=ConjunctiveBody, params=WATCH, replies=[Reply(200, ConjunctiveView, headers=INDEX_HEADER)],
+           errors=(413, 415))
+async def discover_all(request: Request) -> Response:
+    body = validate(ConjunctiveBody, await read_json(request, request.app.state.settings.json_body_limit_bytes))
+    knowledge = knowledge_of(request)
+    q = conjunctive_query(body.fields(), knowledge.prefixes)
+    principal_of(request).require_environment(q.selector.environment)
+    return await discovered(request, q, discover_warnings(knowledge, q))
+
+
+async def discovered(request: Request, q: Question, warnings: bytes) -> Response:
     """The answer to a discovery (and its watch, with the request's `index` and `wait`), once its query is known
     and the token may read its environment: `GET /v1/discover` and a saved query's."""
     coordinator = coordinator_of(request)
@@ -101,7 +123,7 @@ async def route(request: Request) -> Response:
     return await routed(request, q)
 
 
-async def routed(request: Request, q: DiscoverQuery) -> Response:
+async def routed(request: Request, q: Question) -> Response:
     """The redirect to the instance `q` chooses, with the request's `policy` and `path`, once the token may read
     its environment: `GET /v1/route` and a saved query's."""
     params = request.query_params
@@ -109,7 +131,7 @@ async def routed(request: Request, q: DiscoverQuery) -> Response:
     path = params.get("path", "")
     if not _PATH_RE.match(path) or len(path) > 2048:
         raise BadRequest("path must be empty or start with '/', without spaces or '#'.", field="path")
-    warnings = knowledge_of(request).term_warnings(pattern_terms(q.tag))
+    warnings = knowledge_of(request).term_warnings(question_terms(q))
     client = request.client
     try:
         inst = await request.app.state.router.route(q, policy, limit or request.app.state.settings.balance_limit,

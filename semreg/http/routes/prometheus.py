@@ -18,8 +18,8 @@ from semreg.http.responses import JSONResponse
 from semreg.http.routes.common import SELECTOR, coordinator_of, knowledge_of, principal_of
 from semreg.http.routes.discovery import PATTERN
 from semreg.http.routes.queries import NAME, visible
-from semreg.registry.discovery import DiscoverQuery
 from semreg.registry.query_params import META, discover_query
+from semreg.registry.questions import Question
 from semreg.registry.targets import Target, targets_of
 
 API = Endpoints()
@@ -45,7 +45,7 @@ def group(t: Target) -> dict:
     return {"targets": [t.host_port], "labels": labels}
 
 
-def question(request: Request) -> DiscoverQuery:
+def question(request: Request) -> Question:
     """The saved query named by `query`, or the inline one; never both (a 400)."""
     params = request.query_params
     name = params.get("query")

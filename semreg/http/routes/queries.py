@@ -10,7 +10,6 @@ environments would answer).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
@@ -18,7 +17,8 @@ from starlette.responses import Response
 
 from semreg.access.tokens import READ, WRITE, Principal
 from semreg.errors import BadRequest, Forbidden, NotFound
-from semreg.http.endpoints import Endpoints, Param, Reply
+from semreg.http.conjunctive_schemas import ConjunctiveView
+from semreg.http.endpoints import REF, Endpoints, Param, Reply
 from semreg.http.requests import bool_param, read_json
 from semreg.http.responses import JSONResponse
 from semreg.http.routes.common import (
@@ -30,10 +30,12 @@ from semreg.http.routes.common import (
     knowledge_of,
     principal_of,
 )
-from semreg.http.routes.discovery import discover_warnings, discovered, pattern_terms, routed
-from semreg.http.schemas import DiscoverView, validate
+from semreg.http.routes.discovery import discover_warnings, discovered, question_terms, routed
+from semreg.http.schemas import DiscoverView, TagInput, TagView, validate
 from semreg.knowledge.queries import NAME_PATTERN, SavedQuery, check_name
+from semreg.registry import questions
 from semreg.registry import saved as saving
+from semreg.registry.discovery import DiscoverQuery
 from semreg.registry.query_params import META
 
 API = Endpoints()
@@ -51,16 +53,20 @@ class SavedQueryBody(BaseModel):
     environment: str | None = Field(default=None, max_length=256, description="default 'default'; '*' for all")
     meta: dict[str, str] = Field(default_factory=dict, description="meta.KEY=VALUE filters, all of which must hold")
     limit: int | None = Field(default=None, description="at most this many instances")
-    all: list[Any] | None = Field(default=None, description="the conjunctive form: refused until this server "
-                                  "answers POST /v1/discover with all")
+    all: list[TagInput] | None = Field(default=None, description="the conjunctive form, instead of s, p, o: 1-64 "
+                                       "patterns, each of which an instance must match (as POST /v1/discover)")
+    provided: list[TagInput] | None = Field(default=None, description="with all: the tags the caller can supply "
+                                            "(as POST /v1/discover)")
 
 
 class SavedQueryView(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str
-    s: str
-    p: str
-    o: str
+    s: str | None = Field(default=None, description="one pattern's subject (a conjunctive query has all instead)")
+    p: str | None = None
+    o: str | None = None
+    all: list[TagView] | None = Field(default=None, description="a conjunctive query's patterns")
+    provided: list[TagView] | None = Field(default=None, description="a conjunctive query's provided tags")
     match: str
     environment: str
     meta: dict[str, str]
@@ -128,10 +134,12 @@ async def put_query(request: Request) -> Response:
     previous = knowledge.queries.by_name.get(name)
     if previous is not None:
         require_owner(principal, previous)
-    warnings = knowledge.term_warnings(pattern_terms(q.tag))
-    if not await coordinator_of(request).matching_tags(q.tag, q.match):
-        warnings.append({"field": "query", "message": "no registered tag matches this query under the ontologies "
-                         "of now: it answers nothing until an instance registers a tag it matches."})
+    warnings = knowledge.term_warnings(question_terms(q))
+    for n, pattern in enumerate(questions.patterns(q)):
+        if not await coordinator_of(request).matching_tags(pattern, q.match):
+            where, what = ("query", "this query") if isinstance(q, DiscoverQuery) else (f"all[{n}]", "this pattern")
+            warnings.append({"field": where, "message": f"no registered tag matches {what} under the ontologies of "
+                             f"now: it answers nothing until an instance registers a tag it matches."})
     cluster = cluster_of(request)
     saved = SavedQuery(name, stored, previous.owner if previous is not None else owner_of(request))
     created = await knowledge.queries.put(saved, by=principal.name)
@@ -157,7 +165,9 @@ async def delete_query(request: Request) -> Response:
 # -- its answers -----------------------------------------------------------------------------------
 @API.route("GET", "/v1/queries/{name}/discover", scope=READ, summary="what a saved query discovers now",
            params=(NAME, Param("tags", schema=TAGS_FLAG, description="views with their tags (default false)"), *WATCH),
-           replies=[Reply(200, DiscoverView, headers=INDEX_HEADER)], errors=(404,))
+           replies=[Reply(200, {"oneOf": [{"$ref": REF + DiscoverView.__name__}, {"$ref": REF + ConjunctiveView.__name__}]},
+                          description="as GET /v1/discover answers, or POST /v1/discover for a query of all",
+                          headers=INDEX_HEADER)], errors=(404,))
 async def discover_saved(request: Request) -> Response:
     no_own_parameters(request)
     knowledge = knowledge_of(request)

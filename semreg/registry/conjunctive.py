@@ -1,0 +1,229 @@
+"""Conjunctive discovery: the instances that match every one of several patterns (`POST /v1/discover` with
+`"all"`), optionally only those whose needs the caller can supply (`"provided"`).
+
+Per pattern, an instance's match is its best-ranked tag matching that pattern with a degree the question
+accepts: exactly the `match` its view would carry in a `GET /v1/discover` of that pattern alone. An instance
+answers when every pattern has one, and its matches are combined by `combine`: the worst degree (in the
+order of `semreg.reasoning.matching.DEGREES`) and the summed distance. The answer's `tag` is the instance's
+tag for the worst-matched pattern (the worst degree, then the largest distance, then the first pattern), so a
+client reading `tag`, `degree` and `distance` as from `GET /v1/discover` reads the weakest link; `patterns`
+adds every pattern's own match, in the order of `all`.
+
+`provided` (as OWLS-MX treats a request's inputs): the tags the caller can supply. An instance's tag is
+*needed* when its predicate is, or is a sub-property of, the predicate of some provided tag (a provided tag
+has a predicate: it says which of an instance's tags it stands for). Each needed tag must be *covered*: some
+provided tag is equal to it or narrower (every component of the provided tag equivalent to, or below, the
+instance's; a wildcard in the instance's tag accepts anything, one in a provided tag is no more specific than
+a term). An instance with an uncovered needed tag does not answer. `provided` filters; it changes no degree.
+
+A shard's part (`part`) evaluates the conjunction over its own instances (an instance and all its tags live
+on each of its owners); `merge` combines the parts as `semreg.registry.discovery.merge` does, each instance
+at its newest copy's combined match.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
+
+import orjson
+
+from semreg.rdf.terms import ANY, Tag
+from semreg.reasoning.matching import BROADER, EXACT, NARROWER, RANK, Relations, component_match, tag_match
+from semreg.registry import discovery
+from semreg.registry.catalogue import Catalogue, Match
+from semreg.registry.discovery import DiscoverQuery, DiscoverResult, Member, Part
+from semreg.registry.instances import UP
+from semreg.registry.registry import Change
+from semreg.registry.selector import Selector
+
+MAX_PATTERNS = 64  # patterns in `all`, and tags in `provided`
+
+
+class Combined(NamedTuple):
+    """An instance's match of a conjunction: the worst-matched pattern's tag, the worst degree, the summed
+    distance, and each pattern's own match in the order of the question. Indexed as a `Match`."""
+
+    tag: Tag
+    degree: str
+    distance: int
+    patterns: tuple[Match, ...]
+
+
+def combine(matches: Sequence[Match]) -> Combined:
+    """One match per pattern → the conjunction's: worst degree, summed distance (the one place they combine)."""
+    worst = max(matches, key=lambda m: (RANK[m[1]], m[2]))  # the first of equals: max keeps it
+    return Combined(worst[0], worst[1], sum(m[2] for m in matches), tuple(matches))
+
+
+def rank(m: Combined) -> tuple[int, int, Tag, tuple[Match, ...]]:
+    """Degree, distance, the worst tag's text, then the patterns' tags: the order of `semreg.reasoning.matching`,
+    made total."""
+    return RANK[m.degree], m.distance, m.tag, m.patterns
+
+
+@dataclass(frozen=True)
+class ConjunctiveQuery:
+    patterns: tuple[Tag, ...]
+    match: frozenset[str]
+    provided: tuple[Tag, ...] | None = None  # None: no rule on what the caller supplies
+    service: str | None = None
+    any_status: bool = False
+    limit: int | None = None
+    tags: bool = False
+    selector: Selector = Selector()
+    report_excluded: bool = False  # as `DiscoverQuery.report_excluded`
+
+    @property
+    def key(self) -> tuple:
+        return ("all", self.patterns, self.provided, self.match, self.service, self.any_status, self.limit,
+                self.tags, self.selector)
+
+    @property
+    def text(self) -> str:
+        return " & ".join(t.text for t in self.patterns)
+
+    def single(self, pattern: Tag) -> DiscoverQuery:
+        """The discovery of one of its patterns, with the same filters and no limit."""
+        return DiscoverQuery(pattern, self.match, self.service, self.any_status, None, self.tags, self.selector,
+                             self.report_excluded)
+
+    def as_json(self) -> dict[str, Any]:
+        """The answer's `query`: the patterns, and what the caller provides when it said."""
+        found: dict[str, Any] = {"all": [t.as_json() for t in self.patterns]}
+        if self.provided is not None:
+            found["provided"] = [t.as_json() for t in self.provided]
+        return found
+
+
+def covered(tags: Iterable[Tag], provided: Sequence[Tag], rel: Relations, seen: dict[Tag, bool] | None = None) -> bool:
+    """Whether every tag of an instance that `provided` stands for (its predicate at or below a provided
+    tag's) is equal to or broader than some provided tag. `seen` remembers each tag's verdict (instances share
+    tags)."""
+    seen = {} if seen is None else seen
+    for tag in tags:
+        fine = seen.get(tag)
+        if fine is None:
+            needed = tag.p != ANY and any((m := component_match(tag.p, given.p, rel)) is not None
+                                          and m[0] in (EXACT, NARROWER) for given in provided)
+            fine = seen[tag] = not needed or any((m := tag_match(tag, given, rel)) is not None
+                                                 and m[0] in (EXACT, BROADER) for given in provided)
+        if not fine:
+            return False
+    return True
+
+
+def part(catalogue: Catalogue, instances: dict, q: ConjunctiveQuery, removed: dict[str, int] | None = None) -> Part:
+    """A shard's part: each instance's best match for each pattern (as `semreg.registry.discovery.part` finds
+    them), kept when it has one for every pattern and `provided` covers it, grouped by its combined match."""
+    if q.report_excluded:  # the parts of several shards: every pattern's instances, the left out included
+        best, eligible, matched, excluded = _every_pattern(catalogue, instances, q)
+    else:
+        best, eligible, matched = _narrowing(catalogue, instances, q)
+        excluded = {}
+    groups: dict[Combined, list[Member]] = {}
+    seen: dict[Tag, bool] = {}
+    for iid in sorted(set(best[0]).intersection(*best[1:])):
+        inst = eligible[iid]
+        if q.provided is not None and not covered(inst.reg.tags, q.provided, catalogue.hierarchy, seen):
+            continue
+        groups.setdefault(combine([firsts[iid] for firsts in best]), []).append(inst)
+    return Part(sorted(groups.items(), key=lambda g: rank(g[0])), frozenset(matched), excluded, removed or {})
+
+
+Best = list[dict[str, Match]]  # per pattern, each instance's best match
+
+
+def _firsts(one: Part, eligible: dict[str, Any]) -> dict[str, Match]:
+    """Each instance of a pattern's part at its first (best-ranked) match."""
+    firsts: dict[str, Match] = {}
+    for m, group in one.matches:
+        for inst in group:
+            if inst.id not in firsts:
+                firsts[inst.id] = m
+                eligible[inst.id] = inst
+    return firsts
+
+
+def _every_pattern(catalogue: Catalogue, instances: dict, q: ConjunctiveQuery
+                   ) -> tuple[Best, dict[str, Any], set[Tag], dict[str, int]]:
+    """Each pattern's part in full, with the instances its selector leaves out."""
+    best: Best = []
+    eligible: dict[str, Any] = {}
+    matched: set[Tag] = set()
+    excluded: dict[str, int] = {}
+    for pattern in q.patterns:
+        one = discovery.part(catalogue, instances, q.single(pattern))
+        matched |= one.matched_tags
+        excluded.update(one.excluded)
+        best.append(_firsts(one, eligible))
+    return best, eligible, matched, excluded
+
+
+def _narrowing(catalogue: Catalogue, instances: dict, q: ConjunctiveQuery) -> tuple[Best, dict[str, Any], set[Tag]]:
+    """The same answer with less work: the pattern whose tags have the fewest holders is resolved in full,
+    and each other pattern looks only at the instances still in the running."""
+    expansions = [catalogue.expand(pattern, q.match) for pattern in q.patterns]
+    matched = {m[0] for found in expansions for m in found}
+    holders = catalogue.holders
+    sizes = [sum(len(holders.get(m[0], ())) for m in found) for found in expansions]
+    order = sorted(range(len(q.patterns)), key=sizes.__getitem__)
+    eligible: dict[str, Any] = {}
+    best: list[dict[str, Match]] = [{} for _ in q.patterns]
+    best[order[0]] = running = _firsts(discovery.part(catalogue, instances, q.single(q.patterns[order[0]])), eligible)
+    for k in order[1:]:
+        firsts: dict[str, Match] = {}
+        for m in expansions[k]:
+            if len(firsts) == len(running):
+                break
+            for iid in catalogue.holder_ids(m[0]):
+                if iid in running and iid not in firsts:
+                    firsts[iid] = m
+        best[k] = running = firsts
+    return best, eligible, matched
+
+
+def shard_query(q: ConjunctiveQuery) -> ConjunctiveQuery:
+    """What each of several shards is asked (as `semreg.registry.discovery.shard_query`)."""
+    return replace(q, any_status=True, report_excluded=not q.selector.everything)
+
+
+def merge(q: ConjunctiveQuery, parts: Sequence[Part], widened: bool = False) -> DiscoverResult:
+    """The answer one shard holding every part's instances would give: each instance once, at its newest
+    copy's combined match, ranked, cut at `q.limit`."""
+    if len(parts) == 1 and not widened:
+        return discovery.ranked(q, parts[0].matches, parts[0].matched_tags, match_json)
+    copies: dict[str, tuple[Member, Combined]] = {}
+    for p in parts:
+        for m, group in p.matches:
+            for inst in group:
+                known = copies.get(inst.id)
+                if known is None or discovery.newest(known[0], inst) is inst:
+                    copies[inst.id] = (inst, m)
+    left_out = discovery.superseded(parts, {iid: inst for iid, (inst, _) in copies.items()})
+    groups: dict[Combined, list[Member]] = {}
+    for iid in sorted(copies):
+        inst, m = copies[iid]
+        if iid not in left_out and (q.any_status or inst.status == UP):
+            groups.setdefault(m, []).append(inst)
+    matched = frozenset().union(*(p.matched_tags for p in parts))
+    return discovery.ranked(q, sorted(groups.items(), key=lambda g: rank(g[0])), matched, match_json)
+
+
+def match_json(m: Combined) -> bytes:
+    """`{"tag", "degree", "distance", "patterns": [{"tag", "degree", "distance"}, ...]}`."""
+    return (discovery.match_json(m[:3])[:-1] + b',"patterns":['
+            + b",".join(discovery.match_json(p) for p in m.patterns) + b"]}")
+
+
+def body(result: DiscoverResult) -> bytes:
+    """The answer, shaped as `GET /v1/discover`'s: `query` holds `all` (and `provided`), each match its
+    `patterns`."""
+    return discovery.body(result, orjson.dumps(result.query.as_json()), match_json)
+
+
+def relevant(hierarchy: Relations, q: ConjunctiveQuery, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:
+    """Whether a change touches a tag some pattern matched or would match: an instance that enters or leaves
+    the answer has such a tag (`provided` only filters instances that match every pattern)."""
+    changes = list(changes)
+    return any(discovery.relevant(hierarchy, q.single(pattern), matched, changes) for pattern in q.patterns)
