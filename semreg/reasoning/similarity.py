@@ -4,7 +4,8 @@ similarity(a, b) = TEXT_WEIGHT · cos(a, b) + (1 − TEXT_WEIGHT) · wu_palmer(a
 terms.
 - cos: TF-IDF cosine of the two concepts' unfolded definitions: the words of the local name (split at
   camelCase, underscores, hyphens and digits), of the label (half weight) and of every ancestor's local name
-  (as many as there are ancestors: the definition unfolds what the concept is a kind of). IDF is
+  (as many as there are ancestors: the definition unfolds what the concept is a kind of; owl:Thing, above
+  every class, says nothing and is left out, here and in the structure). IDF is
   log((1 + N) / (1 + df)) over the N terms of the hierarchy.
 - wu_palmer: 2 · depth(lcs) / (depth(a) + depth(b)) over the closure, where depth(x) is 1 + the number of
   x's ancestors and lcs the deepest common ancestor (0 when there is none).
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 
 from semreg.rdf.terms import ANY
 from semreg.rdf.terms import split_iri as _split
-from semreg.reasoning.hierarchy import Hierarchy
+from semreg.reasoning.hierarchy import THING, Hierarchy
 
 TEXT_WEIGHT = 0.7
 LABEL_WEIGHT = 0.5
@@ -81,7 +82,7 @@ class SimilarityIndex:
         doc: dict[str, float] = {}
         label = h.labels.get(term)
         parts = [(local_name(term), 1.0), *(((label, LABEL_WEIGHT),) if label else ()),
-                 *((local_name(a), 1.0) for a in h.ancestors(term))]
+                 *((local_name(a), 1.0) for a in h.ancestors(term) if a != THING)]
         for text, weight in parts:
             for w in words(text):
                 doc[w] = doc.get(w, 0.0) + weight
@@ -120,7 +121,7 @@ class SimilarityIndex:
         """The term and its ancestors (its depth is their number)."""
         found = self._above.get(term)
         if found is None:
-            found = self._above[term] = frozenset(self.hierarchy.ancestors(term) | {term})
+            found = self._above[term] = frozenset(self.hierarchy.ancestors(term) | {term}) - {THING}
         return found
 
     def similarity(self, a: str, b: str) -> float:

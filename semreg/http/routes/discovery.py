@@ -42,7 +42,10 @@ TERM = {"type": "string", "minLength": 1, "description": "a full IRI, <IRI> or C
 PATTERN = (Param("s", required=True, schema=TERM, description="subject term"),
            Param("p", schema=TERM, description="predicate term (omitted: any)"),
            Param("o", schema=TERM, description="object term (omitted: any)"),
-           Param("match", description="comma list of exact, narrower, broader, overlap; or all"))
+           Param("match", description="comma list of exact, narrower, broader, overlap and similar; or all (with "
+                 "similar or not): similar only when named"),
+           Param("min_similarity", schema={"type": "number", "minimum": 0, "maximum": 1},
+                 description="the floor of the similar degree (default 0.3); needs similar in match"))
 
 
 # -- a query's pattern, and the warnings about its terms -------------------------------------------
@@ -190,7 +193,7 @@ async def expand(request: Request) -> Response:
                          "components": knowledge.expand(query, match),
                          "tags": [{"tag": t.as_json(), "degree": d, "distance": 0 if d == SIMILAR else n,
                                    **({"similarity": similarity_of(n)} if d == SIMILAR else {}),
-                                   "why": explain(hierarchy, t, query)} for t, d, n in matched],
+                                   "why": explain(hierarchy, t, query, d == SIMILAR)} for t, d, n in matched],
                          **({"warnings": warnings} if warnings else {})})
 
 
