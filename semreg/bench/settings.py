@@ -110,7 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", metavar="NAME[,NAME]", default="",
                         help="run only these scenarios (comma list of discovery, many-tags, cold-discovery, "
                              "sparql, register-1000-tags, closure, storage, watches, health-checks, heartbeat-load, ring, "
-                             "paused-owner, dns, cluster, soak; an unknown name lists every scenario; soak runs only "
+                             "paused-owner, dns, cluster, soak, owlstc; an unknown name lists every scenario; soak runs only "
                              "when named)")
     for flag, dest, kind, text in _SIZES:
         parser.add_argument(flag, dest=dest, type=kind, default=None, metavar="N", help=text)

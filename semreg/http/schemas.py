@@ -230,8 +230,9 @@ class InstanceRef(BaseModel):
 
 class BestMatch(BaseModel):
     tag: TagView
-    degree: Literal["exact", "narrower", "broader", "overlap"]
+    degree: Literal["exact", "narrower", "broader", "overlap", "similar"]
     distance: int
+    similarity: float | None = None  # a similar match's closeness in [0, 1]
 
 
 class MatchView(BestMatch):

@@ -18,8 +18,9 @@ from semreg.knowledge.queries import SavedQueries
 from semreg.rdf.terms import ANY, PrefixMap, Tag, check_iri, validate_prefix_name
 from semreg.reasoning import expansion
 from semreg.reasoning.lexicon import Lexicon
-from semreg.reasoning.matching import DEGREES, RANK, needs_directions
+from semreg.reasoning.matching import DEGREES, RANK, SIMILAR, floor_of, needs_directions
 from semreg.reasoning.reasoner import Hierarchy
+from semreg.reasoning.similarity import index_of
 from semreg.storage.store import Store
 
 log = logging.getLogger("semreg.knowledge")
@@ -117,7 +118,8 @@ class Knowledge:
 
     def expand(self, query: Tag, match: frozenset[str]) -> dict[str, list[dict[str, Any]]]:
         """What each component of `query` expands to, ranked: exact, narrower, broader (the wildcard
-        last), then by distance and term."""
+        last), then by distance and term; with `similar` asked, then the terms close to it, best first, each
+        with why (`semreg.reasoning.similarity.Explanation`)."""
         components: dict[str, list[dict[str, Any]]] = {}
         want_narrower, want_broader = needs_directions(match)
         for name, q in zip("spo", query):
@@ -128,7 +130,16 @@ class Knowledge:
             rows = sorted(found.items(), key=lambda r: (RANK[r[1][0]], r[0] == ANY, r[1][1], r[0]))
             components[name] = [{"iri": t, "degree": d, "distance": n, **({"wildcard": True} if t == ANY else {})}
                                 for t, (d, n) in rows]
+            floor = floor_of(match)
+            if floor is not None:
+                components[name] += self._similar_terms(q, set(found), floor)
         return components
+
+    def _similar_terms(self, q: str, logical: set[str], floor: float) -> list[dict[str, Any]]:
+        index = index_of(self.hierarchy)
+        related = logical | self.hierarchy.ancestors(q) | self.hierarchy.descendants(q) | self.hierarchy.equivalents(q)
+        return [{"iri": t, "degree": SIMILAR, "distance": 0, **index.explain(q, t).as_json()}
+                for t, _ in index.nearest(q, self.hierarchy.kinds.keys(), floor) if t not in related]
 
     def concepts(self) -> list[dict[str, Any]]:
         """Every class, property and individual of the hierarchy, by IRI, with its asserted parents."""

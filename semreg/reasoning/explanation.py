@@ -17,15 +17,18 @@ from typing import Any
 from semreg.rdf.terms import ANY, Tag
 from semreg.reasoning.hierarchy import EQUIVALENT_CLASS, EQUIVALENT_PROPERTY, SAME_AS, SUB_CLASS, SUB_PROPERTY, TYPE, Hierarchy
 from semreg.reasoning.matching import BROADER, EXACT, NARROWER, component_match
+from semreg.reasoning.similarity import index_of
 
 
-def explain(hierarchy: Hierarchy, registered: Tag, query: Tag) -> dict[str, Any]:
-    """Each component's degree and steps; a component that does not match has `"degree": null`."""
+def explain(hierarchy: Hierarchy, registered: Tag, query: Tag, similar: bool = False) -> dict[str, Any]:
+    """Each component's degree and steps; a component that does not match has `"degree": null` and, under
+    `similar`, what makes it close (shared words, the deepest common ancestor: `similarity.Explanation`)."""
     out: dict[str, Any] = {}
     for name, r, q in zip("spo", registered, query):
         m = component_match(r, q, hierarchy)
         if m is None:
-            out[name] = {"degree": None, "steps": []}
+            out[name] = {"degree": None, "steps": [],
+                         **({"similar": index_of(hierarchy).explain(q, r).as_json()} if similar else {})}
         elif ANY in (r, q):
             out[name] = {"degree": m[0], "steps": [], "wildcard": True}
         else:

@@ -17,8 +17,19 @@ from collections.abc import Iterable
 
 from semreg.rdf.terms import ANY, Tag
 from semreg.reasoning import expansion
-from semreg.reasoning.matching import EXACT, NARROWER, RANK, combine, needs_directions, rank_key, tag_match
+from semreg.reasoning.matching import (
+    EXACT,
+    NARROWER,
+    RANK,
+    combine,
+    floor_of,
+    needs_directions,
+    needs_logic,
+    rank_key,
+    tag_match,
+)
 from semreg.reasoning.reasoner import Hierarchy
+from semreg.registry.similar import similar_match, similar_matches
 
 Match = tuple[Tag, str, int]  # (tag, degree, distance)
 CACHE_SIZE = 4096
@@ -38,6 +49,7 @@ class Catalogue:
         self._component_tags = 0
         self._sorted: dict[Tag, tuple[str, ...]] = {}  # tag → its holders' ids, sorted
         self.hierarchy: Hierarchy = Hierarchy()
+        self.terms_version = 0  # changes whenever a term comes to or leaves `by_position` (similar's cache key)
 
     # -- maintenance -----------------------------------------------------------------------------
     def add(self, instance_id: str, tags: Iterable[Tag]) -> list[Tag]:
@@ -51,6 +63,7 @@ class Catalogue:
                 for pos, term in enumerate(tag):
                     self.by_position[pos].setdefault(term, set()).add(tag)
                 new.append(tag)
+                self.terms_version += 1
             else:
                 holders.add(instance_id)
         if new:
@@ -75,6 +88,7 @@ class Catalogue:
                     if not bucket:
                         del self.by_position[pos][term]
                 gone.append(tag)
+                self.terms_version += 1
         if gone:
             self._drop_components()
             gone_set = set(gone)
@@ -98,11 +112,17 @@ class Catalogue:
             return
         for (query, match), matches in self._cache.items():
             added = False
+            floor = floor_of(match)
             for tag in new:
                 m = tag_match(tag, query, self.hierarchy)
                 if m is not None and m[0] in match:
                     matches.append((tag, m[0], m[1]))
                     added = True
+                elif m is None and floor is not None:
+                    found = similar_match(self.hierarchy, tag, query, floor)
+                    if found is not None:
+                        matches.append(found)
+                        added = True
             if added:
                 matches.sort(key=lambda x: rank_key(x[1], x[2], x[0]))
 
@@ -138,6 +158,13 @@ class Catalogue:
         return found
 
     def _expand(self, query: Tag, match: frozenset[str]) -> list[Match]:
+        out = self._logical(query, match) if needs_logic(match) else []
+        floor = floor_of(match)
+        if floor is not None:
+            out += similar_matches(self, query, floor)
+        return out
+
+    def _logical(self, query: Tag, match: frozenset[str]) -> list[Match]:
         want_narrower, want_broader = needs_directions(match)
         components = [None if q == ANY else self._component(pos, q, want_narrower, want_broader)
                       for pos, q in enumerate(query)]

@@ -26,8 +26,8 @@ from typing import Any, Protocol
 import orjson
 
 from semreg.rdf.terms import Tag
+from semreg.reasoning.matching import SIMILAR, floor_of, rank_key, similarity_of, tag_match
 from semreg.reasoning.matching import Relations as Hierarchy
-from semreg.reasoning.matching import rank_key, tag_match
 from semreg.registry.catalogue import Catalogue, Match
 from semreg.registry.instances import UP
 from semreg.registry.registry import Change
@@ -238,6 +238,9 @@ _STATE = attrgetter("state")
 
 def match_json(m: Match) -> bytes:
     tag, degree, distance = m
+    if degree == SIMILAR:  # no path in the hierarchy: its distance is 0, its closeness the similarity
+        return b"".join((b'{"tag":', orjson.dumps(tag.as_json()), b',"degree":"similar","distance":0,"similarity":',
+                         orjson.dumps(similarity_of(distance)), b"}"))
     return b"".join((b'{"tag":', orjson.dumps(tag.as_json()), b',"degree":"', degree.encode(), b'","distance":',
                      str(distance).encode(), b"}"))
 
@@ -267,11 +270,15 @@ def body(result: DiscoverResult, query: bytes | None = None, render: Callable[[A
 
 def relevant(hierarchy: Hierarchy, q: DiscoverQuery, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:
     """Whether any change touches a tag this query matched, or a tag that would match it, in the
-    environment the query reads."""
+    environment the query reads (a query naming `similar`: any change there, since closeness is not cheap
+    to decide for every watcher)."""
     selector = q.selector
+    similar = floor_of(q.match) is not None
     for c in changes:
         if not selector.covers(c.environments):
             continue
+        if similar and c.tags:
+            return True
         for tag in c.tags:
             if tag in matched:
                 return True

@@ -87,7 +87,8 @@ def discover_query(params: Params, prefixes: PrefixMap) -> DiscoverQuery:
     status = params.get("status")
     if status not in (None, "", "up", "any"):
         raise BadRequest(f"status takes 'up' (the default) or 'any', not '{status[:40]}'.", field="status")
-    return DiscoverQuery(pattern_of(params, prefixes), parse_match(params.get("match")), params.get("service") or None,
+    match = parse_match(params.get("match"), params.get("min_similarity"))
+    return DiscoverQuery(pattern_of(params, prefixes), match, params.get("service") or None,
                          status == "any", int_value(params, "limit", 1, LIMIT_MAX), bool_value(params, "tags", False),
                          selector_from(params))
 

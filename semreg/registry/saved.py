@@ -16,7 +16,7 @@ from semreg.errors import BadRequest
 from semreg.knowledge.knowledge import Knowledge
 from semreg.knowledge.queries import SavedQuery
 from semreg.rdf.terms import PrefixMap
-from semreg.reasoning.matching import DEGREES
+from semreg.reasoning.matching import floor_of, match_text
 from semreg.registry.query_params import META, Pairs, conjunctive_query, discover_query
 from semreg.registry.questions import Question
 from semreg.registry.selector import parse_selector
@@ -27,7 +27,7 @@ CONJUNCTIVE = "a saved query is one pattern (s, p, o) or several (all), not both
 def pairs_of(query: Mapping[str, Any]) -> Pairs:
     """A stored (or submitted) query as the parameters of a `GET /v1/discover`."""
     pairs: list[tuple[str, str]] = []
-    for key in ("s", "p", "o", "match", "environment"):
+    for key in ("s", "p", "o", "match", "min_similarity", "environment"):
         value = query.get(key)
         if value is not None:
             pairs.append((key, str(value)))
@@ -55,8 +55,10 @@ def checked(body: Mapping[str, Any], prefixes: PrefixMap) -> tuple[dict[str, Any
                              "provided tags.", field="provided")
         q = discover_query(pairs_of(body), prefixes)
         shape = {"s": q.tag.s, "p": q.tag.p, "o": q.tag.o}
-    stored = {**shape, "match": ",".join(sorted(q.match, key=DEGREES.index)), "environment": q.selector.environment,
+    stored = {**shape, "match": match_text(q.match), "environment": q.selector.environment,
               "meta": dict(q.selector.meta), "limit": q.limit}
+    if body.get("min_similarity") is not None:
+        stored["min_similarity"] = floor_of(q.match)
     return stored, q
 
 

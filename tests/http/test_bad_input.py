@@ -168,6 +168,7 @@ def test_unknown_query_parameters_are_400_naming_them(api, method, path, unknown
 def test_the_message_lists_what_the_route_takes(api):
     r = api.get("/v1/discover", params={"s": "v:A", "subject": "v:B"})
     assert r.json()["error"] == ("'subject' is not a query parameter of GET /v1/discover; it takes s, p, o, match, "
+                                 "min_similarity, "
                                  "service, status, limit, tags, environment, meta.KEY, index, wait.")
     assert api.get("/v1/discover", params={"s": "v:A", "match": "all", "tags": "true"}).status_code == 200
 

@@ -19,6 +19,7 @@ a run that names none (the soak takes half an hour by default).
     paused.py        paused-owner: registrations while one owner of every record is stopped
     thesis.py        cluster: the thesis's tables on rings of 2 and 5 nodes (`semreg bench cluster`)
     dns.py           dns: SRV answers over UDP for a saved query against the same question over HTTP
+    owlstc.py        owlstc: OWLS-TC 3's development half (P, R, AP of 14 requests, logic alone and with similar)
     soak.py          soak: memory per minute of the server, the SPARQL template and the query processes under
                      steady churn (heartbeats, watches, discoveries, SPARQL, registrations and removals)
 
@@ -31,6 +32,7 @@ from semreg.bench.scenarios import (
     discovery,
     dns,
     liveness,
+    owlstc,
     paused,
     registration,
     ring,
@@ -58,6 +60,7 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     dns.dns_srv,
     thesis.cluster,
     soak.soak,
+    owlstc.owlstc,
 )}
 
 ONLY_WHEN_NAMED = frozenset({"soak"})

@@ -32,7 +32,7 @@ from semreg.http.schemas import TagsBody, validate
 from semreg.knowledge.knowledge import Knowledge
 from semreg.rdf.terms import ANY, RDF_TYPE, Tag, parse_component, parse_tags
 from semreg.reasoning.explanation import explain
-from semreg.reasoning.matching import DEGREES, parse_match
+from semreg.reasoning.matching import SIMILAR, degrees_of, parse_match, similarity_of
 from semreg.registry.balancer import parse_policy
 from semreg.registry.conjunctive import ConjunctiveQuery
 from semreg.registry.discovery import DiscoverQuery
@@ -45,7 +45,10 @@ TERM = {"type": "string", "minLength": 1, "description": "a full IRI, <IRI> or C
 PATTERN = (Param("s", required=True, schema=TERM, description="subject term"),
            Param("p", schema=TERM, description="predicate term (omitted: any)"),
            Param("o", schema=TERM, description="object term (omitted: any)"),
-           Param("match", description="comma list of exact, narrower, broader, overlap; or all"))
+           Param("match", description="comma list of exact, narrower, broader, overlap and similar; or all (with "
+                 "similar or not): similar only when named"),
+           Param("min_similarity", schema={"type": "number", "minimum": 0, "maximum": 1},
+                 description="the floor of the similar degree (default 0.3); needs similar in match"))
 
 
 # -- a query's pattern, and the warnings about its terms -------------------------------------------
@@ -118,7 +121,8 @@ ROUTE_PARAMS = (*PATTERN, Param("service"),
            errors=(503,))
 async def route(request: Request) -> Response:
     params = request.query_params
-    q = DiscoverQuery(query_tag(request, "route by"), parse_match(params.get("match")), params.get("service") or None,
+    match = parse_match(params.get("match"), params.get("min_similarity"))
+    q = DiscoverQuery(query_tag(request, "route by"), match, params.get("service") or None,
                       selector=selector_of(request))
     return await routed(request, q)
 
@@ -152,7 +156,8 @@ async def route_preview(request: Request) -> Response:
     params = request.query_params
     policy, limit = parse_policy(params.get("policy"))
     limit = limit or request.app.state.settings.balance_limit
-    q = DiscoverQuery(query_tag(request), parse_match(params.get("match")), params.get("service") or None,
+    match = parse_match(params.get("match"), params.get("min_similarity"))
+    q = DiscoverQuery(query_tag(request), match, params.get("service") or None,
                       selector=selector_of(request))
     inst, cands = await request.app.state.router.preview(q, policy, limit)
     return JSONResponse({"policy": policy, "limit": limit, "instance": orjson.Fragment(inst.view_json(False)) if inst else None,
@@ -196,7 +201,7 @@ async def tags(request: Request) -> Response:
            replies=[Reply(200, s.ExpandView)])
 async def expand(request: Request) -> Response:
     query = query_tag(request, "expand")
-    match = parse_match(request.query_params.get("match"))
+    match = parse_match(request.query_params.get("match"), request.query_params.get("min_similarity"))
     warnings = knowledge_of(request).term_warnings(pattern_terms(query))
     matched = await coordinator_of(request).matching_tags(query, match)
     principal = principal_of(request)
@@ -206,10 +211,11 @@ async def expand(request: Request) -> Response:
         matched = [m for m in matched if m[0] in visible]
     knowledge = knowledge_of(request)
     hierarchy = knowledge.hierarchy
-    return JSONResponse({"query": query.as_json(), "match": sorted(match, key=DEGREES.index),
+    return JSONResponse({"query": query.as_json(), "match": degrees_of(match),
                          "components": knowledge.expand(query, match),
-                         "tags": [{"tag": t.as_json(), "degree": d, "distance": n, "why": explain(hierarchy, t, query)}
-                                  for t, d, n in matched],
+                         "tags": [{"tag": t.as_json(), "degree": d, "distance": 0 if d == SIMILAR else n,
+                                   **({"similarity": similarity_of(n)} if d == SIMILAR else {}),
+                                   "why": explain(hierarchy, t, query, d == SIMILAR)} for t, d, n in matched],
                          **({"warnings": warnings} if warnings else {})})
 
 

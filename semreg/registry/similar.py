@@ -1,0 +1,66 @@
+"""The registered tags that match a query as `similar`: they fail logically, but each component is close.
+
+A tag's similarity to a query is the least of its components' (`semreg.reasoning.similarity`), a wildcard on
+either side counting as 1. The candidates are bounded as the logical expansion bounds them: per queried
+component, the registered terms at that position at or above the floor (at most `similarity.TOP_K`, best
+first, remembered per set of registered terms), then the tags holding one of them at every position; of
+those, the tags that match logically in any degree are left out (they are not near misses).
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+from semreg.rdf.terms import ANY, Tag
+from semreg.reasoning.hierarchy import Hierarchy
+from semreg.reasoning.matching import SIMILAR, similar_distance, tag_match
+from semreg.reasoning.similarity import index_of
+
+Match = tuple[Tag, str, int]
+
+
+class Registered(Protocol):
+    """What this needs of a catalogue (`semreg.registry.catalogue.Catalogue`)."""
+
+    hierarchy: Hierarchy
+    by_position: tuple[dict[str, set[Tag]], ...]
+    holders: dict[Tag, set[str]]
+    terms_version: int
+
+
+def similar_matches(catalogue: Registered, query: Tag, floor: float) -> list[Match]:
+    """Every registered tag matching `query` as similar at or above `floor`, best first."""
+    h = catalogue.hierarchy
+    index = index_of(h)
+    close: list[dict[str, float] | None] = []
+    for pos, q in enumerate(query):
+        if q == ANY:
+            close.append(None)
+            continue
+        registered = catalogue.by_position[pos]
+        near = dict(index.nearest(q, registered.keys(), floor, catalogue.terms_version))
+        if q in registered:
+            near[q] = 1.0
+        if ANY in registered:
+            near[ANY] = 1.0
+        close.append(near)
+    sets = sorted((set().union(*(catalogue.by_position[pos][t] for t in near))
+                   for pos, near in enumerate(close) if near is not None), key=len)
+    tags = sets[0].intersection(*sets[1:]) if sets else set(catalogue.holders)
+    out = []
+    for tag in tags:
+        if tag_match(tag, query, h) is not None:
+            continue
+        score = min((1.0 if near is None else near[term] for term, near in zip(tag, close)), default=1.0)
+        if score >= floor:
+            out.append((tag, SIMILAR, similar_distance(score)))
+    out.sort(key=lambda m: (m[2], m[0]))
+    return out
+
+
+def similar_match(h: Hierarchy, tag: Tag, query: Tag, floor: float) -> Match | None:
+    """`tag` as a similar match of `query`, or None (it matches logically, or is not close enough)."""
+    if tag_match(tag, query, h) is not None:
+        return None
+    index = index_of(h)
+    score = min(1.0 if ANY in (r, q) else index.similarity(r, q) for r, q in zip(tag, query))
+    return (tag, SIMILAR, similar_distance(score)) if score >= floor else None

@@ -1,0 +1,85 @@
+"""The similarity measure of the `similar` degree, on tiny hierarchies, as tables."""
+from __future__ import annotations
+
+import pytest
+from support.hierarchies import EX, hierarchy
+
+from semreg.rdf.terms import ANY
+from semreg.reasoning.similarity import SimilarityIndex, index_of, words
+
+ONTOLOGY = """
+:Media a owl:Class . :Film rdfs:subClassOf :Media . :ComedyFilm rdfs:subClassOf :Film .
+:ActionFilm rdfs:subClassOf :Film . :VideoMedia rdfs:subClassOf :Media .
+:Price a owl:Class . :TaxedPrice rdfs:subClassOf :Price . :Camera a owl:Class .
+:Cinema a owl:Class ; rdfs:label "picture palace" . :Kino owl:equivalentClass :Cinema .
+"""
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("ComedyFilm", ["comedy", "film"]),
+    ("Science-Fiction_Book2", ["science", "fiction", "book", "2"]),
+    ("HTTPServer", ["http", "server"]),
+    ("lecturer-in-academia", ["lecturer", "in", "academia"]),
+    ("", []),
+])
+def test_words_split_names_at_case_separators_and_digits(name, expected):
+    assert words(name) == expected
+
+
+@pytest.fixture(scope="module")
+def index() -> SimilarityIndex:
+    return SimilarityIndex(hierarchy(ONTOLOGY))
+
+
+@pytest.mark.parametrize("query, closer, farther", [
+    ("ComedyFilm", "ActionFilm", "VideoMedia"),   # siblings sharing a word, above a cousin
+    ("ComedyFilm", "VideoMedia", "Price"),        # a cousin under the same root, above an unrelated class
+    ("TaxedPrice", "Price", "Camera"),
+    ("Price", "TaxedPrice", "Film"),
+])
+def test_ordering(index, query, closer, farther):
+    assert index.similarity(EX + query, EX + closer) > index.similarity(EX + query, EX + farther)
+
+
+@pytest.mark.parametrize("a, b, value", [
+    ("Cinema", "Kino", 1.0),       # equivalent
+    ("Film", "Film", 1.0),
+    ("Price", "Camera", 0.0),      # no word, no ancestor in common
+])
+def test_values(index, a, b, value):
+    assert index.similarity(EX + a, EX + b) == value
+
+
+def test_values_lie_in_the_unit_interval_and_are_symmetric(index):
+    terms = [EX + t for t in ("Media", "Film", "ComedyFilm", "ActionFilm", "VideoMedia", "Price", "TaxedPrice")]
+    for a in terms:
+        for b in terms:
+            s = index.similarity(a, b)
+            assert 0.0 <= s <= 1.0
+            assert s == index.similarity(b, a)
+
+
+def test_the_wildcard_is_close_only_to_itself(index):
+    assert index.similarity(ANY, ANY) == 1.0
+    assert index.similarity(ANY, EX + "Film") == 0.0
+
+
+def test_nearest_keeps_the_floor_and_ranks_best_first(index):
+    within = [EX + t for t in ("ActionFilm", "VideoMedia", "Price", "ComedyFilm")]
+    found = index.nearest(EX + "ComedyFilm", within, 0.2)
+    assert [t for t, _ in found] == [EX + "ActionFilm", EX + "VideoMedia"]
+    assert all(s >= 0.2 for _, s in found)
+    assert index.nearest(EX + "ComedyFilm", within, 1.0) == []
+
+
+def test_explanation_names_the_shared_words_and_the_common_ancestor(index):
+    why = index.explain(EX + "ComedyFilm", EX + "ActionFilm")
+    assert why.shared_words[0] == "film"
+    assert why.common_ancestor == EX + "Film"
+    assert why.similarity == index.similarity(EX + "ComedyFilm", EX + "ActionFilm")
+
+
+def test_one_index_per_hierarchy():
+    h = hierarchy(ONTOLOGY)
+    assert index_of(h) is index_of(h)
+    assert index_of(hierarchy(ONTOLOGY)) is not index_of(h)
