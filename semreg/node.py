@@ -16,7 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from semreg import heap
+from semreg import heap, malloc
 from semreg.clock import Cancellable, Clock, LoopClock
 from semreg.cluster import tls
 from semreg.cluster.cluster import Cluster
@@ -40,6 +40,7 @@ from semreg.storage.store import Store
 log = logging.getLogger("semreg.node")
 
 TRIM_EVERY_S = 600.0  # how often a node alone forgets tombstones past their keep
+RELEASE_EVERY_S = 60.0  # how often freed memory goes back to the system (`semreg.malloc`)
 
 
 class Node:
@@ -82,6 +83,7 @@ class Node:
             self.cluster.copies = ReplicaCopies(self._publish_view, self.replica.remove_instance)
         self.opened = False
         self._trim: Cancellable | None = None
+        self._release: Cancellable | None = None
         self._joining: asyncio.Task | None = None
         self.ready = False
         self.started_at = self.clock.wall()
@@ -110,6 +112,7 @@ class Node:
             self._trim_tombstones()
             self.ready = True
         self._settle_heap()
+        self._release_memory()
         log.info("node open", extra={"instances": instances, "ontologies": len(self.knowledge.ontologies),
                                       "concepts": self.knowledge.hierarchy.size,
                                       "data_dir": str(self.settings.data_dir or ":memory:"),
@@ -122,6 +125,15 @@ class Node:
             self.shard.forget_tombstones()
             self._trim = self.clock.call_at(self.clock.monotonic() + TRIM_EVERY_S, trim)
         self._trim = self.clock.call_at(self.clock.monotonic() + TRIM_EVERY_S, trim)
+
+    def _release_memory(self) -> None:
+        """Every `RELEASE_EVERY_S`, give what was freed back to the system, on a worker thread: under churn the
+        arenas of the node's threads kept it, and the process grew with no plateau."""
+        def release() -> None:
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.run_in_executor(None, malloc.release)
+            self._release = self.clock.call_at(self.clock.monotonic() + RELEASE_EVERY_S, release)
+        self._release = self.clock.call_at(self.clock.monotonic() + RELEASE_EVERY_S, release)
 
     def start_joining(self) -> None:
         if self.cluster is not None and self._joining is None:
@@ -153,8 +165,9 @@ class Node:
             fn()
 
     async def close(self) -> None:
-        if self._trim is not None:
-            self._trim.cancel()
+        for timer in (self._trim, self._release):
+            if timer is not None:
+                timer.cancel()
         if self._joining is not None and not self._joining.done():
             self._joining.cancel()
         await self.coordinator.close()  # acknowledged writes still on their way to other owners
@@ -197,6 +210,7 @@ class Node:
     def _settle_heap(self) -> None:
         heap.settle()
         self.heap.settled()
+        malloc.release()
 
     def _publish_view(self, view: dict[str, Any]) -> None:
         """An instance into the SPARQL replica. Each one published was just made (registered, replaced, a

@@ -220,12 +220,13 @@ def http_protocol(app, settings) -> type | str:
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from semreg import logs
+    from semreg import logs, malloc
     from semreg.http.app import create_app
     from semreg.storage.store import Store, StoreError
 
     settings = settings_from(args)
     logs.configure(settings.log_level, settings.log_format)
+    malloc.cap_arenas()  # before the store and the node start their threads
     raise_open_files_limit()
     if not 1 <= settings.sparql_workers <= settings.sparql_max_workers:
         print(f"semreg: --sparql-workers must be at least 1 and at most --sparql-max-workers "

@@ -80,6 +80,7 @@ class Process:
     conns: set[int] = field(default_factory=set)
     retiring: bool = False  # a long query: nothing new goes to it, and it leaves once the query ends
     overdue: bool = False  # killed at a connection's query's deadline
+    changed_bytes: int = 0  # frames of changes sent or held for it since its fork (see `replica.Wear`)
 
     def send(self, frame: bytes, fd: int = -1) -> None:
         self.outbox.append([memoryview(frame), fd])

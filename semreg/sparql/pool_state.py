@@ -72,6 +72,7 @@ class PoolState:
         self._prefix_version = 0
         self._prefix_map: dict[str, str] = {}
         self._gate: Any = None
+        self._snapshot_bytes = 0  # the size of the last snapshot a template loaded
         self._next_id = 1
         self._next_qid = 1
         self._next_conn = 1

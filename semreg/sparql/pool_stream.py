@@ -8,7 +8,9 @@ the feed was asked for up to `n` is in the stream before it), `("prefixes", vers
 template's until writes pause (`QUIET_S`), before it forks, or every `DEFER_LIMIT_BYTES`; a worker's
 until a query needs them (a query sent to it, or a worker asking with `("flush", ticket)`). A worker that
 falls `DEFER_LIMIT_BYTES` behind while nobody queries it is replaced by a fresh fork. A registry with no
-SPARQL traffic pays for one copy, not one per process, and not during a burst of writes.
+SPARQL traffic pays for one copy, not one per process, and not during a burst of writes. A worker that has
+taken in changes worth half the snapshot (`replica.Wear`: pyoxigraph's store keeps what replaced quads
+took) is replaced by a fresh fork too, as the template rebuilds its own copy at the same wear.
 `note_requested(n)` and `note_prefixes(...)` write the shared page (`semreg.sparql.shared_page`) before a
 write is acknowledged, so a process knows what a query must have seen without asking.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from semreg.sparql import replica
 from semreg.sparql.frames import encode
 from semreg.sparql.pool_process import Process
 from semreg.sparql.pool_state import MiB, PoolState
@@ -82,6 +85,7 @@ class ReplicaStream(PoolState):
     def _load(self, snapshot: bytes) -> None:
         """The snapshot a starting template waits for; then the prefixes and the gate as they are now."""
         template = self._template
+        self._snapshot_bytes = len(snapshot)
         if template is not None and template.state == "waiting":
             template.send(encode(("load", snapshot)))
             template.send(encode(("prefixes", self._prefix_version, self._prefix_map)))
@@ -103,18 +107,22 @@ class ReplicaStream(PoolState):
                 continue
             worker.deferred.append(frame)
             worker.deferred_bytes += len(frame)
+            worker.changed_bytes += len(frame)
             if worker.wants:
                 worker.send_deferred()
-            elif worker.deferred_bytes > DEFER_LIMIT_BYTES and not worker.retiring:
+            elif (worker.deferred_bytes > DEFER_LIMIT_BYTES or self._worn(worker)) and not worker.retiring:
                 stale.append(worker)
             if kind == "ticket" and item[1] >= worker.wants:
                 worker.wants = 0
         for worker in stale:
             self._replace(worker)
 
+    def _worn(self, worker: Process) -> bool:
+        return worker.changed_bytes > max(replica.WEAR_FLOOR_BYTES, self._snapshot_bytes * replica.WEAR_RATIO)
+
     def _replace(self, worker: Process) -> None:
-        """A worker that fell `DEFER_LIMIT_BYTES` behind while nobody queried it: a fresh fork of the
-        template (which applies changes once for all) is cheaper than every worker catching up. One
+        """A worker that fell `DEFER_LIMIT_BYTES` behind while nobody queried it, or is worn: a fresh fork of
+        the template (which applies changes once for all) is cheaper than every worker catching up. One
         evaluating takes them instead; one that is not leaves, sending its connections back."""
         page = self._page
         if worker.state == "busy" or (page is not None and worker.slot >= 0 and page.evaluating(worker.slot)):

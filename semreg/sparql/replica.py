@@ -11,6 +11,11 @@ data that can cross a process (or a network) boundary:
 
 Blank node labels are kept as written, in snapshots and changes alike, so a blank node that two graphs
 share (an ontology's class expression and the closure's triples about it) stays one node in the copy.
+
+pyoxigraph's in-memory store never gives back what replaced quads took: replacing 3,000 × 30 quads with new
+values twenty times took one from 55 to 760 MB RSS while it held 90,000 quads throughout (`malloc_trim`
+returned 1%). A copy that has taken in changes worth more than half its size (`Wear`) is therefore rebuilt
+from its own snapshot, which costs what loading it cost and keeps it within about 1.5 times its size.
 """
 from __future__ import annotations
 
@@ -23,6 +28,9 @@ import pyoxigraph as ox
 from semreg.sparql import queries
 
 Change = tuple[Any, ...]
+WEAR_RATIO = 0.5  # a copy is rebuilt once its changes weigh this much of its snapshot ...
+WEAR_FLOOR_BYTES = 4 << 20  # ... and at least this much (a small copy is not rebuilt at every change)
+REMOVAL_BYTES = 2048  # what a removed instance weighs (its quads are not in the change): about 3 tags' worth
 
 
 def snapshot(store: ox.Store, hidden: Iterable[ox.NamedNode] = ()) -> bytes:
@@ -39,6 +47,45 @@ def load(store: ox.Store, data: bytes) -> None:
     store.clear()
     if data:
         store.extend(_quads(data))
+
+
+def rebuilt(store: ox.Store) -> tuple[ox.Store, int]:
+    """A fresh store holding what `store` holds, and the size of the snapshot it was made from."""
+    data = snapshot(store)
+    fresh = ox.Store()
+    load(fresh, data)
+    return fresh, len(data)
+
+
+def weight(changes: Iterable[Change]) -> int:
+    """What changes weigh against a snapshot's size: the bytes of RDF they carry, removals estimated."""
+    total = 0
+    for change in changes:
+        if change[0] == "instances":
+            total += len(change[2] or b"") + REMOVAL_BYTES * len(change[1])
+        elif change[0] == "patch":
+            total += len(change[2]) + len(change[3])
+        elif change[0] == "graph":
+            total += len(change[2] or b"")
+    return total
+
+
+class Wear:
+    """How much a copy took in since it was built from a snapshot of `size` bytes."""
+
+    def __init__(self, size: int = 0) -> None:
+        self.size = size
+        self.changed = 0
+
+    def add(self, changed: int) -> None:
+        self.changed += changed
+
+    @property
+    def worn(self) -> bool:
+        return self.changed > max(WEAR_FLOOR_BYTES, self.size * WEAR_RATIO)
+
+    def renew(self, size: int) -> None:
+        self.size, self.changed = size, 0
 
 
 def graph_change(graph: ox.NamedNode, triples: Sequence[ox.Triple] | None) -> Change:

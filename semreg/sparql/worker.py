@@ -30,6 +30,7 @@ import sys
 
 import pyoxigraph as ox
 
+from semreg import malloc
 from semreg.sparql import replica, sandbox
 from semreg.sparql.channel import Channel
 from semreg.sparql.connections import ConnectionServer
@@ -57,6 +58,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forked workers are reaped by the kernel
     store = ox.Store()
     state = _Stream()
+    wear = replica.Wear()
     while True:
         try:
             message = read_message(sock)
@@ -65,8 +67,13 @@ def main(argv: list[str]) -> int:
         kind = message[0]
         if kind == "load":
             replica.load(store, message[1])
+            wear.renew(len(message[1]))
+            malloc.release()
         elif kind == "changes":
             replica.apply(store, message[1])
+            wear.add(replica.weight(message[1]))
+            if wear.worn:
+                store = _rebuilt(store, wear)
         elif kind == "fork":
             _, worker_id, memory_limit, slot = message
             gc.freeze()  # a fork's collections skip what it inherits, and so leave those pages shared
@@ -81,6 +88,16 @@ def main(argv: list[str]) -> int:
             return 0
         else:
             state.take(message)
+
+
+def _rebuilt(store: ox.Store, wear: replica.Wear) -> ox.Store:
+    """The template's copy made anew from its own snapshot, the worn one's memory given back (see `replica`)."""
+    before = wear.changed
+    store, size = replica.rebuilt(store)
+    wear.renew(size)
+    malloc.release()
+    log.info("query replica rebuilt", extra={"changed_bytes": before, "snapshot_bytes": size})
+    return store
 
 
 class _Stream:

@@ -401,3 +401,34 @@ def test_a_stale_worker_hands_its_connections_over_and_they_see_every_change(mon
             listener.close()
             await pool.close()
     run(main())
+
+
+def test_a_worker_worn_by_changes_is_replaced_while_queried_and_answers_stay_whole(monkeypatch):
+    """A worker that took in changes worth more than its share of the snapshot leaves for a fresh fork even
+    while queries keep it current (they never let it fall behind), and no answer misses a change."""
+    monkeypatch.setattr("semreg.sparql.replica.WEAR_FLOOR_BYTES", 3000)
+
+    async def main():
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=1)
+        try:
+            query = f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}"
+            assert count(await ask(pool, query)) == 0
+            [worker] = pool.pids()[1:]
+            forked = pool.forked
+            for k in range(40):  # every change asked for by a query at once: the worker is never behind
+                publish_instances_from(pool, k)
+                assert count(await ask(pool, query)) == k + 1
+            await until(lambda: pool.forked > forked, what="a fresh fork")
+            await until(lambda: not alive(worker), what="the worn worker gone")
+            assert count(await ask(pool, query)) == 40
+        finally:
+            await pool.close()
+    run(main())
+
+
+def publish_instances_from(pool: QueryPool, k: int) -> None:
+    """Instance `k` (one quad) with the feed's ticket, as `publish_instances` does for the first `count`."""
+    added = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:i{k}"), n("p"), ox.Literal("x" * 50), REGISTRY)]
+    pool.note_requested(k + 1)
+    pool.publish(("changes", [replica.instances_change([], added)]))
+    pool.publish(("ticket", k + 1))

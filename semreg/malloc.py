@@ -1,0 +1,54 @@
+"""Giving freed memory back to the system (glibc's malloc; elsewhere these do nothing).
+
+glibc keeps what a process frees in its arenas, one or more per thread that ever allocated under
+contention, and returns it to the system only from the top of each heap. A node's threads (the event
+loop, its workers, the store's writer, the RDF writer, the replica feed, RocksDB's own) free in the middle
+of long-lived data, so freed memory stayed resident: a node that had registered 100,000 instances and
+written their RDF held 3.09 GB RSS, of which `malloc_trim(0)` gave back 1.67 GB at once. So:
+
+- `cap_arenas()` at start, before threads start: fewer arenas, less memory stranded in them;
+- `release()` after large passes and at a steady interval: `malloc_trim(0)` returns every free page of
+  every arena (it runs without Python's lock, through ctypes).
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import logging
+import sys
+
+log = logging.getLogger("semreg.malloc")
+
+M_ARENA_MAX = -8  # mallopt's parameter (glibc malloc.h)
+ARENAS = 4  # per process; glibc's default is 8 per core
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim  # noqa: B018  (musl has no malloc_trim: nothing to do there)
+        libc.mallopt  # noqa: B018
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def supported() -> bool:
+    """Whether this process's malloc is glibc's (elsewhere `cap_arenas` and `release` do nothing)."""
+    return _libc() is not None
+
+
+def cap_arenas(arenas: int = ARENAS) -> bool:
+    """At most `arenas` malloc arenas in this process (call before starting threads); False where unsupported."""
+    libc = _libc()
+    return bool(libc is not None and libc.mallopt(M_ARENA_MAX, arenas) == 1)
+
+
+def release() -> bool:
+    """Return every free page of the heap to the system; True when some memory was returned."""
+    libc = _libc()
+    return bool(libc is not None and libc.malloc_trim(0) == 1)

@@ -1,0 +1,85 @@
+"""Giving freed memory back: on glibc, memory freed in the middle of a thread's arena leaves the process
+only through `release()`."""
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+
+import pytest
+
+from semreg import malloc
+
+pytestmark = pytest.mark.skipif(not malloc.supported(), reason="glibc's malloc only")
+
+BLOCK = 4096
+BLOCKS = 50_000  # about 200 MiB
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_memory_freed_inside_a_threads_arena_goes_back_only_when_released():
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+    kept: list[int] = []
+
+    def churn() -> None:  # in a thread of its own, as the node's writers: its arena, not the main heap
+        blocks = [libc.malloc(BLOCK) for _ in range(BLOCKS)]
+        for block in blocks:
+            libc.memset(block, 1, BLOCK)  # touched: resident
+        kept.append(blocks[-1])  # the last block stays, so the freed ones are not at the top of the heap
+        for block in blocks[:-1]:
+            libc.free(block)
+
+    thread = threading.Thread(target=churn)
+    thread.start()
+    thread.join()
+    held = rss_bytes()
+    assert malloc.release()
+    released = held - rss_bytes()
+    libc.free(kept[0])
+    assert released > BLOCK * BLOCKS // 2, f"only {released} bytes went back"
+
+
+def test_capping_arenas_is_accepted_on_glibc():
+    assert sys.platform.startswith("linux")
+    assert malloc.cap_arenas(malloc.ARENAS)
+
+
+def test_a_running_node_gives_freed_memory_back_at_every_interval(monkeypatch):
+    import threading as _threading
+
+    from support.inprocess import InProcess
+
+    from semreg.node import RELEASE_EVERY_S
+
+    calls: list[str] = []
+    released = _threading.Event()
+
+    def recorded() -> bool:
+        calls.append(_threading.current_thread().name)
+        released.set()
+        return True
+
+    server = InProcess().start()
+    try:
+        monkeypatch.setattr("semreg.node.malloc.release", recorded)
+        server.call(lambda: server.clock.advance(RELEASE_EVERY_S - 1))
+        assert calls == []  # not before its interval (the fake clock moves only when told)
+        server.call(lambda: server.clock.advance(1))
+        assert released.wait(10)
+        assert calls and calls[0] != "in-process-app"  # on a worker thread, not the event loop
+        released.clear()
+        server.call(lambda: server.clock.advance(RELEASE_EVERY_S))
+        assert released.wait(10) and len(calls) == 2
+    finally:
+        server.stop()
