@@ -168,7 +168,8 @@ class Peers:
         ready = _http_ok("/query?query=ASK%7B%7D")
         return self._start(PeerProcess("oxigraph", argv, f"http://127.0.0.1:{port}", ready, log))
 
-    def semreg(self, *extra: str, data: Path | None = None, poll_s: float = 0.05) -> PeerProcess:
+    def semreg(self, *extra: str, data: Path | None = None, poll_s: float = 0.05,
+               ready_timeout_s: float = 120.0) -> PeerProcess:
         """A semreg server on a new data directory, or on `data` (one a stopped server left: a restart,
         its log appended to that server's)."""
         if data is None:
@@ -180,7 +181,7 @@ class Peers:
                 "--data-dir", str(data), *extra]
         peer = PeerProcess("semreg", argv, f"http://127.0.0.1:{port}", _http_ok("/readyz"), log, data_dir=data,
                            poll_s=poll_s)
-        return self._start(peer, timeout_s=120.0)
+        return self._start(peer, timeout_s=ready_timeout_s)
 
     def close(self) -> None:
         errors = []

@@ -6,13 +6,15 @@ numbers (or small dicts/lists of numbers) by name; wrk results under `"peers"` b
 that compares servers reports a ratio. Targets (`Target`) are checked by the runner and shown, never
 asserted. To add a scenario, write it in the module of its family (or a new one), decorate it, and
 name it in `SCENARIOS` below; `--only NAME` selects it. A scenario in `ONLY_WHEN_NAMED` is left out of
-a run that names none (the soak takes half an hour by default).
+a run that names none (the soak takes half an hour by default; scale is as long as --instances makes it).
 
     common.py        `Scenario` and `@scenario`, and the steps several scenarios share
     discovery.py     discovery, many-tags, cold-discovery: GET /v1/discover against etcd and SPARQL
     sparql.py        sparql: /sparql against the Oxigraph server
     registration.py  register-1000-tags, closure: registering an instance, uploading ontologies
     storage.py       storage: the durable store's batch load, start-up on a full data directory, backup
+    scale.py         scale: one node with --instances instances: memory per instance, discovery, registration,
+                     heartbeats, a mass expiry's stall, start-up (storage's start and stop, soak's readings)
     watches.py       watches: 10,000 blocking reads held at once
     liveness.py      health-checks, heartbeat-load: discovery beside active checks and heartbeats
     ring.py          ring: three nodes against one
@@ -36,6 +38,7 @@ from semreg.bench.scenarios import (
     paused,
     registration,
     ring,
+    scale,
     soak,
     sparql,
     storage,
@@ -60,10 +63,11 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     dns.dns_srv,
     thesis.cluster,
     soak.soak,
+    scale.scale,
     owlstc.owlstc,
 )}
 
-ONLY_WHEN_NAMED = frozenset({"soak"})
+ONLY_WHEN_NAMED = frozenset({"soak", "scale"})
 
 
 def default_names() -> list[str]:

@@ -1,0 +1,242 @@
+"""The scale scenario: what one node costs and answers with `--instances` instances of 3 tags.
+
+On a fresh server with a data directory, the synthetic ontology, then `--instances` instances in batches of
+1,000 (progress on the terminal), their background writes settled. Then, in this order:
+
+    memory       PSS of the process tree (server, SPARQL template, query processes): at the ontology alone,
+                 with the instances once their writes settled, the same a minute later (the server gives
+                 freed memory back every minute), and per instance
+    hot          the data set's discovery question asked again and again, one at a time
+    cold         a question never asked before on every request (`match=all`), one at a time
+    register     PUT of an instance with 1,000 tags, created, medians
+    heartbeats   heartbeats as fast as 16 keep-alive connections send them, for 5 s, to 5,000 instances
+    expiry       10,000 instances registered with a 5 s ttl left to lapse at once, while a client asks
+                 /healthz every few milliseconds: the longest answer is the event loop's longest stall
+    start-up     SIGTERM, then the seconds from the process's start on the data directory to /readyz 200,
+                 and the tree's PSS once started
+
+It starts and stops its own server: with --semreg-url it fails with a BenchError. Compare a run at
+10,000 with one at 100,000 or 1,000,000 for the "no slowdown" ratios (medians; the machine is shared).
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from typing import Any
+
+import httpx
+
+from semreg.bench.aio.connection import Connection
+from semreg.bench.aio.loop import LoopThread
+from semreg.bench.context import BenchContext, expect
+from semreg.bench.dataset import class_iri, property_iri
+from semreg.bench.peers import BenchError, PeerProcess
+from semreg.bench.report import Target
+from semreg.bench.scenarios.common import register_batches, scenario, thousand_tags
+from semreg.bench.scenarios.soak import KINDS, read_memory
+from semreg.bench.scenarios.storage import SETTLE_S, STOP_S, check_held, register, start, stop
+from semreg.bench.stats import ms_summary
+
+MiB = 1 << 20
+HOT_REQUESTS = 300
+COLD_REQUESTS = 200
+REGISTRATIONS = 10  # 1,000-tag instances created
+BEAT_INSTANCES = 5000
+BEAT_CONNECTIONS = 16
+BEAT_SECONDS = 5.0
+EXPIRING = 10_000
+EXPIRY_TTL_S = 5  # long enough that the batch is acknowledged before any of them lapses
+EXPIRY_WATCH_S = 10.0  # how long /healthz is asked after the expiring instances are registered
+LIVEZ_EVERY_S = 0.002
+START_TIMEOUT_S = 900.0
+RELEASE_WAIT_S = 65.0  # past the server's interval for giving freed memory back (semreg.node.RELEASE_EVERY_S)
+
+
+@scenario("scale", "--instances instances of 3 tags on one fresh server: PSS per instance over the process "
+          "tree, hot and cold discovery, a 1,000-tag registration, heartbeats/s, the event loop's longest "
+          "stall while 10,000 leases expire at once, and start-up to ready from the data directory",
+          targets=(Target("PSS an instance, whole tree", "pss_total_per_instance_kib", "<=", 4.0, "KiB"),
+                   Target("start-up to ready", "startup_s", "<=", 60.0, "s"),
+                   Target("longest stall as leases lapse", "expiry.max_ms", "<=", 50.0, "ms")))
+def scale(ctx: BenchContext) -> dict:
+    if ctx.external:
+        raise BenchError("scale measures the memory of a server of its own and restarts it; run it without "
+                         "--semreg-url")
+    servers: list[PeerProcess] = []
+    n = ctx.dataset.instances
+    try:
+        with ctx.ui.step("starting a fresh semreg"):
+            peer, _ = start(ctx, servers)
+        ctx.upload_ontology(peer.url)
+        with ctx.client(peer.url, timeout_s=600) as http:
+            empty = tree_memory(peer)
+            register_s = register(ctx, http, ctx.dataset)
+            settled_s = ctx.wait_settled(http, SETTLE_S * max(1, n // 100_000))
+            check_held(ctx, http, n, "after registering them")
+            settled = tree_memory(peer)
+            wait_s = 0.0 if ctx.settings.quick else RELEASE_WAIT_S  # a smoke run reads the memory at once
+            with ctx.ui.step(f"waiting {wait_s:.0f} s for the server to give freed memory back"):
+                time.sleep(wait_s)
+            full = tree_memory(peer)
+            figures: dict[str, Any] = {
+                "instances": n, "tags_per_instance": ctx.dataset.tags_per_instance,
+                "register_s": round(register_s, 1), "register_per_s": round(n / register_s),
+                "settled_s": settled_s, "memory_empty": empty, "memory_settled": settled, "memory": full,
+                "pss_per_instance_kib": round((full["total_pss_mib"] - empty["total_pss_mib"]) * 1024 / n, 2),
+                "pss_total_per_instance_kib": round(full["total_pss_mib"] * 1024 / n, 2),
+            }
+            figures["hot_discovery"] = hot_discovery(ctx, http)
+            figures["cold_discovery"] = cold_discovery(ctx, http)
+            figures["register_1000_tags"] = thousand_tag_registrations(ctx, http)
+        with LoopThread("semreg-bench-scale") as loop:
+            figures["heartbeats"] = heartbeats(ctx, loop, peer.url)
+            figures["expiry"] = expiry_stall(ctx, loop, peer.url)
+        figures.update(restart(ctx, servers, peer, n))
+    finally:
+        with ctx.ui.step("stopping the servers"):
+            for server in servers:
+                server.stop(STOP_S)
+    ctx.ui.log(f"  {n:,} instances: {figures['memory']['total_pss_mib']:,} MiB PSS "
+               f"({figures['pss_total_per_instance_kib']} KiB an instance), start-up {figures['startup_s']} s, "
+               f"hot {figures['hot_discovery']['median_ms']} ms, cold {figures['cold_discovery']['median_ms']} ms, "
+               f"{figures['heartbeats']['per_s']:,} heartbeats/s, longest stall {figures['expiry']['max_ms']} ms")
+    return figures
+
+
+def tree_memory(peer: PeerProcess) -> dict[str, Any]:
+    """PSS and RSS of each kind of process of `peer`'s tree, in MiB."""
+    assert peer.proc is not None
+    memory = read_memory(peer.proc.pid)
+    out: dict[str, Any] = {f"{kind}_pss_mib": round(memory[kind][0] / MiB, 1) for kind in KINDS}
+    out["query_processes"] = memory["queries"][2]
+    out["total_pss_mib"] = round(sum(memory[kind][0] for kind in KINDS) / MiB, 1)
+    out["total_rss_mib"] = round(sum(memory[kind][1] for kind in KINDS) / MiB, 1)
+    return out
+
+
+def hot_discovery(ctx: BenchContext, http: httpx.Client) -> dict:
+    """The data set's question, asked `HOT_REQUESTS` times one at a time (its answer cached after the first)."""
+    params = ctx.dataset.discovery_query()
+    expect(http.get("/v1/discover", params=params))
+    samples = []
+    with ctx.ui.step(f"hot discovery: one question {HOT_REQUESTS} times"):
+        for _ in range(HOT_REQUESTS):
+            started = time.perf_counter()
+            expect(http.get("/v1/discover", params=params))
+            samples.append(time.perf_counter() - started)
+    return ms_summary(samples)
+
+
+def cold_discovery(ctx: BenchContext, http: httpx.Client) -> dict:
+    """`COLD_REQUESTS` distinct questions with every degree, each asked once."""
+    data = ctx.dataset
+    rng = random.Random(ctx.settings.seed + 11)
+    asked: set[tuple[str, str, str]] = set()
+    while len(asked) < COLD_REQUESTS:
+        asked.add((class_iri(rng.randrange(data.classes)), property_iri(rng.randrange(data.properties)),
+                   class_iri(rng.randrange(data.classes))))
+    samples = []
+    with ctx.ui.step(f"cold discovery: {COLD_REQUESTS} new questions, match=all", total=COLD_REQUESTS) as advance:
+        for s, p, o in sorted(asked):
+            started = time.perf_counter()
+            expect(http.get("/v1/discover", params={"s": s, "p": p, "o": o, "match": "all", "limit": 100}))
+            samples.append(time.perf_counter() - started)
+            advance()
+    return ms_summary(samples)
+
+
+def thousand_tag_registrations(ctx: BenchContext, http: httpx.Client) -> dict:
+    samples = []
+    with ctx.ui.step(f"registering {REGISTRATIONS} instances of 1,000 tags"):
+        for k in range(REGISTRATIONS):
+            body = {"service": "bench-tags", "address": "127.0.0.1", "port": 9000 + k, "ttl": 0,
+                    "tags": thousand_tags(ctx, k)}
+            started = time.perf_counter()
+            expect(http.put(f"/v1/instances/scale-tags-{k:02d}", json=body), 201)
+            samples.append(time.perf_counter() - started)
+    return ms_summary(samples)
+
+
+def heartbeats(ctx: BenchContext, loop: LoopThread, url: str) -> dict:
+    """Heartbeats back to back over `BEAT_CONNECTIONS` connections for `BEAT_SECONDS`: how many a second."""
+    ids = [f"scale-hb-{k:05d}" for k in range(BEAT_INSTANCES)]
+    with ctx.client(url) as http, ctx.ui.step(f"registering {len(ids):,} instances to heartbeat"):
+        register_batches(ctx, http, [{"id": i, "service": "scale-hb", "address": "127.0.0.1", "port": 7000,
+                                      "ttl": 60} for i in ids])
+    headers = {**ctx.auth_headers(url), "Content-Type": "application/json"}
+    counts = {"ok": 0, "failed": 0}
+
+    async def beat(first: int, until: float) -> None:
+        conn, k = Connection(url, headers), first
+        try:
+            while time.perf_counter() < until:
+                response = await conn.request("PUT", f"/v1/instances/{ids[k % len(ids)]}/heartbeat", b"{}")
+                counts["ok" if response.status == 200 else "failed"] += 1
+                k += BEAT_CONNECTIONS
+        finally:
+            conn.close()
+
+    async def run() -> float:
+        started = time.perf_counter()
+        until = started + BEAT_SECONDS
+        await asyncio.gather(*(beat(c, until) for c in range(BEAT_CONNECTIONS)))
+        return time.perf_counter() - started
+
+    with ctx.ui.step(f"heartbeats as fast as {BEAT_CONNECTIONS} connections go, {BEAT_SECONDS:.0f} s"):
+        elapsed = loop.run(run(), BEAT_SECONDS + 60)
+    return {"per_s": round(counts["ok"] / elapsed), "failed": counts["failed"], "seconds": round(elapsed, 2)}
+
+
+def expiry_stall(ctx: BenchContext, loop: LoopThread, url: str) -> dict:
+    """`EXPIRING` instances whose 5 s ttl lapses at once, and /healthz asked every few milliseconds meanwhile:
+    the slowest answers are the event loop's stalls."""
+    ids = [f"scale-exp-{k:05d}" for k in range(EXPIRING)]
+    items = [{"id": i, "service": "scale-exp", "address": "127.0.0.1", "port": 7100, "ttl": EXPIRY_TTL_S,
+              "deregister_after": 3600, "tags": [{"s": class_iri(k % 50)}]} for k, i in enumerate(ids)]
+
+    async def watch() -> list[float]:
+        conn, samples = Connection(url, ctx.auth_headers(url)), []
+        until = time.perf_counter() + EXPIRY_WATCH_S
+        try:
+            while time.perf_counter() < until:
+                started = time.perf_counter()
+                expect_status((await conn.request("GET", "/healthz")).status)
+                samples.append(time.perf_counter() - started)
+                await asyncio.sleep(LIVEZ_EVERY_S)
+        finally:
+            conn.close()
+        return samples
+
+    with ctx.client(url) as http:
+        with ctx.ui.step(f"registering {EXPIRING:,} instances with a {EXPIRY_TTL_S} s ttl"):
+            register_batches(ctx, http, items, size=EXPIRING)
+        with ctx.ui.step(f"asking /healthz every {LIVEZ_EVERY_S * 1000:.0f} ms while their leases lapse"):
+            samples = loop.run(watch(), EXPIRY_WATCH_S + 60)
+        critical = sum(1 for view in expect(http.get("/v1/instances", params={"service": "scale-exp",
+                                                                              "status": "critical"})).json())
+    if critical != EXPIRING:
+        raise BenchError(f"{critical:,} of the {EXPIRING:,} instances were critical after their ttl, not all")
+    summary = ms_summary(samples)
+    summary["p99_ms"] = round(sorted(samples)[int(len(samples) * 0.99)] * 1000, 2)
+    summary["expired"] = critical
+    return summary
+
+
+def expect_status(status: int) -> None:
+    if status != 200:
+        raise BenchError(f"/healthz answered {status} while leases lapsed")
+
+
+def restart(ctx: BenchContext, servers: list[PeerProcess], peer: PeerProcess, n: int) -> dict:
+    """SIGTERM, then the start-up on the data directory to /readyz 200, timed, and the memory once started."""
+    assert peer.data_dir is not None
+    with ctx.ui.step(f"stopping semreg (SIGTERM) and starting it on its data directory ({n:,} instances)"):
+        stop_s = stop(peer)
+        started = time.perf_counter()
+        fresh = ctx.peers.semreg(data=peer.data_dir, poll_s=0.05, ready_timeout_s=START_TIMEOUT_S)
+        startup_s = round(time.perf_counter() - started, 2)
+        servers.append(fresh)
+    with ctx.client(fresh.url, timeout_s=600) as http:
+        check_held(ctx, http, n + REGISTRATIONS + BEAT_INSTANCES + EXPIRING, "after the restart")
+    return {"stop_s": stop_s, "startup_s": startup_s, "memory_restarted": tree_memory(fresh)}
