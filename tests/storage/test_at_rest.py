@@ -143,3 +143,17 @@ def test_a_stop_that_cannot_wait_leaves_the_rest_to_the_next_start(tmp_path):
     store, at_rest = opened(tmp_path / "d", small_transactions=False)
     assert registrations(store) == expected
     at_rest.stop()
+
+
+def test_the_store_is_flushed_as_rdf_piles_up_so_its_memtables_stay_small(tmp_path, monkeypatch):
+    monkeypatch.setattr("semreg.storage.at_rest.FLUSH_QUADS", 500)
+    path = tmp_path / "d"
+    store, at_rest = opened(path)
+    wrote = {f"i{k}": (rec(f"i{k}", k, tags=20), k + 1) for k in range(40)}  # 40 × 120 quads
+    store.save_records(list(wrote.values()))
+    assert at_rest.wait(60)
+    assert at_rest.flushes >= 1
+    tables = sum(f.stat().st_size for f in path.glob("*.sst"))
+    assert tables > 0  # what was written went out of the memtables into tables
+    assert registrations(store) == wrote
+    at_rest.stop()
