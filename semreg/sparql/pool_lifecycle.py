@@ -272,6 +272,8 @@ class PoolLifecycle(PoolState):
 
     def _retire(self, process: Process, kill: bool) -> None:
         if kill:
+            if process.state == "starting":
+                self._free_slot(process)  # its fork, if it comes, is turned away at its hello (`_greeted`)
             self._kill(process)
         else:
             process.send(encode(("exit",)))

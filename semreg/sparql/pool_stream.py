@@ -118,7 +118,9 @@ class ReplicaStream(PoolState):
             self._replace(worker)
 
     def _worn(self, worker: Process) -> bool:
-        return worker.changed_bytes > max(replica.WEAR_FLOOR_BYTES, self._snapshot_bytes * replica.WEAR_RATIO)
+        """Whether a worker took in changes worth its share of the snapshot (never one still starting)."""
+        return worker.state != "starting" and worker.changed_bytes > max(
+            replica.WEAR_FLOOR_BYTES, self._snapshot_bytes * replica.WEAR_RATIO)
 
     def _replace(self, worker: Process) -> None:
         """A worker that fell `DEFER_LIMIT_BYTES` behind while nobody queried it, or is worn: a fresh fork of
@@ -129,11 +131,13 @@ class ReplicaStream(PoolState):
             worker.send_deferred()
             return
         worker.retiring = True
-        worker.deferred.clear()
-        worker.deferred_bytes = 0
         if worker.state == "starting" or worker.channel is None:
+            worker.deferred.clear()
+            worker.deferred_bytes = 0
             self._retire(worker, kill=True)
         else:
+            # It may be taking in a connection's request at this moment: the changes held for it stay, so the
+            # query it answers before it leaves still gets every change it asks for.
             worker.send(encode(("retire",)))
         self._grow()
 

@@ -15,7 +15,7 @@ share (an ontology's class expression and the closure's triples about it) stays 
 pyoxigraph's in-memory store never gives back what replaced quads took: replacing 3,000 × 30 quads with new
 values twenty times took one from 55 to 760 MB RSS while it held 90,000 quads throughout (`malloc_trim`
 returned 1%). A copy that has taken in changes worth more than half its size (`Wear`) is therefore rebuilt
-from its own snapshot, which costs what loading it cost and keeps it within about 1.5 times its size.
+from its own snapshot, which costs what loading it cost and bounds what it keeps of replaced quads.
 """
 from __future__ import annotations
 

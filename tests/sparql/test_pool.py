@@ -432,3 +432,27 @@ def publish_instances_from(pool: QueryPool, k: int) -> None:
     pool.note_requested(k + 1)
     pool.publish(("changes", [replica.instances_change([], added)]))
     pool.publish(("ticket", k + 1))
+
+
+def test_forks_turned_away_while_starting_give_their_slots_back(monkeypatch):
+    """A worker replaced while it was still starting (its fork not yet connected) gives its slot back: more
+    such replacements than there are slots leave the pool able to fork."""
+    monkeypatch.setattr("semreg.sparql.pool_stream.DEFER_LIMIT_BYTES", 2000)
+
+    async def main():
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=1)
+        try:
+            query = f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}"
+            assert count(await ask(pool, query)) == 0
+            published = 0
+            for _ in range(2 * 1 + 2 + 5):  # more rounds than the pool has slots (two a worker, and two)
+                [worker] = pool.pids()[1:]
+                os.kill(worker, signal.SIGKILL)
+                await until(lambda w=worker: w not in pool.pids(), what="the killed worker gone")
+                for _ in range(20):  # while its replacement starts: it falls behind before it is up
+                    publish_instances_from(pool, published)
+                    published += 1
+                assert count(await asyncio.wait_for(ask(pool, query), 30)) == published
+        finally:
+            await pool.close()
+    run(main())
