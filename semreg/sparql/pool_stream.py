@@ -118,9 +118,14 @@ class ReplicaStream(PoolState):
             self._replace(worker)
 
     def _worn(self, worker: Process) -> bool:
-        """Whether a worker took in changes worth its share of the snapshot (never one still starting)."""
-        return worker.state != "starting" and worker.changed_bytes > max(
-            replica.WEAR_FLOOR_BYTES, self._snapshot_bytes * replica.WEAR_RATIO)
+        """Whether a worker took in changes worth its share of the snapshot, and may leave now: one at a time,
+        while no other is starting or leaving (the workers take the same changes and wear out together; all
+        leaving at once left /sparql with none while the template forked)."""
+        if worker.state == "starting" or worker.changed_bytes <= max(replica.WEAR_FLOOR_BYTES,
+                                                                      self._snapshot_bytes * replica.WEAR_RATIO):
+            return False
+        return not any(w.retiring or w.state == "starting" for w in self._workers.values()
+                       if w is not worker and w.state != "dead")
 
     def _replace(self, worker: Process) -> None:
         """A worker that fell `DEFER_LIMIT_BYTES` behind while nobody queried it, or is worn: a fresh fork of
