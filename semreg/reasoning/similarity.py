@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Hashable
 from dataclasses import dataclass
 
 from semreg.rdf.terms import ANY
@@ -68,7 +68,7 @@ class SimilarityIndex:
         self.hierarchy = hierarchy
         self._vectors: dict[str, Vector] | None = None
         self._idf: dict[str, float] = {}
-        self._cache: OrderedDict[tuple[str, int, float], list[tuple[str, float]]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, Hashable, float], list[tuple[str, float]]] = OrderedDict()
         self._above: dict[str, frozenset[str]] = {}
 
     # -- the measure --------------------------------------------------------------------------------------
@@ -139,9 +139,10 @@ class SimilarityIndex:
                            ancestor)
 
     # -- the candidates ------------------------------------------------------------------------------------
-    def nearest(self, term: str, within: Collection[str], floor: float, version: int = 0) -> list[tuple[str, float]]:
+    def nearest(self, term: str, within: Collection[str], floor: float, version: Hashable = 0) -> list[tuple[str, float]]:
         """The terms of `within` (other than `term`) at or above `floor`, best first (then by IRI), at most
-        `TOP_K`. `version` names `within`'s state for the cache (the caller changes it when `within` changes)."""
+        `TOP_K`. `version` names `within` and its state for the cache (the caller changes it when `within` changes,
+        and gives different sets different names)."""
         key = (term, version, floor)
         found = self._cache.get(key)
         if found is not None:

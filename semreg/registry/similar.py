@@ -37,7 +37,7 @@ def similar_matches(catalogue: Registered, query: Tag, floor: float) -> list[Mat
             close.append(None)
             continue
         registered = catalogue.by_position[pos]
-        near = dict(index.nearest(q, registered.keys(), floor, catalogue.terms_version))
+        near = dict(index.nearest(q, registered.keys(), floor, (pos, catalogue.terms_version)))
         if q in registered:
             near[q] = 1.0
         if ANY in registered:
