@@ -297,7 +297,7 @@ def body(result: DiscoverResult) -> bytes:
     return discovery.body(result, orjson.dumps(result.query.as_json()), match_json)
 
 
-def relevant(hierarchy: Relations, q: ConjunctiveQuery, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:
+def relevant(hierarchy: Hierarchy, q: ConjunctiveQuery, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:
     """Whether a change touches a tag some pattern matched or would match: an instance that enters or leaves
     the answer has such a tag (`provided` only filters instances that match every pattern)."""
     changes = list(changes)
