@@ -189,7 +189,8 @@ def part_bytes(part: discovery.Part, tags: bool) -> bytes:
         in_matches.add(tag)
         if isinstance(m, Combined):  # a conjunction's: each pattern's match too
             in_matches.update(p[0] for p in m.patterns)
-            matches.append([*tag, degree, distance, refs, [[*p[0], p[1], p[2]] for p in m.patterns]])
+            matches.append([*tag, degree, distance, refs, [[*p[0], p[1], p[2]] for p in m.patterns], m.similarity,
+                            m.provided])
         else:
             matches.append([*tag, degree, distance, refs])
     head = {"matches": matches, "members": members,
@@ -212,7 +213,7 @@ def part_from_bytes(data: bytes, tags: bool) -> discovery.Part:
         if patterns:  # a conjunction's
             each = tuple((Tag(ps, pp, po), pd, pn) for ps, pp, po, pd, pn in patterns[0])
             matched += [e[0] for e in each]
-            m = Combined(tag, degree, distance, each)
+            m = Combined(tag, degree, distance, each, *patterns[1:3])
         matches.append((m, [members[i] for i in refs]))
     matched += [Tag(*t) for t in head["matched_only"]]
     return discovery.Part(matches, frozenset(matched), {str(i): int(r) for i, r in head.get("excluded", {}).items()},

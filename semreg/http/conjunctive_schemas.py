@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from semreg.http.schemas import WARNINGS, BestMatch, InstanceRef, InstanceView, TagInput, TagView, TermWarningView
 
 MATCH = Field(default=None, description="degrees, as GET /v1/discover's match: a comma list or a list of exact, "
-                                        "narrower, broader, overlap; or all (default exact,narrower)")
+                                        "narrower, broader, overlap, similar; or all, with similar or not (default "
+                                        "exact,narrower)")
 
 
 class ConjunctiveBody(BaseModel):
@@ -22,6 +23,8 @@ class ConjunctiveBody(BaseModel):
         "1-64 tags the caller can supply, each with a predicate: every tag of the instance whose predicate is, or "
         "is below, a provided tag's predicate must be equal to or broader than some provided tag"))
     match: str | list[str] | None = MATCH
+    min_similarity: float | None = Field(default=None, description=(
+        "with similar in match: the floor of a similar match's similarity, in [0, 1] (default 0.3)"))
     limit: int | None = Field(default=None, description="at most this many instances")
     environment: str | None = Field(default=None, max_length=256, description="default 'default'; '*' for all")
     meta: dict[str, str] = Field(default_factory=dict, description="KEY: VALUE filters, all of which must hold")
@@ -41,6 +44,9 @@ class ConjunctiveMatch(BestMatch):
     """`tag`, `degree`, `distance`: the worst-matched pattern's tag, the worst degree, the summed distance."""
 
     patterns: list[BestMatch] = Field(description="each pattern's own match, in the order of all")
+    provided: float | None = Field(default=None, description=(
+        "with similar asked and provided given: how nearly the provided tags cover the instance's needed tags, "
+        "in [0, 1] (provided then ranks instead of filtering)"))
 
 
 class ConjunctiveMatchView(ConjunctiveMatch):

@@ -54,6 +54,8 @@ class SavedQuery:
             shown.update((k, self.query.get(k)) for k in FIELDS if k not in ("s", "p", "o"))
         else:
             shown = {k: self.query.get(k) for k in FIELDS}
+        if self.query.get("min_similarity") is not None:  # only a query naming similar has one
+            shown["min_similarity"] = self.query["min_similarity"]
         return {"name": self.name, **shown, **({"owner": self.owner} if self.owner is not None else {})}
 
 

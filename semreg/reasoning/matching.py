@@ -13,8 +13,10 @@ Ranking: exact, narrower, broader, overlap; then distance ascending; then tag te
 nor in `all`: only a `match` that names it asks for it. A similar match is a tag that fails logically but
 whose components are each at least `min_similarity` close to the query's; its distance is
 `SIMILARITY_SCALE` · (1 − similarity), rounded, so that ranking by distance ranks by similarity and the
-match stays a (tag, degree, distance) triple everywhere (a cluster's parts carry it unchanged). The floor
-travels in the match set as one more element, `similar>=0.300`.
+match stays a (tag, degree, distance) triple everywhere (a cluster's parts carry it unchanged); it is shown
+as `"distance": 0` with its `similarity`, and a conjunction leaves it out of its summed distance
+(`semreg.registry.conjunctive.combine`). The floor travels in the match set as one more element,
+`similar>=0.300` (always three places, so one floor is one key of the caches and of the wire).
 """
 from __future__ import annotations
 

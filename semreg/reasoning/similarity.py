@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Hashable, Iterable
 from dataclasses import dataclass
 
 from semreg.rdf.terms import ANY
@@ -33,6 +33,8 @@ TEXT_WEIGHT = 0.7
 LABEL_WEIGHT = 0.5
 TOP_K = 200
 CACHE_SIZE = 4096
+SKIP_POSTINGS = 256  # a word of more terms than this may be left out of a candidate search ...
+SKIPPED_TEXT = 0.01  # ... while the cosine all such words could add stays under this
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])")
 _SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
 
@@ -68,8 +70,13 @@ class SimilarityIndex:
         self.hierarchy = hierarchy
         self._vectors: dict[str, Vector] | None = None
         self._idf: dict[str, float] = {}
-        self._cache: OrderedDict[tuple[str, int, float], list[tuple[str, float]]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, Hashable, float], list[tuple[str, float]]] = OrderedDict()
         self._above: dict[str, frozenset[str]] = {}
+        self._words: dict[str, list[tuple[str, float]]] | None = None
+        self._below: dict[str, list[str]] = {}
+        self._depths: dict[str, int] = {}
+        self._heaviest: dict[str, float] = {}
+        self._outside: dict[Hashable, frozenset[str]] = {}
 
     # -- the measure --------------------------------------------------------------------------------------
     def vectors(self) -> dict[str, Vector]:
@@ -139,18 +146,17 @@ class SimilarityIndex:
                            ancestor)
 
     # -- the candidates ------------------------------------------------------------------------------------
-    def nearest(self, term: str, within: Collection[str], floor: float, version: int = 0) -> list[tuple[str, float]]:
+    def nearest(self, term: str, within: Collection[str], floor: float, version: Hashable = 0) -> list[tuple[str, float]]:
         """The terms of `within` (other than `term`) at or above `floor`, best first (then by IRI), at most
-        `TOP_K`. `version` names `within`'s state for the cache (the caller changes it when `within` changes)."""
+        `TOP_K`. `version` names `within` and its state for the cache (the caller changes it when `within` changes,
+        and gives different sets different names)."""
         key = (term, version, floor)
         found = self._cache.get(key)
         if found is not None:
             self._cache.move_to_end(key)
             return found
         scored = []
-        for other in within:
-            if other in (term, ANY):
-                continue
+        for other in self._candidates(term, within, floor, version):
             s = self.similarity(term, other)
             if s >= floor:
                 scored.append((other, s))
@@ -159,6 +165,70 @@ class SimilarityIndex:
         if len(self._cache) > CACHE_SIZE:
             self._cache.popitem(last=False)
         return found
+
+    def _candidates(self, term: str, within: Collection[str], floor: float, version: Hashable) -> Iterable[str]:
+        """The terms of `within` that may reach `floor`: a superset of the answer, found without scoring every term.
+        A term sharing no weighted word with `term` and no ancestor has similarity 0, so only a floor of 0 needs
+        them all; the others come from the postings (word → terms, ancestor → terms below it), scored by the
+        same sums in another order, kept when within a hair of the floor (the caller scores them exactly)."""
+        if floor <= 0:
+            return [t for t in within if t not in (term, ANY)]
+        postings, below, depths = self._postings()
+        text: dict[str, float] = {}
+        get = text.get
+        # the words of almost every term weigh almost nothing (IDF): left out while what they could add is
+        # within SKIPPED_TEXT, which the threshold then allows for
+        skipped = 0.0
+        for w, x in sorted(self.vector(term).items(), key=lambda wx: -len(postings.get(wx[0], ()))):
+            found = postings.get(w, ())
+            bound = x * self._heaviest[w] if found else 0.0
+            if len(found) > SKIP_POSTINGS and skipped + bound <= SKIPPED_TEXT:
+                skipped += bound
+                continue
+            for other, y in found:
+                text[other] = get(other, 0.0) + x * y
+        common: dict[str, int] = {}
+        for ancestor in sorted(self._up(term), key=self._depth):  # the deepest common ancestor's depth wins
+            depth = self._depth(ancestor)
+            common.update(dict.fromkeys(below.get(ancestor, ()), depth))
+        near = set(self.hierarchy.equivalents(term)) | self._outsiders(within, version)
+        # similarity() rounds to 3 places: a rough 0.2995 is a 0.3
+        d, low, structure = self._depth(term), floor - 0.001 - TEXT_WEIGHT * skipped, 2 * (1 - TEXT_WEIGHT)
+        for other, c in common.items():
+            if TEXT_WEIGHT * get(other, 0.0) + structure * c / (d + depths[other]) >= low:
+                near.add(other)
+        for other, x in text.items():
+            if TEXT_WEIGHT * x >= low:  # with no common ancestor
+                near.add(other)
+        return [t for t in near if t in within and t not in (term, ANY)]
+
+    def _depth(self, term: str) -> int:
+        return len(self._up(term))
+
+    def _postings(self) -> tuple[dict[str, list[tuple[str, float]]], dict[str, list[str]], dict[str, int]]:
+        """Word → the terms whose vector has it, with its weight; ancestor → the terms at or below it; depths."""
+        if self._words is None:
+            words: dict[str, list[tuple[str, float]]] = {}
+            below: dict[str, list[str]] = {}
+            for t, v in self.vectors().items():
+                for w, x in v.items():
+                    words.setdefault(w, []).append((t, x))
+                for a in self._up(t):
+                    below.setdefault(a, []).append(t)
+            self._depths = {t: self._depth(t) for t in self.vectors()}
+            self._heaviest = {w: max(x for _, x in found) for w, found in words.items()}
+            self._words, self._below = words, below
+        return self._words, self._below, self._depths
+
+    def _outsiders(self, within: Collection[str], version: Hashable) -> set[str]:
+        """The terms of `within` that no ontology names (scored by their name alone): few, remembered per state."""
+        found = self._outside.get(version)
+        if found is None:
+            vectors = self.vectors()
+            found = self._outside[version] = frozenset(t for t in within if t not in vectors and t != ANY)
+            if len(self._outside) > 16:
+                self._outside.pop(next(iter(self._outside)))
+        return set(found)
 
 
 def index_of(hierarchy: Hierarchy) -> SimilarityIndex:

@@ -12,6 +12,7 @@ tags they hold in all (`COMPONENT_TAGS_KEPT`), and each question's answer, bound
 """
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 from collections.abc import Iterable
 
@@ -37,6 +38,8 @@ COMPONENT_TAGS_KEPT = 500_000
 # Past this many (new tag × cached query) checks in one change, the answer cache is cleared instead.
 MAX_INCREMENTAL_CHECKS = 20_000
 
+_TERMS_VERSIONS = itertools.count(1)
+
 Component = tuple[expansion.Candidates, frozenset[Tag]]  # registered terms it reaches, and their tags
 
 
@@ -49,7 +52,9 @@ class Catalogue:
         self._component_tags = 0
         self._sorted: dict[Tag, tuple[str, ...]] = {}  # tag → its holders' ids, sorted
         self.hierarchy: Hierarchy = Hierarchy()
-        self.terms_version = 0  # changes whenever a term comes to or leaves `by_position` (similar's cache key)
+        # names this catalogue's registered terms as they are (similar's cache key, in an index that every
+        # catalogue of one hierarchy shares): drawn from one counter, so no two catalogues' states share one
+        self.terms_version = next(_TERMS_VERSIONS)
 
     # -- maintenance -----------------------------------------------------------------------------
     def add(self, instance_id: str, tags: Iterable[Tag]) -> list[Tag]:
@@ -63,7 +68,7 @@ class Catalogue:
                 for pos, term in enumerate(tag):
                     self.by_position[pos].setdefault(term, set()).add(tag)
                 new.append(tag)
-                self.terms_version += 1
+                self.terms_version = next(_TERMS_VERSIONS)
             else:
                 holders.add(instance_id)
         if new:
@@ -88,7 +93,7 @@ class Catalogue:
                     if not bucket:
                         del self.by_position[pos][term]
                 gone.append(tag)
-                self.terms_version += 1
+                self.terms_version = next(_TERMS_VERSIONS)
         if gone:
             self._drop_components()
             gone_set = set(gone)

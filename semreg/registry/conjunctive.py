@@ -16,6 +16,14 @@ provided tag is equal to it or narrower (every component of the provided tag equ
 instance's; a wildcard in the instance's tag accepts anything, one in a provided tag is no more specific than
 a term). An instance with an uncovered needed tag does not answer. `provided` filters; it changes no degree.
 
+With `similar` in `match` (and its floor, `min_similarity`): a pattern may match as similar (its `similarity` on
+its own match); a similar match's distance holds its similarity (`semreg.reasoning.matching`), so it adds
+nothing to the summed distance, which stays the logical patterns' path length. The conjunction then carries
+its patterns' mean `similarity` (a logical match's computed too, `semreg.registry.closeness`) and, with
+`provided`, how well the caller's tags fit the instance's needs: `provided` grades instead of filtering (a
+near miss is what was asked for). Within a degree, the instances rank by the mean of those two (the
+signature's closeness), then by distance: measured on OWLS-TC 3 (README, Concepts).
+
 A shard's part (`part`) evaluates the conjunction over its own instances (an instance and all its tags live
 on each of its owners); `merge` combines the parts as `semreg.registry.discovery.merge` does, each instance
 at its newest copy's combined match.
@@ -29,9 +37,22 @@ from typing import Any, NamedTuple
 import orjson
 
 from semreg.rdf.terms import ANY, Tag
-from semreg.reasoning.matching import BROADER, EXACT, NARROWER, RANK, Relations, component_match, tag_match
+from semreg.reasoning.matching import (
+    BROADER,
+    EXACT,
+    NARROWER,
+    RANK,
+    SIMILAR,
+    Relations,
+    component_match,
+    floor_of,
+    similarity_of,
+    tag_match,
+)
+from semreg.reasoning.reasoner import Hierarchy
 from semreg.registry import discovery
 from semreg.registry.catalogue import Catalogue, Match
+from semreg.registry.closeness import Pairs, provided_closeness, tag_similarity
 from semreg.registry.discovery import DiscoverQuery, DiscoverResult, Member, Part
 from semreg.registry.instances import UP
 from semreg.registry.registry import Change
@@ -42,24 +63,41 @@ MAX_PATTERNS = 64  # patterns in `all`, and tags in `provided`
 
 class Combined(NamedTuple):
     """An instance's match of a conjunction: the worst-matched pattern's tag, the worst degree, the summed
-    distance, and each pattern's own match in the order of the question. Indexed as a `Match`."""
+    distance, and each pattern's own match in the order of the question. Indexed as a `Match`. With `similar`
+    asked: `similarity`, the patterns' mean closeness (`semreg.registry.closeness`), and `provided`, how well
+    the caller's tags fit the instance's needs (when the question has some); None otherwise."""
 
     tag: Tag
     degree: str
     distance: int
     patterns: tuple[Match, ...]
+    similarity: float | None = None
+    provided: float | None = None
+
+    @property
+    def closeness(self) -> float:
+        """What ranks the instances of one degree when `similar` is asked: the patterns' similarity, or its mean
+        with `provided`'s (the signature's closeness: outputs and inputs alike); 0 otherwise."""
+        if self.similarity is None:
+            return 0.0
+        return self.similarity if self.provided is None else round((self.similarity + self.provided) / 2, 3)
 
 
-def combine(matches: Sequence[Match]) -> Combined:
-    """One match per pattern → the conjunction's: worst degree, summed distance (the one place they combine)."""
+def combine(matches: Sequence[Match], similarities: Sequence[float] | None = None,
+            provided: float | None = None) -> Combined:
+    """One match per pattern → the conjunction's: worst degree, summed distance (the one place they combine).
+    A similar match's distance holds its similarity (`semreg.reasoning.matching`), not a path: it adds nothing
+    to the sum. `similarities`: each pattern's closeness, when `similar` is asked."""
     worst = max(matches, key=lambda m: (RANK[m[1]], m[2]))  # the first of equals: max keeps it
-    return Combined(worst[0], worst[1], sum(m[2] for m in matches), tuple(matches))
+    distance = sum(m[2] for m in matches if m[1] != SIMILAR)
+    similarity = None if similarities is None else round(sum(similarities) / len(similarities), 3)
+    return Combined(worst[0], worst[1], distance, tuple(matches), similarity, provided)
 
 
-def rank(m: Combined) -> tuple[int, int, Tag, tuple[Match, ...]]:
-    """Degree, distance, the worst tag's text, then the patterns' tags: the order of `semreg.reasoning.matching`,
-    made total."""
-    return RANK[m.degree], m.distance, m.tag, m.patterns
+def rank(m: Combined) -> tuple[int, float, int, Tag, tuple[Match, ...]]:
+    """Degree, closeness descending (with `similar` asked; measured on OWLS-TC, README), distance, the worst
+    tag's text, then the patterns' tags: the order of `semreg.reasoning.matching`, made total."""
+    return RANK[m.degree], -m.closeness, m.distance, m.tag, m.patterns
 
 
 @dataclass(frozen=True)
@@ -115,20 +153,51 @@ def covered(tags: Iterable[Tag], provided: Sequence[Tag], rel: Relations, seen: 
 
 def part(catalogue: Catalogue, instances: dict, q: ConjunctiveQuery, removed: dict[str, int] | None = None) -> Part:
     """A shard's part: each instance's best match for each pattern (as `semreg.registry.discovery.part` finds
-    them), kept when it has one for every pattern and `provided` covers it, grouped by its combined match."""
+    them), kept when it has one for every pattern and `provided` covers it (with `similar` asked: graded by how
+    well `provided` fits it instead), grouped by its combined match."""
     if q.report_excluded:  # the parts of several shards: every pattern's instances, the left out included
         best, eligible, matched, excluded = _every_pattern(catalogue, instances, q)
     else:
         best, eligible, matched = _narrowing(catalogue, instances, q)
         excluded = {}
     groups: dict[Combined, list[Member]] = {}
-    seen: dict[Tag, bool] = {}
+    combined = _Combiner(catalogue.hierarchy, q)
     for iid in sorted(set(best[0]).intersection(*best[1:])):
         inst = eligible[iid]
-        if q.provided is not None and not covered(inst.reg.tags, q.provided, catalogue.hierarchy, seen):
-            continue
-        groups.setdefault(combine([firsts[iid] for firsts in best]), []).append(inst)
+        m = combined([firsts[iid] for firsts in best], inst.reg.tags)
+        if m is not None:
+            groups.setdefault(m, []).append(inst)
     return Part(sorted(groups.items(), key=lambda g: rank(g[0])), frozenset(matched), excluded, removed or {})
+
+
+class _Combiner:
+    """An instance's combined match in one question, or None when `provided` (without `similar`) leaves it out;
+    what instances share (a tag's verdict, a pair's closeness) is remembered for the question."""
+
+    def __init__(self, h: Hierarchy, q: ConjunctiveQuery) -> None:
+        self.h, self.q, self.floor = h, q, floor_of(q.match)
+        self.covered: dict[Tag, bool] = {}
+        self.pairs: Pairs = {}
+        self.near: dict[tuple[Tag, Tag], float] = {}
+
+    def __call__(self, matches: list[Match], tags: Iterable[Tag]) -> Combined | None:
+        q, h, floor = self.q, self.h, self.floor
+        if floor is None:
+            if q.provided is not None and not covered(tags, q.provided, h, self.covered):
+                return None
+            return combine(matches)
+        provided = None if q.provided is None else provided_closeness(h, tags, q.provided, floor, self.pairs)
+        return combine(matches, [self._similarity(m, pattern) for m, pattern in zip(matches, q.patterns)], provided)
+
+    def _similarity(self, m: Match, pattern: Tag) -> float:
+        """A pattern's match's closeness: a similar match's own, a logical match's computed."""
+        if m[1] == SIMILAR:
+            return similarity_of(m[2])
+        key = (m[0], pattern)
+        found = self.near.get(key)
+        if found is None:
+            found = self.near[key] = tag_similarity(self.h, m[0], pattern)
+        return found
 
 
 Best = list[dict[str, Match]]  # per pattern, each instance's best match
@@ -211,9 +280,15 @@ def merge(q: ConjunctiveQuery, parts: Sequence[Part], widened: bool = False) -> 
 
 
 def match_json(m: Combined) -> bytes:
-    """`{"tag", "degree", "distance", "patterns": [{"tag", "degree", "distance"}, ...]}`."""
-    return (discovery.match_json(m[:3])[:-1] + b',"patterns":['
-            + b",".join(discovery.match_json(p) for p in m.patterns) + b"]}")
+    """`{"tag", "degree", "distance", "patterns": [{"tag", "degree", "distance"}, ...]}`, and with `similar` asked
+    the conjunction's `similarity` (and `provided`, when the question has it)."""
+    head = b"".join((b'{"tag":', orjson.dumps(m.tag.as_json()), b',"degree":"', m.degree.encode(), b'","distance":',
+                     str(m.distance).encode()))
+    if m.similarity is not None:
+        head += b',"similarity":' + orjson.dumps(m.similarity)
+    if m.provided is not None:
+        head += b',"provided":' + orjson.dumps(m.provided)
+    return head + b',"patterns":[' + b",".join(discovery.match_json(p) for p in m.patterns) + b"]}"
 
 
 def body(result: DiscoverResult) -> bytes:
@@ -222,7 +297,7 @@ def body(result: DiscoverResult) -> bytes:
     return discovery.body(result, orjson.dumps(result.query.as_json()), match_json)
 
 
-def relevant(hierarchy: Relations, q: ConjunctiveQuery, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:
+def relevant(hierarchy: Hierarchy, q: ConjunctiveQuery, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:
     """Whether a change touches a tag some pattern matched or would match: an instance that enters or leaves
     the answer has such a tag (`provided` only filters instances that match every pattern)."""
     changes = list(changes)

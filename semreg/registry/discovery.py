@@ -26,12 +26,13 @@ from typing import Any, Protocol
 import orjson
 
 from semreg.rdf.terms import Tag
+from semreg.reasoning.hierarchy import Hierarchy
 from semreg.reasoning.matching import SIMILAR, floor_of, rank_key, similarity_of, tag_match
-from semreg.reasoning.matching import Relations as Hierarchy
 from semreg.registry.catalogue import Catalogue, Match
 from semreg.registry.instances import UP
 from semreg.registry.registry import Change
 from semreg.registry.selector import ALL, Selector
+from semreg.registry.similar import similar_match
 
 MATCHES_LISTED = 1000
 
@@ -269,20 +270,19 @@ def body(result: DiscoverResult, query: bytes | None = None, render: Callable[[A
 
 
 def relevant(hierarchy: Hierarchy, q: DiscoverQuery, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:
-    """Whether any change touches a tag this query matched, or a tag that would match it, in the
-    environment the query reads (a query naming `similar`: any change there, since closeness is not cheap
-    to decide for every watcher)."""
+    """Whether any change touches a tag this query matched, or a tag that would match it (logically in a degree
+    asked, or, when the query names `similar`, as a near miss at its floor), in the environment the query reads."""
     selector = q.selector
-    similar = floor_of(q.match) is not None
+    floor = floor_of(q.match)
     for c in changes:
         if not selector.covers(c.environments):
             continue
-        if similar and c.tags:
-            return True
         for tag in c.tags:
             if tag in matched:
                 return True
             m = tag_match(tag, q.tag, hierarchy)
             if m is not None and m[0] in q.match:
+                return True
+            if m is None and floor is not None and similar_match(hierarchy, tag, q.tag, floor) is not None:
                 return True
     return False

@@ -120,7 +120,7 @@ def conjunctive_query(fields: Mapping[str, Any], prefixes: PrefixMap) -> Conjunc
     environment."""
     provided = fields.get("provided")
     pairs = Pairs((k, str(v)) for k, v in fields.items()
-                  if k in ("match", "limit", "status", "service") and v is not None)
+                  if k in ("match", "min_similarity", "limit", "status", "service") and v is not None)
     q = discover_query(Pairs([("s", ANY), *pairs.pairs]), prefixes)
     selector = parse_selector(fields.get("environment"), sorted((fields.get("meta") or {}).items()))
     return ConjunctiveQuery(patterns_of(fields.get("all"), "all", prefixes),

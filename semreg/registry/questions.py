@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from semreg.rdf.terms import Tag
-from semreg.reasoning.matching import Relations
+from semreg.reasoning.hierarchy import Hierarchy
 from semreg.registry import conjunctive, discovery
 from semreg.registry.catalogue import Catalogue
 from semreg.registry.conjunctive import ConjunctiveQuery
@@ -37,7 +37,7 @@ def body(result: DiscoverResult) -> bytes:
     return conjunctive.body(result) if isinstance(result.query, ConjunctiveQuery) else discovery.body(result)
 
 
-def relevant(hierarchy: Relations, q: Question, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:
+def relevant(hierarchy: Hierarchy, q: Question, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:
     if isinstance(q, ConjunctiveQuery):
         return conjunctive.relevant(hierarchy, q, matched, changes)
     return discovery.relevant(hierarchy, q, matched, changes)

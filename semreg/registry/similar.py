@@ -8,6 +8,7 @@ those, the tags that match logically in any degree are left out (they are not ne
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 from semreg.rdf.terms import ANY, Tag
@@ -37,17 +38,25 @@ def similar_matches(catalogue: Registered, query: Tag, floor: float) -> list[Mat
             close.append(None)
             continue
         registered = catalogue.by_position[pos]
-        near = dict(index.nearest(q, registered.keys(), floor, catalogue.terms_version))
+        near = dict(index.nearest(q, registered.keys(), floor, (pos, catalogue.terms_version)))
         if q in registered:
             near[q] = 1.0
         if ANY in registered:
             near[ANY] = 1.0
         close.append(near)
-    sets = sorted((set().union(*(catalogue.by_position[pos][t] for t in near))
-                   for pos, near in enumerate(close) if near is not None), key=len)
-    tags = sets[0].intersection(*sets[1:]) if sets else set(catalogue.holders)
+    # the tags of the position with the fewest, then those whose other terms are close too (no union of the
+    # others: a predicate near every registered one would gather every tag)
+    asked = [(sum(len(catalogue.by_position[pos][t]) for t in near), pos) for pos, near in enumerate(close)
+             if near is not None]
+    if asked:
+        fewest = min(asked)[1]
+        tags: Iterable[Tag] = (tag for t in close[fewest] or () for tag in catalogue.by_position[fewest][t])
+    else:
+        tags = catalogue.holders
     out = []
     for tag in tags:
+        if any(near is not None and term not in near for term, near in zip(tag, close)):
+            continue
         if tag_match(tag, query, h) is not None:
             continue
         score = min((1.0 if near is None else near[term] for term, near in zip(tag, close)), default=1.0)

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.hierarchies import EX, hierarchy
 
+from semreg.bench.dataset import Dataset
 from semreg.rdf.terms import ANY
-from semreg.reasoning.similarity import SimilarityIndex, index_of, words
+from semreg.reasoning.similarity import TOP_K, SimilarityIndex, index_of, words
 
 ONTOLOGY = """
 :Media a owl:Class . :Film rdfs:subClassOf :Media . :ComedyFilm rdfs:subClassOf :Film .
@@ -83,3 +86,25 @@ def test_one_index_per_hierarchy():
     h = hierarchy(ONTOLOGY)
     assert index_of(h) is index_of(h)
     assert index_of(hierarchy(ONTOLOGY)) is not index_of(h)
+
+
+def brute_force(index: SimilarityIndex, term: str, within, floor: float) -> list[tuple[str, float]]:
+    scored = [(t, index.similarity(term, t)) for t in within if t not in (term, ANY)]
+    return sorted(((t, s) for t, s in scored if s >= floor), key=lambda x: (-x[1], x[0]))[:TOP_K]
+
+
+@pytest.fixture(scope="module")
+def synthetic() -> SimilarityIndex:
+    """The benchmark's class DAG, small: names that share the word `c`, ancestors shared by hundreds."""
+    return SimilarityIndex(hierarchy(Dataset(classes=400).turtle()))
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), floor=st.sampled_from([0.0, 0.05, 0.2, 0.3, 0.35, 0.5, 0.8, 1.0]))
+def test_nearest_finds_what_scoring_every_term_finds(synthetic, index, data, floor):
+    # the candidates come from postings (words, ancestors): never one term fewer than a full scan
+    for ix in (synthetic, index):
+        terms = sorted(ix.vectors())
+        term = data.draw(st.sampled_from(terms + [EX + "Unnamed"]))
+        within = data.draw(st.sets(st.sampled_from(terms + [ANY, EX + "NoOntologyFilm"]), max_size=len(terms) + 2))
+        assert ix.nearest(term, within, floor, version=object()) == brute_force(ix, term, within, floor)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from semreg.clock import FakeClock
 from semreg.cluster import wire
 from semreg.rdf.terms import ANY, Tag
-from semreg.reasoning.matching import DEFAULT_MATCH, DEGREES, RANK, tag_match
+from semreg.reasoning.matching import DEFAULT_MATCH, DEGREES, RANK, SIMILAR, tag_match
 from semreg.reasoning.reasoner import build_hierarchy, compute_closure
 from semreg.registry import conjunctive, discovery
 from semreg.registry.conjunctive import Combined, ConjunctiveQuery, combine, covered
@@ -75,6 +75,30 @@ A, B, C = t("Livro"), t("Filme"), t("Obra")
 ])
 def test_a_conjunction_is_its_worst_degree_and_its_summed_distance(matches, expected):
     assert combine(matches) == expected
+
+
+@pytest.mark.parametrize("matches, similarities, provided, expected", [
+    # a similar match's distance holds its similarity: it adds nothing to the sum; the similarity is the mean
+    ([(A, "similar", 300), (B, "narrower", 2)], [0.7, 0.9], None,
+     Combined(A, "similar", 2, ((A, "similar", 300), (B, "narrower", 2)), 0.8, None)),
+    ([(A, "exact", 0), (B, "similar", 600)], [1.0, 0.4], 0.5,
+     Combined(B, "similar", 0, ((A, "exact", 0), (B, "similar", 600)), 0.7, 0.5)),
+    ([(A, "narrower", 1)], [0.55], 1.0, Combined(A, "narrower", 1, ((A, "narrower", 1),), 0.55, 1.0)),
+])
+def test_with_similar_a_conjunction_carries_its_closeness(matches, similarities, provided, expected):
+    found = combine(matches, similarities, provided)
+    assert found == expected
+    assert found.closeness == (expected.similarity if provided is None else round((expected.similarity + provided) / 2, 3))
+
+
+def test_similar_ranks_after_overlap_and_closeness_before_distance():
+    overlap = Combined(A, "overlap", 9, ((A, "overlap", 9),), 0.1, None)
+    near = Combined(B, "narrower", 3, ((B, "narrower", 3),), 0.9, None)
+    far = Combined(A, "narrower", 1, ((A, "narrower", 1),), 0.5, None)
+    similar = Combined(C, "similar", 0, ((C, "similar", 50),), 0.95, None)
+    assert sorted([similar, far, overlap, near], key=conjunctive.rank) == [near, far, overlap, similar]
+    plain = [Combined(A, "narrower", 2, ((A, "narrower", 2),)), Combined(B, "narrower", 1, ((B, "narrower", 1),))]
+    assert sorted(plain, key=conjunctive.rank) == plain[::-1]  # without similar: distance, as the contract ranks
 
 
 @pytest.mark.parametrize("tags, provided, ok", [
@@ -183,7 +207,7 @@ def wired(q, r: Registry) -> discovery.Part:
        shards=st.integers(1, 4), copies=st.integers(1, 3), seed=st.integers(0, 2**32), asked=patterns,
        provided=st.one_of(st.none(), st.lists(st.tuples(st.sampled_from(TERMS), st.sampled_from(PROPS[:3]),
                                                         st.sampled_from(TERMS + [ANY])), min_size=1, max_size=2)),
-       match=st.sets(st.sampled_from(DEGREES), min_size=1), limit=st.one_of(st.none(), st.integers(1, 5)),
+       match=st.sets(st.sampled_from([*DEGREES, SIMILAR]), min_size=1), limit=st.one_of(st.none(), st.integers(1, 5)),
        over_the_wire=st.booleans())
 def test_any_partition_answers_as_one_shard(hierarchy, instances, shards, copies, seed, asked, provided, match, limit,
                                             over_the_wire):
@@ -205,10 +229,15 @@ def test_any_partition_answers_as_one_shard(hierarchy, instances, shards, copies
     # and what it is: every pattern matched at the instance's best tag for it, combined
     for inst, m in whole.ranked:
         for pattern, (tag, degree, distance) in zip(q.patterns, m.patterns):
+            if degree == SIMILAR:  # no tag of the instance matches the pattern logically in a degree asked
+                assert not any((g := tag_match(x, pattern, hierarchy)) is not None and g[0] in match
+                               for x in inst.reg.tags)
+                continue
             graded = sorted((RANK[g[0]], g[1], x) for x in inst.reg.tags
                             if (g := tag_match(x, pattern, hierarchy)) is not None and g[0] in match)
             assert graded[0] == (RANK[degree], distance, tag)
-        assert m == combine(m.patterns)
+        if SIMILAR not in match:
+            assert m == combine(m.patterns)
 
 
 def test_the_body_keeps_the_get_keys_and_adds_the_patterns(hierarchy):

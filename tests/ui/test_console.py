@@ -290,6 +290,18 @@ def test_run_a_discovery_and_read_why_each_tag_matched(registry, page):
     expect(overlap.get_by_test_id("why")).to_contain_text(
         "subject: ex:Romance subclass of ex:Livro subclass of ex:Obra (broader, 2 steps)")
     expect(overlap.get_by_test_id("why")).to_contain_text("predicate: any was asked")
+    # near misses, when asked: the similarity, and the words and the ancestor that make the tag close
+    p.get_by_label("Subject").fill("ex:Livro")
+    p.get_by_label("Predicate").fill("ex:temUmGenero")
+    p.get_by_label("Object").fill("ex:Terror")
+    p.get_by_label("Match").select_option("all,similar")
+    p.get_by_role("button", name="Discover").click()
+    near = p.locator("[data-degree=similar]").get_by_test_id("match").filter(has_text="ex:Filme ex:temUmGenero")
+    expect(near).to_contain_text(re.compile(r"similarity 0\.\d+"))
+    expect(near.get_by_test_id("why")).to_contain_text(
+        "subject: close in meaning: shares the words obra, both below ex:Obra")
+    expect(near.get_by_test_id("why")).to_contain_text("predicate: the same term")
+    check_accessibility(p, "discovery with near misses")
 
 
 def test_run_a_sparql_query_and_read_the_table(registry, page):

@@ -50,6 +50,8 @@ class SavedQueryBody(BaseModel):
     p: str | None = Field(default=None, max_length=4096, description="predicate term (omitted: any)")
     o: str | None = Field(default=None, max_length=4096, description="object term (omitted: any)")
     match: str | list[str] | None = Field(default=None, description="degrees, as GET /v1/discover's match")
+    min_similarity: float | None = Field(default=None, description="with similar in match: the floor of a similar "
+                                                                   "match's similarity, in [0, 1]")
     environment: str | None = Field(default=None, max_length=256, description="default 'default'; '*' for all")
     meta: dict[str, str] = Field(default_factory=dict, description="meta.KEY=VALUE filters, all of which must hold")
     limit: int | None = Field(default=None, description="at most this many instances")
@@ -68,6 +70,7 @@ class SavedQueryView(BaseModel):
     all: list[TagView] | None = Field(default=None, description="a conjunctive query's patterns")
     provided: list[TagView] | None = Field(default=None, description="a conjunctive query's provided tags")
     match: str
+    min_similarity: float | None = Field(default=None, description="the floor of the similar degree, when given")
     environment: str
     meta: dict[str, str]
     limit: int | None = None

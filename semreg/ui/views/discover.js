@@ -1,11 +1,13 @@
 // The discovery playground: subject, predicate and object with completion from the known terms and
 // prefixes; matches grouped by degree with distances and why each tag matched (the chain of steps,
-// from /v1/expand); the instance the balancer would pick now (/v1/route/preview).
+// from /v1/expand); near misses (the similar degree, when asked) with their similarity and what makes them
+// close (the words they share, the deepest common ancestor); the instance the balancer would pick now
+// (/v1/route/preview).
 import { getJSON, qs } from "../api.js";
 import { clear, errorBox, field, h, showError } from "../dom.js";
 import { curie, knownPrefixes, tagLinks, termLink } from "../terms.js";
 
-const DEGREES = ["exact", "narrower", "broader", "overlap"];
+const DEGREES = ["exact", "narrower", "broader", "overlap", "similar"];
 const RELATION = {
   "http://www.w3.org/2000/01/rdf-schema#subClassOf": "subclass of",
   "http://www.w3.org/2000/01/rdf-schema#subPropertyOf": "subproperty of",
@@ -22,7 +24,8 @@ export async function render(main, { query, navigate }) {
     inputs[k] = h("input", { name: k, list: "known-terms", value: query.get(k) || "", autocomplete: "off", size: 28,
       required: k === "s" ? true : null, placeholder: k === "s" ? "ex:Obra" : "any" });
   }
-  const match = h("select", { name: "match" }, [["exact,narrower", "exact and narrower (default)"], ["all", "all degrees"], ["exact", "exact only"]]
+  const match = h("select", { name: "match" }, [["exact,narrower", "exact and narrower (default)"], ["all", "all degrees"],
+    ["all,similar", "all degrees and near misses"], ["exact", "exact only"]]
     .map(([v, t]) => h("option", { value: v, text: t, selected: (query.get("match") || "exact,narrower") === v })));
   const policy = h("select", { name: "policy" }, ["least-load", "spillover", "round-robin", "limit"].map((p) =>
     h("option", { value: p, text: p, selected: (query.get("policy") || "least-load") === p })));
@@ -85,7 +88,7 @@ function draw(out, found, expand, pick) {
       h("section", { class: "degree-group", "aria-labelledby": `deg-${degree}`, "data-degree": degree },
         h("h2", { id: `deg-${degree}`, text: `${degree} (${matches.length})` }),
         h("ul", { class: "plain" }, matches.map((m) => h("li", { class: "card", "data-testid": "match" },
-          h("p", {}, tagLinks(m.tag), ` · distance ${m.distance}`),
+          h("p", {}, tagLinks(m.tag), m.degree === "similar" ? ` · similarity ${m.similarity}` : ` · distance ${m.distance}`),
           h("p", {}, "instances: ", m.instances.map((ref, n) => [n ? ", " : "",
             h("a", { href: `#/instances/${encodeURIComponent(ref.id)}`, text: ref.id }),
             views.get(ref.id) ? ` (${views.get(ref.id).status})` : ""])),
@@ -99,6 +102,7 @@ function explanation(why) {
 }
 
 function describe(c) {
+  if (c.degree === null) return c.similar ? near(c.similar) : h("span", { text: "no relation" });
   if (c.wildcard) return h("span", { text: c.degree === "exact" ? "any on both sides" : c.degree === "narrower" ? "any was asked" : "the tag says any" });
   if (c.steps.length === 0) return h("span", { text: "the same term" });
   const out = [termLink(c.steps[0].s)];
@@ -106,4 +110,11 @@ function describe(c) {
     out.push(" ", h("span", { class: "rel", text: `${RELATION[step.p] || curie(step.p)}${step.asserted ? "" : " (entailed)"}` }), " ", termLink(step.o));
   }
   return h("span", { class: "chain" }, out, " ", h("span", { class: "muted", text: `(${c.degree}, ${c.steps.length} step${c.steps.length === 1 ? "" : "s"})` }));
+}
+
+function near(close) {
+  const words = close.shared_words.length ? `shares the words ${close.shared_words.join(", ")}` : "shares no word";
+  const above = close.common_ancestor ? [", both below ", termLink(close.common_ancestor)] : [", no common ancestor"];
+  return h("span", { class: "chain" }, `close in meaning: ${words}`, above, " ",
+    h("span", { class: "muted", text: `(similar ${close.similarity}: words ${close.text}, structure ${close.structure})` }));
 }
