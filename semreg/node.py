@@ -130,8 +130,7 @@ class Node:
         """Every `RELEASE_EVERY_S`, give what was freed back to the system, on a worker thread: under churn the
         arenas of the node's threads kept it, and the process grew with no plateau."""
         def release() -> None:
-            if self._loop is not None and not self._loop.is_closed():
-                self._loop.run_in_executor(None, malloc.release)
+            self._release_soon()
             self._release = self.clock.call_at(self.clock.monotonic() + RELEASE_EVERY_S, release)
         self._release = self.clock.call_at(self.clock.monotonic() + RELEASE_EVERY_S, release)
 
@@ -210,7 +209,12 @@ class Node:
     def _settle_heap(self) -> None:
         heap.settle()
         self.heap.settled()
-        malloc.release()
+        self._release_soon()
+
+    def _release_soon(self) -> None:
+        """Freed memory back to the system on a worker thread (`malloc_trim` walks the whole heap)."""
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.run_in_executor(None, malloc.release)
 
     def _publish_view(self, view: dict[str, Any]) -> None:
         """An instance into the SPARQL replica. Each one published was just made (registered, replaced, a
