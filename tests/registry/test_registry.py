@@ -137,3 +137,15 @@ def test_restore_keeps_admin_status_revision_and_registration_time(registry):
 def test_heartbeat_unknown_is_not_found(registry):
     with pytest.raises(NotFound):
         registry.heartbeat("nope")
+
+
+def test_leases_lapsing_at_once_are_handled_a_batch_at_a_time_until_none_is_due(registry, clock):
+    for k in range(25):
+        registry.put(reg(f"i{k:02d}", ttl=10))
+    clock.advance(10)
+    first = registry.expire(limit=10)
+    assert len(first) == 10 and registry.next_deadline() == 10  # the rest are due still: the caller comes back
+    rest = registry.expire(limit=10) + registry.expire(limit=10)
+    assert len(rest) == 15 and registry.expire(limit=10) == []
+    assert {c.id for c in first + rest} == {f"i{k:02d}" for k in range(25)}
+    assert all(registry.get(f"i{k:02d}").status == CRITICAL for k in range(25))
