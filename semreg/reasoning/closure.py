@@ -22,11 +22,12 @@ are never reported by `triples()`.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
+from semreg.reasoning import literals
 from semreg.reasoning.rules import triggers
 from semreg.reasoning.rules.triggers import (
     AXIOM_OBJECT_PROPERTY,
@@ -44,7 +45,6 @@ from semreg.reasoning.rules.triggers import (
     RL_DATATYPES,
     SAME,
     SCO,
-    UNTYPED_LITERALS,
     VOCABULARY,
     Fact,
     T,
@@ -53,7 +53,7 @@ from semreg.reasoning.rules.triggers import (
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 NAMED, BLANK, LITERAL = range(3)
 SYSTEM = ""  # the graph name of the axioms RL entails from nothing (never removed)
-_REFLEXIVE_DROPPED = frozenset({SAME, EQC, EQP})
+_INERT = frozenset({SAME, EQC, EQP})  # x sameAs x, c ≡ c, p ≡ p: premises of no rule (see `_insert`)
 _GATES = AXIOM_SUBJECT_PROPERTY | AXIOM_OBJECT_PROPERTY | EXPRESSION_SUBJECT | EXPRESSION_OBJECT | {SAME}
 _E: tuple = ()
 
@@ -68,6 +68,8 @@ class Terms:
         self.iri_ids: dict[str, int] = {}
         self.kinds = bytearray()  # NAMED, BLANK or LITERAL
         self.literal_types: dict[int, tuple[int, ...]] = {}
+        self.literal_values: dict[int, Hashable] = {}  # a literal's data value (`semreg.reasoning.literals`)
+        self.same_value: dict[Hashable, list[int]] = {}  # the literals of each data value
         for iri in VOCABULARY:
             self.id(ox.NamedNode(iri))
 
@@ -97,9 +99,13 @@ class Terms:
 
     def _type_literal(self, i: int, literal: ox.Literal) -> None:
         dt = literal.datatype.value
-        if dt in UNTYPED_LITERALS or dt not in _RL_DATATYPES:
+        if dt not in _RL_DATATYPES:
             return
         self.literal_types[i] = tuple(self.iri_id(d) for d in (dt, *DATATYPE_ANCESTORS.get(dt, ())))
+        key = literals.value(dt, literal.value, literal.language)
+        if key is not None:
+            self.literal_values[i] = key
+            self.same_value.setdefault(key, []).append(i)
 
     def __len__(self) -> int:
         return len(self.terms)
@@ -135,6 +141,8 @@ class Closure:
         self.class_expressions: set[int] = set()  # classes some rule reads the members of (a superset)
         self.same_terms: set[int] = set()  # terms in some owl:sameAs fact (a superset)
         self.literal_types = self.terms.literal_types
+        self.literal_values = self.terms.literal_values
+        self.same_value = self.terms.same_value
         self._cards: dict[int, bool] = {}
         axioms = [tuple(self.terms.iri_id(x) for x in t) for t in triggers.axioms()]
         self.assert_graph(SYSTEM, axioms)  # type: ignore[arg-type]
@@ -250,6 +258,7 @@ class Closure:
         pop, push = queue.popleft, queue.append
         out: list[Fact] = []
         before = len(added)
+        same, kinds = ps[SAME], self.terms.kinds
         while queue:
             f = pop()
             s, p, o = f
@@ -270,6 +279,12 @@ class Closure:
             else:
                 subs.add(s)
             added.append(f)
+            for x in (s, p, o):  # eq-ref, for every term RDF can have as a subject
+                xs = same.get(x)
+                if (xs is None or x not in xs) and kinds[x] != LITERAL:
+                    push((x, SAME, x))
+            if s == o and p in _INERT:
+                continue
             if p in gates or (p == T and o in PROPERTY_CHARACTERISTICS):
                 self._open_gates(s, p, o)
             consequences(self, s, p, o, out)
@@ -277,8 +292,7 @@ class Closure:
                 cs, cp, co = c
                 dd = ps.get(cp)
                 if dd is None or co not in dd.get(cs, _E):
-                    if cs != co or cp not in _REFLEXIVE_DROPPED:
-                        push(c)
+                    push(c)
             out.clear()
         self.size += len(added) - before
 
@@ -305,10 +319,13 @@ class Closure:
         doomed = set(lost)
         todo = list(lost)
         asserted = self.asserted
+        kinds = self.terms.kinds
         out: list[Fact] = []
         while todo:
             s, p, o = todo.pop()
-            triggers.consequences(self, s, p, o, out)
+            out.extend((x, SAME, x) for x in (s, p, o) if kinds[x] != LITERAL)  # eq-ref
+            if s != o or p not in _INERT:
+                triggers.consequences(self, s, p, o, out)
             for c in out:
                 if c not in doomed and c not in asserted and self.has(*c):
                     doomed.add(c)
@@ -320,11 +337,15 @@ class Closure:
         keys = {o if s == NOTHING and p == SCO else s for s, p, o in doomed}
         back: list[Fact] = []
         for s, p, o in self._facts_about(keys):
-            triggers.consequences(self, s, p, o, out)
+            out.extend((x, SAME, x) for x in (s, p, o))
+            if s != o or p not in _INERT:
+                triggers.consequences(self, s, p, o, out)
             for c in out:
-                if c in doomed and (c[0] != c[2] or c[1] not in _REFLEXIVE_DROPPED):
+                if c in doomed:
                     back.append(c)
             out.clear()
+        # eq-ref of a term that is left only as a predicate (the rest have a fact about them above)
+        back.extend(f for f in doomed if f[1] == SAME and f[0] == f[2] and self.ps.get(f[0]))
         returned = Change()
         self._insert(back, returned)
         kept = set(returned.added)
@@ -366,11 +387,8 @@ class Closure:
         return f in self.asserted and any(f in facts for name, facts in self.graphs.items() if name != SYSTEM)
 
     def is_rdf(self, f: Fact) -> bool:
-        """Whether a fact is reported as RDF: not reflexive (c ⊑ c, p ⊑ p), not generalised (literal
-        subject, predicate not an IRI)."""
+        """Whether a fact is reported as RDF: not generalised (literal subject, predicate not an IRI)."""
         s, p, o = f
-        if s == o and (p == SCO or p == triggers.SPO):
-            return False
         kinds = self.terms.kinds
         return kinds[s] != LITERAL and kinds[p] == NAMED
 

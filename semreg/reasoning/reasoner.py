@@ -153,8 +153,7 @@ class Reasoner:
         t = time.perf_counter()
         user, kinds = closure.user_asserted(), self._terms.kinds
         before = self._inferred
-        self._inferred = {f for f in closure.facts() if f not in user and kinds[f[0]] != LITERAL and kinds[f[1]] == NAMED
-                          and not (f[0] == f[2] and f[1] in (SCO, SPO))}
+        self._inferred = {f for f in closure.facts() if f not in user and kinds[f[0]] != LITERAL and kinds[f[1]] == NAMED}
         timings["inferred"] = _ms(t)
         return Outcome(self._hierarchy, [], [], len(self._inferred), True, timings, len(self._inferred - before))
 
@@ -168,7 +167,7 @@ class Reasoner:
 
         def rdf(f: Fact) -> bool:
             s, p, o = f
-            return kinds[s] != LITERAL and kinds[p] == NAMED and not (s == o and p in (SCO, SPO))
+            return kinds[s] != LITERAL and kinds[p] == NAMED
 
         gained = [f for f in new - came if rdf(f)]  # new and not asserted here (nor anywhere: it was not there)
         lost = [f for f in gone_now if f in inferred]

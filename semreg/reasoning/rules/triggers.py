@@ -20,22 +20,26 @@ How the rules read RL where it leaves room, following owlrl (the reference the t
 - `scm-op`/`scm-dp` hold for `rdf:Property` too; `scm-sco`/`scm-spo` derive no reflexive triple from a
   cycle (owlrl skips `c1 = c3`), so `c ⊑ c` holds only for declared classes (`scm-cls`) and `p ⊑ p`
   for declared properties; `scm-svf1`, `scm-avf1` and `scm-hv` use those reflexive triples.
-- Reflexive `owl:sameAs`, `owl:equivalentClass` and `owl:equivalentProperty` triples (`eq-ref`, and the
-  `c ≡ c` of `scm-cls`) are not kept: no rule draws anything from them (every rule that reads them has
-  `x ≠ y` in owlrl), except axioms about `owl:sameAs` itself, which semreg does not support.
-- Rules that only detect inconsistency (`eq-diff*`, `prp-irp`, `prp-asyp`, `prp-pdw`, `prp-adp`,
-  `prp-npa*`, `cls-nothing2`, `cls-com`, `cls-maxc1`, `cls-maxqc1/2`, `cax-dw`, `cax-adc`,
-  `dt-not-type`) are left out: inconsistencies are data here.
+- Rules that only detect inconsistency or difference (`eq-diff*`, `prp-irp`, `prp-asyp`, `prp-pdw`,
+  `prp-adp`, `prp-npa*`, `cls-nothing2`, `cls-com`, `cls-maxc1`, `cls-maxqc1/2`, `cax-dw`, `cax-adc`,
+  `dt-not-type`, `dt-diff`) are left out: inconsistencies are data here.
 - Lists must end in `rdf:nil`; a cell with several `rdf:first` (eq-rep copies them from `owl:sameAs`
   items) is read by its least id, and any of them gives the same closure.
-- `scm-dom1/2` and `scm-rng1/2` are left out (`schema` says why).
 - Literals are typed by their datatype when it is an OWL 2 RL datatype (`dt-type2`), and by the
-  datatypes above it, as owlrl does; a literal without a datatype of its own (plain or language-tagged,
-  which pyoxigraph reports as `xsd:string` / `rdf:langString`) is not typed, as in rdflib.
+  datatypes above it, as owlrl does; a plain literal is an `xsd:string` and a language-tagged one an
+  `rdf:langString` (RDF 1.1: pyoxigraph reports them so), where rdflib gives them no datatype.
+- `dt-eq`: literals with the same data value (`semreg.reasoning.literals`: `"42"^^xsd:int` and
+  `"+042"^^xsd:int`, `42` and `42.0`) are `owl:sameAs` each other once facts hold both (`datatypes`).
+- Reflexive `owl:sameAs` (`eq-ref`, for every term but literals, whose triples RDF cannot hold),
+  `owl:equivalentClass` (`scm-cls`, `scm-eqc2`) and `owl:equivalentProperty` (`scm-op`, `scm-dp`,
+  `scm-eqp2`) triples are kept, but are premises of no rule: every rule that reads them concludes a
+  triple it had as another premise (owlrl's rules say `x ≠ y`), except axioms about `owl:sameAs`
+  itself, which semreg does not support. The closure marks them inert (`semreg.reasoning.closure`).
+- `scm-dom1/2` and `scm-rng1/2` propagate domains and ranges down sub-properties and up super-classes.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Protocol
 
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
@@ -43,8 +47,8 @@ RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 OWL = "http://www.w3.org/2002/07/owl#"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
-# Fixed ids: VOCABULARY[i] has id i in every term table.
-VOCABULARY = (
+# Fixed ids: VOCABULARY[i] has id i in every term table (these, then the RL datatypes below).
+_TERMS = (
     RDF + "type", RDFS + "subClassOf", RDFS + "subPropertyOf", OWL + "equivalentClass",
     OWL + "equivalentProperty", OWL + "sameAs", RDFS + "domain", RDFS + "range", OWL + "inverseOf",
     OWL + "onProperty", OWL + "someValuesFrom", OWL + "allValuesFrom", OWL + "hasValue",
@@ -57,7 +61,7 @@ VOCABULARY = (
 )
 (T, SCO, SPO, EQC, EQP, SAME, DOM, RNG, INV, ONP, SVF, AVF, HV, INT, UNI, ONEOF, CHAIN, KEY, MAXC, MAXQC,
  ONCLASS, FIRST, REST, NIL, THING, NOTHING, CLASS, OBJECT_PROPERTY, DATATYPE_PROPERTY, RDF_PROPERTY,
- SYMMETRIC, TRANSITIVE, FUNCTIONAL, INVERSE_FUNCTIONAL, ANNOTATION_PROPERTY, DATATYPE, LABEL) = range(len(VOCABULARY))
+ SYMMETRIC, TRANSITIVE, FUNCTIONAL, INVERSE_FUNCTIONAL, ANNOTATION_PROPERTY, DATATYPE, LABEL) = range(len(_TERMS))
 
 # Predicates whose objects are RDF lists, and the rules that read them (re-run when a list cell arrives).
 LIST_PREDICATES = (INT, UNI, ONEOF, CHAIN, KEY)
@@ -85,8 +89,8 @@ DATATYPE_ANCESTORS: dict[str, tuple[str, ...]] = {XSD + k: tuple(XSD + v for v i
     "normalizedString": "string", "token": "normalizedString string", "language": "token normalizedString string",
     "Name": "token normalizedString string", "NCName": "Name token normalizedString string",
     "NMTOKEN": "Name token normalizedString string"}.items()}
-# Datatypes rdflib gives no literal of its own: plain and language-tagged literals have none there.
-UNTYPED_LITERALS = (XSD + "string", RDF + "langString")
+VOCABULARY = _TERMS + RL_DATATYPES
+DATATYPE_IDS = range(len(_TERMS), len(VOCABULARY))  # the ids of RL_DATATYPES, in order
 
 Fact = tuple[int, int, int]
 E: tuple = ()
@@ -99,6 +103,8 @@ class Store(Protocol):
     class_expressions: set[int]
     same_terms: set[int]
     literal_types: dict[int, tuple[int, ...]]
+    literal_values: dict[int, Hashable]
+    same_value: dict[Hashable, list[int]]
 
     def members(self, head: int) -> tuple[int, ...] | None: ...
 
