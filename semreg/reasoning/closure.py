@@ -15,24 +15,23 @@
 So the result never depends on the order of changes: it is the least fixpoint of the rules over what is
 asserted now (`tests/reasoning/test_closure.py` compares every sequence of changes with a fresh computation).
 
-Terms are interned as integers (the vocabulary of `semreg.reasoning.rules.triggers` first, at fixed ids). Triples whose
+Terms are interned as integers (`semreg.reasoning.terms`). Triples whose
 subject is a literal, or whose predicate is not an IRI, take part in reasoning but are not RDF: they
 are never reported by `triples()`.
 """
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
-from semreg.reasoning import literals
+from semreg.reasoning.propagation import Propagated
 from semreg.reasoning.rules import triggers
 from semreg.reasoning.rules.triggers import (
     AXIOM_OBJECT_PROPERTY,
     AXIOM_SUBJECT_PROPERTY,
-    DATATYPE_ANCESTORS,
     EQC,
     EQP,
     EXPRESSION_OBJECT,
@@ -42,76 +41,18 @@ from semreg.reasoning.rules.triggers import (
     NOTHING,
     PROPERTY_CHARACTERISTICS,
     REST,
-    RL_DATATYPES,
     SAME,
     SCO,
     VOCABULARY,
     Fact,
     T,
 )
+from semreg.reasoning.terms import LITERAL, NAMED, Terms
 
-Term = ox.NamedNode | ox.BlankNode | ox.Literal
-NAMED, BLANK, LITERAL = range(3)
 SYSTEM = ""  # the graph name of the axioms RL entails from nothing (never removed)
 _INERT = frozenset({SAME, EQC, EQP})  # x sameAs x, c ≡ c, p ≡ p: premises of no rule (see `_insert`)
 _GATES = AXIOM_SUBJECT_PROPERTY | AXIOM_OBJECT_PROPERTY | EXPRESSION_SUBJECT | EXPRESSION_OBJECT | {SAME}
 _E: tuple = ()
-
-
-class Terms:
-    """Interned terms: id ↔ pyoxigraph term; vocabulary ids as in `semreg.reasoning.rules.triggers.VOCABULARY`."""
-
-    def __init__(self) -> None:
-        self._ids: dict[Term, int] = {}
-        self.terms: list[Term] = []
-        self.iris: list[str | None] = []  # the IRI of a named node, None for blank nodes and literals
-        self.iri_ids: dict[str, int] = {}
-        self.kinds = bytearray()  # NAMED, BLANK or LITERAL
-        self.literal_types: dict[int, tuple[int, ...]] = {}
-        self.literal_values: dict[int, Hashable] = {}  # a literal's data value (`semreg.reasoning.literals`)
-        self.same_value: dict[Hashable, list[int]] = {}  # the literals of each data value
-        for iri in VOCABULARY:
-            self.id(ox.NamedNode(iri))
-
-    def id(self, term: Term) -> int:
-        i = self._ids.get(term)
-        if i is None:
-            i = self._ids[term] = len(self.terms)
-            self.terms.append(term)
-            if isinstance(term, ox.NamedNode):
-                self.iris.append(term.value)
-                self.iri_ids[term.value] = i
-                self.kinds.append(NAMED)
-            else:
-                self.iris.append(None)
-                if isinstance(term, ox.Literal):
-                    self.kinds.append(LITERAL)
-                    self._type_literal(i, term)
-                else:
-                    self.kinds.append(BLANK)
-        return i
-
-    def known(self, term: Term) -> int | None:
-        return self._ids.get(term)
-
-    def iri_id(self, iri: str) -> int:
-        return self.id(ox.NamedNode(iri))
-
-    def _type_literal(self, i: int, literal: ox.Literal) -> None:
-        dt = literal.datatype.value
-        if dt not in _RL_DATATYPES:
-            return
-        self.literal_types[i] = tuple(self.iri_id(d) for d in (dt, *DATATYPE_ANCESTORS.get(dt, ())))
-        key = literals.value(dt, literal.value, literal.language)
-        if key is not None:
-            self.literal_values[i] = key
-            self.same_value.setdefault(key, []).append(i)
-
-    def __len__(self) -> int:
-        return len(self.terms)
-
-
-_RL_DATATYPES = frozenset(RL_DATATYPES)
 
 
 @dataclass
@@ -144,6 +85,8 @@ class Closure:
         self.literal_values = self.terms.literal_values
         self.same_value = self.terms.same_value
         self._cards: dict[int, bool] = {}
+        self.propagated = Propagated()  # scm-dom1/2, scm-rng1/2
+        self.reflexive: set[int] = set()  # x with (x sameAs x) in the closure, or on its way there (eq-ref)
         axioms = [tuple(self.terms.iri_id(x) for x in t) for t in triggers.axioms()]
         self.assert_graph(SYSTEM, axioms)  # type: ignore[arg-type]
 
@@ -151,6 +94,10 @@ class Closure:
     def has(self, s: int, p: int, o: int) -> bool:
         d = self.ps.get(p)
         return d is not None and o in d.get(s, _E)
+
+    def holds(self, s: int, p: int, o: int) -> bool:
+        """In the closure: a fact the rules read (`has`), or a propagated domain or range."""
+        return self.has(s, p, o) or self.propagated.has(s, p, o)
 
     def members(self, head: int) -> tuple[int, ...] | None:
         # A cell can have several rdf:first (or rdf:rest) values only when eq-rep copied them from
@@ -243,7 +190,25 @@ class Closure:
             self._delete(lost, change)
         if fresh:
             self._insert(fresh, change)
+        if change.added or change.removed:
+            self._propagate(change)
         return change
+
+    def _propagate(self, change: Change) -> None:
+        """Bring the domains and ranges of `propagated` up to date; a triple that moved between the
+        closure's own facts and that view neither came nor went."""
+        gained, lost = self.propagated.update(self, change.added, change.removed)
+        # the view holds only what the closure's own facts lack: a lost triple now among them came in with
+        # this change, and a gained one that was among them went with it
+        stayed = {f for f in lost if self.has(*f)}
+        was_removed = set(change.removed) if gained and change.removed else set()
+        back = {f for f in gained if f in was_removed}
+        if stayed:
+            change.added = [f for f in change.added if f not in stayed]
+        if back:
+            change.removed = [f for f in change.removed if f not in back]
+        change.added += [f for f in gained if f not in back]
+        change.removed += [f for f in lost if f not in stayed]
 
     def retract_graph(self, name: str) -> Change:
         return self.assert_graph(name, ())
@@ -258,7 +223,28 @@ class Closure:
         pop, push = queue.popleft, queue.append
         out: list[Fact] = []
         before = len(added)
-        same, kinds = ps[SAME], self.terms.kinds
+        reflexive, kinds = self.reflexive, self.terms.kinds
+        same_s, same_o = ps[SAME], po[SAME]
+
+        def reflect(x: int) -> None:
+            """(x sameAs x) into the closure at once: it is inert, so it need not wait in the queue."""
+            reflexive.add(x)
+            if SAME not in reflexive:
+                reflect(SAME)
+            objs = same_s.get(x)
+            if objs is None:
+                same_s[x] = {x}
+            elif x in objs:
+                return
+            else:
+                objs.add(x)
+            subs = same_o.get(x)
+            if subs is None:
+                same_o[x] = {x}
+            else:
+                subs.add(x)
+            added.append((x, SAME, x))
+
         while queue:
             f = pop()
             s, p, o = f
@@ -279,10 +265,13 @@ class Closure:
             else:
                 subs.add(s)
             added.append(f)
-            for x in (s, p, o):  # eq-ref, for every term RDF can have as a subject
-                xs = same.get(x)
-                if (xs is None or x not in xs) and kinds[x] != LITERAL:
-                    push((x, SAME, x))
+            # eq-ref, for every term RDF can have as a subject (spelt out: this runs for every fact)
+            if s not in reflexive and kinds[s] != LITERAL:
+                reflect(s)
+            if p not in reflexive and kinds[p] != LITERAL:
+                reflect(p)
+            if o not in reflexive and kinds[o] != LITERAL:
+                reflect(o)
             if s == o and p in _INERT:
                 continue
             if p in gates or (p == T and o in PROPERTY_CHARACTERISTICS):
@@ -334,18 +323,18 @@ class Closure:
         for f in doomed:
             self._remove(f)
         # 2. re-derive: rule instances over what is left that conclude a withdrawn fact
-        keys = {o if s == NOTHING and p == SCO else s for s, p, o in doomed}
-        back: list[Fact] = []
+        # (x sameAs x) holds while x is in some fact (eq-ref): those are checked, not re-derived, or every
+        # fact about rdf:type or owl:Thing would run the rules again
+        reflexive = {s for s, p, o in doomed if p == SAME and s == o}
+        keys = {o if s == NOTHING and p == SCO else s for s, p, o in doomed if p != SAME or s != o}
+        back: list[Fact] = [(x, SAME, x) for x in self._mentioned(reflexive)]
         for s, p, o in self._facts_about(keys):
-            out.extend((x, SAME, x) for x in (s, p, o))
             if s != o or p not in _INERT:
                 triggers.consequences(self, s, p, o, out)
             for c in out:
                 if c in doomed:
                     back.append(c)
             out.clear()
-        # eq-ref of a term that is left only as a predicate (the rest have a fact about them above)
-        back.extend(f for f in doomed if f[1] == SAME and f[0] == f[2] and self.ps.get(f[0]))
         returned = Change()
         self._insert(back, returned)
         kept = set(returned.added)
@@ -361,7 +350,22 @@ class Closure:
         subs.discard(s)
         if not subs:
             del self.po[p][o]
+        if s == o and p == SAME:
+            self.reflexive.discard(s)
         self.size -= 1
+
+    def _mentioned(self, terms: set[int]) -> set[int]:
+        """Those of `terms` that some fact holds, as its subject, predicate or object."""
+        found = {t for t in terms if self.ps.get(t)}
+        left = terms - found
+        for index in (self.ps, self.po):
+            for d in index.values():
+                if not left:
+                    return found
+                hit = left & d.keys()
+                found |= hit
+                left -= hit
+        return found
 
     def _facts_about(self, terms: set[int]) -> Iterator[Fact]:
         """Every fact with one of `terms` as subject or object."""
@@ -377,11 +381,13 @@ class Closure:
 
     # -- reads -------------------------------------------------------------------------------------------
     def facts(self, predicate: int | None = None) -> Iterator[Fact]:
+        """Every fact of the closure (with `predicate`), the propagated domains and ranges included."""
         preds = self.ps.items() if predicate is None else [(predicate, self.ps.get(predicate, {}))]
         for p, d in preds:
             for s, objs in d.items():
                 for o in objs:
                     yield s, p, o
+        yield from self.propagated.facts(predicate)
 
     def is_asserted(self, f: Fact) -> bool:
         return f in self.asserted and any(f in facts for name, facts in self.graphs.items() if name != SYSTEM)

@@ -28,9 +28,10 @@ import pyoxigraph as ox
 
 from semreg.reasoning import hierarchy as _hierarchy
 from semreg.reasoning import reindex
-from semreg.reasoning.closure import LITERAL, NAMED, SYSTEM, Closure, Terms
+from semreg.reasoning.closure import SYSTEM, Closure
 from semreg.reasoning.hierarchy import EMPTY, HIERARCHY_PREDICATES, Hierarchy, is_meta
 from semreg.reasoning.rules.triggers import EQC, EQP, LABEL, SAME, SCO, SPO, Fact, T
+from semreg.reasoning.terms import LITERAL, NAMED, Terms
 
 __all__ = ["EMPTY", "Hierarchy", "Outcome", "Reasoner", "build_hierarchy", "compute_closure", "is_meta"]
 
@@ -186,7 +187,7 @@ class Reasoner:
         """In `urn:semreg:inferred`: in the closure, asserted by no ontology, and RDF (`Closure.is_rdf`)."""
         c = self._closure
         n = c.asserted.get(f, 0)
-        return c.has(*f) and not (n > 1 or (n == 1 and f not in c.graphs[SYSTEM])) and c.is_rdf(f)
+        return c.holds(*f) and not (n > 1 or (n == 1 and f not in c.graphs[SYSTEM])) and c.is_rdf(f)
 
     def _triples(self, facts: Iterable[Fact]) -> list[ox.Triple]:
         return list(_Triples(self._closure, facts))

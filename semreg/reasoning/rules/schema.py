@@ -10,7 +10,6 @@ from semreg.reasoning.rules.triggers import (
     BY_CLASS,
     CLASS,
     DATATYPE_PROPERTY,
-    DOM,
     EQC,
     EQP,
     HV,
@@ -19,7 +18,6 @@ from semreg.reasoning.rules.triggers import (
     OBJECT_PROPERTY,
     ONP,
     RDF_PROPERTY,
-    RNG,
     SCO,
     SPO,
     SVF,
@@ -35,16 +33,14 @@ from semreg.reasoning.rules.triggers import (
 # -- Table 9: schema vocabulary -------------------------------------------------------------------------
 @rule("scm-cls", cls=CLASS)
 def scm_cls(st, s, p, o, out):
-    out.append((s, SCO, s))
-    out.append((s, EQC, s))
+    out.append((s, SCO, s))  # and so c ≡ c, by scm-eqc2
     out.append((s, SCO, THING))
     out.append((NOTHING, SCO, s))
 
 
 @rule("scm-op/scm-dp", cls=OBJECT_PROPERTY)
 def scm_op(st, s, p, o, out):
-    out.append((s, SPO, s))
-    out.append((s, EQP, s))
+    out.append((s, SPO, s))  # and so p ≡ p, by scm-eqp2
 
 
 BY_CLASS[DATATYPE_PROPERTY] = [scm_op]
@@ -71,7 +67,9 @@ def scm_eqc1(st, s, p, o, out):
 
 @rule("scm-eqc2", predicate=SCO)
 def scm_eqc2(st, s, p, o, out):
-    if s in st.ps[SCO].get(o, E):
+    if s == o:
+        out.append((s, EQC, s))
+    elif s in st.ps[SCO].get(o, E):
         out.append((s, EQC, o))
         out.append((o, EQC, s))
 
@@ -96,35 +94,15 @@ def scm_eqp1(st, s, p, o, out):
 
 @rule("scm-eqp2", predicate=SPO)
 def scm_eqp2(st, s, p, o, out):
-    if s in st.ps[SPO].get(o, E):
+    if s == o:
+        out.append((s, EQP, s))
+    elif s in st.ps[SPO].get(o, E):
         out.append((s, EQP, o))
         out.append((o, EQP, s))
 
 
-def _scm_domain_range(name: str, axis: int, on: int) -> None:
-    """scm-dom1 / scm-rng1 (`axis` = SCO): (p on c1), (c1 ⊑ c2) → (p on c2); scm-dom2 / scm-rng2 (`axis` =
-    SPO): (p2 on c), (p1 ⊑ p2) → (p1 on c). `on` is rdfs:domain or rdfs:range."""
-
-    def by_axiom(st, s, p, o, out):  # (s on o)
-        if axis == SCO:
-            out.extend((s, on, c2) for c2 in st.ps[SCO].get(o, E))
-        else:
-            out.extend((p1, on, o) for p1 in st.po[SPO].get(s, E))
-
-    def by_hierarchy(st, s, p, o, out):  # (s ⊑ o)
-        if axis == SCO:
-            out.extend((q, on, o) for q in st.po[on].get(s, E))
-        else:
-            out.extend((s, on, c) for c in st.ps[on].get(o, E))
-
-    rule(name, predicate=on)(by_axiom)
-    rule(name, predicate=axis)(by_hierarchy)
-
-
-_scm_domain_range("scm-dom1", SCO, DOM)
-_scm_domain_range("scm-dom2", SPO, DOM)
-_scm_domain_range("scm-rng1", SCO, RNG)
-_scm_domain_range("scm-rng2", SPO, RNG)
+# scm-dom1, scm-dom2, scm-rng1 and scm-rng2 are kept as a view of the closure, not as rules of it:
+# `semreg.reasoning.propagation` says why and how.
 
 
 def _restriction_pairs(st: Store, on: int, c: int) -> Iterable[tuple[int, int]]:
