@@ -338,13 +338,15 @@ def cax_sco_by_axiom(st, s, p, o, out):
 @rule("cax-eqc1", table=ON_TYPE)
 def cax_eqc1(st, s, p, o, out):
     for c2 in st.ps[EQC].get(o, E):
-        out.append((s, T, c2))
+        if c2 != o:  # c ≡ c is inert (triggers)
+            out.append((s, T, c2))
 
 
 @rule("cax-eqc2", table=ON_TYPE)
 def cax_eqc2(st, s, p, o, out):
     for c1 in st.po[EQC].get(o, E):
-        out.append((s, T, c1))
+        if c1 != o:
+            out.append((s, T, c1))
 
 
 @rule("cax-eqc1", predicate=EQC)

@@ -117,7 +117,7 @@ Rule = Callable[[Store, int, int, int, list], None]
 NAMES: dict[Rule, str] = {}
 BY_PREDICATE: dict[int, list[Rule]] = {}  # triggered by a fact with this predicate
 BY_CLASS: dict[int, list[Rule]] = {}  # by (x rdf:type C) for this C
-ON_TYPE: list[Rule] = []  # by every (x rdf:type c)
+ON_TYPE: list[Rule] = []  # by every (x rdf:type c) where c is below or equivalent to something (cax-*)
 ON_EXPRESSION_TYPE: list[Rule] = []  # by (x rdf:type c) when c is in `class_expressions`
 ON_ASSERTION: list[Rule] = []  # by every (x p y) whose p is in `axiomatized`
 ON_SAME: list[Rule] = []  # by every fact with a term in `same_terms`
@@ -154,8 +154,9 @@ def consequences(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
         if fns is not None:
             for fn in fns:
                 fn(st, s, p, o, out)
-        for fn in ON_TYPE:
-            fn(st, s, p, o, out)
+        if o in st.ps[SCO] or o in st.ps[EQC] or o in st.po[EQC]:  # what ON_TYPE's rules read of o
+            for fn in ON_TYPE:
+                fn(st, s, p, o, out)
         if o in st.class_expressions:
             for fn in ON_EXPRESSION_TYPE:
                 fn(st, s, p, o, out)
@@ -196,7 +197,8 @@ def triggered(st: Store, s: int, p: int, o: int) -> list[tuple[list[Rule], tuple
     if p == T:
         if o in BY_CLASS:
             calls.append((BY_CLASS[o], fact))
-        calls.append((ON_TYPE, fact))
+        if o in st.ps[SCO] or o in st.ps[EQC] or o in st.po[EQC]:
+            calls.append((ON_TYPE, fact))
         if o in st.class_expressions:
             calls.append((ON_EXPRESSION_TYPE, fact))
     elif p in (FIRST, REST):
