@@ -5,44 +5,44 @@
 - adding triples: semi-naive insertion. Each new fact is inserted once and triggers every rule instance
   it completes; a conclusion not yet known joins the queue. A rule instance fires when its last premise
   arrives, so the closure of A ∪ B costs, beyond the closure of A, only the instances that involve B.
-- removing triples: delete and re-derive (DRed; Gupta, Mumick & Subrahmanian 1993). First every fact
-  with a derivation through a removed one is withdrawn (over-deletion, by the same forward rules over
-  the old store); then every withdrawn fact that still has a derivation from what is left comes back.
-  To find those, the rules run once more from every remaining fact that shares a subject or object
-  with a withdrawn fact: every RL rule instance has a premise holding its conclusion's subject (or, for
-  scm-cls's `owl:Nothing ⊑ c`, its object) in subject or object position, so these seeds reach every
-  instance that concludes a withdrawn fact from facts still there; what comes back is then inserted.
+- removing triples: delete and re-derive (DRed; `semreg.reasoning.rederive`): every fact with a
+  derivation through a removed one is withdrawn, then every withdrawn fact that still has a derivation
+  from what is left comes back.
 So the result never depends on the order of changes: it is the least fixpoint of the rules over what is
 asserted now (`tests/reasoning/test_closure.py` compares every sequence of changes with a fresh computation).
 
-Terms are interned as integers (`semreg.reasoning.terms`). Triples whose
-subject is a literal, or whose predicate is not an IRI, take part in reasoning but are not RDF: they
-are never reported by `triples()`.
+Two kinds of triples are in the closure without being premises of the rules:
+- reflexive `owl:sameAs`, `owl:equivalentClass` and `owl:equivalentProperty` triples (eq-ref for every
+  term, `c ≡ c`, `p ≡ p`) are stored and reported but inert: only eq-rep runs on them (`c ≡ c`, `c sameAs
+  d` → `d ≡ c`), since every other rule that reads one concludes a triple it already had
+  (`semreg.reasoning.rules.triggers`);
+- the domains and ranges scm-dom1/2 and scm-rng1/2 propagate are a view (`semreg.reasoning.propagation`),
+  brought up to date after each change and merged into what the change reports.
+
+Terms are interned as integers (`semreg.reasoning.terms`). Triples whose subject is a literal, or whose
+predicate is not an IRI, take part in reasoning but are not RDF: they are never reported as RDF.
 """
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
+from semreg.reasoning import rederive
 from semreg.reasoning.propagation import Propagated
+from semreg.reasoning.rederive import INERT, Change
 from semreg.reasoning.rules import triggers
 from semreg.reasoning.rules.triggers import (
     AXIOM_OBJECT_PROPERTY,
     AXIOM_SUBJECT_PROPERTY,
-    EQC,
-    EQP,
     EXPRESSION_OBJECT,
     EXPRESSION_SUBJECT,
     FIRST,
     NIL,
-    NOTHING,
     PROPERTY_CHARACTERISTICS,
     REST,
     SAME,
-    SCO,
     VOCABULARY,
     Fact,
     T,
@@ -50,18 +50,8 @@ from semreg.reasoning.rules.triggers import (
 from semreg.reasoning.terms import LITERAL, NAMED, Terms
 
 SYSTEM = ""  # the graph name of the axioms RL entails from nothing (never removed)
-_INERT = frozenset({SAME, EQC, EQP})  # x sameAs x, c ≡ c, p ≡ p: premises of no rule (see `_insert`)
 _GATES = AXIOM_SUBJECT_PROPERTY | AXIOM_OBJECT_PROPERTY | EXPRESSION_SUBJECT | EXPRESSION_OBJECT | {SAME}
 _E: tuple = ()
-
-
-@dataclass
-class Change:
-    """What one change did to the closure: facts that are new, facts that are gone (ids)."""
-
-    added: list[Fact] = field(default_factory=list)
-    removed: list[Fact] = field(default_factory=list)
-    full: bool = False  # computed from scratch rather than incrementally
 
 
 class Closure:
@@ -189,7 +179,7 @@ class Closure:
         if lost:
             self._delete(lost, change)
         if fresh:
-            self._insert(fresh, change)
+            self.insert_facts(fresh, change)
         if change.added or change.removed:
             self._propagate(change)
         return change
@@ -213,13 +203,14 @@ class Closure:
     def retract_graph(self, name: str) -> Change:
         return self.assert_graph(name, ())
 
-    def _insert(self, facts: Iterable[Fact], change: Change) -> None:
+    def insert_facts(self, facts: Iterable[Fact], change: Change) -> None:
+        """Insert facts and everything they entail with what is there (semi-naive), noting them in `change`."""
         # List cells first: a rule reading a list sees it whole, never a prefix of it.
         queue = deque(sorted(facts, key=lambda f: f[1] != FIRST and f[1] != REST))
         added = change.added
         ps, po = self.ps, self.po
         gates = _GATES
-        consequences = triggers.consequences
+        consequences, reflexive_consequences = triggers.consequences, triggers.consequences_of_reflexive
         pop, push = queue.popleft, queue.append
         out: list[Fact] = []
         before = len(added)
@@ -272,11 +263,12 @@ class Closure:
                 reflect(p)
             if o not in reflexive and kinds[o] != LITERAL:
                 reflect(o)
-            if s == o and p in _INERT:
-                continue
-            if p in gates or (p == T and o in PROPERTY_CHARACTERISTICS):
-                self._open_gates(s, p, o)
-            consequences(self, s, p, o, out)
+            if s == o and p in INERT:
+                reflexive_consequences(self, s, p, o, out)
+            else:
+                if p in gates or (p == T and o in PROPERTY_CHARACTERISTICS):
+                    self._open_gates(s, p, o)
+                consequences(self, s, p, o, out)
             for c in out:
                 cs, cp, co = c
                 dd = ps.get(cp)
@@ -304,43 +296,10 @@ class Closure:
             self.same_terms.add(o)
 
     def _delete(self, lost: list[Fact], change: Change) -> None:
-        # 1. over-delete: everything with a derivation through a lost fact, over the store as it was
-        doomed = set(lost)
-        todo = list(lost)
-        asserted = self.asserted
-        kinds = self.terms.kinds
-        out: list[Fact] = []
-        while todo:
-            s, p, o = todo.pop()
-            out.extend((x, SAME, x) for x in (s, p, o) if kinds[x] != LITERAL)  # eq-ref
-            if s != o or p not in _INERT:
-                triggers.consequences(self, s, p, o, out)
-            for c in out:
-                if c not in doomed and c not in asserted and self.has(*c):
-                    doomed.add(c)
-                    todo.append(c)
-            out.clear()
-        for f in doomed:
-            self._remove(f)
-        # 2. re-derive: rule instances over what is left that conclude a withdrawn fact
-        # (x sameAs x) holds while x is in some fact (eq-ref): those are checked, not re-derived, or every
-        # fact about rdf:type or owl:Thing would run the rules again
-        reflexive = {s for s, p, o in doomed if p == SAME and s == o}
-        keys = {o if s == NOTHING and p == SCO else s for s, p, o in doomed if p != SAME or s != o}
-        back: list[Fact] = [(x, SAME, x) for x in self._mentioned(reflexive)]
-        for s, p, o in self._facts_about(keys):
-            if s != o or p not in _INERT:
-                triggers.consequences(self, s, p, o, out)
-            for c in out:
-                if c in doomed:
-                    back.append(c)
-            out.clear()
-        returned = Change()
-        self._insert(back, returned)
-        kept = set(returned.added)
-        change.removed.extend(f for f in doomed if f not in kept)
+        rederive.withdraw(self, lost, change)
 
-    def _remove(self, f: Fact) -> None:
+    def remove_fact(self, f: Fact) -> None:
+        """Take one fact out of the indexes (delete and re-derive decides which: `rederive`)."""
         s, p, o = f
         objs = self.ps[p][s]
         objs.discard(o)
@@ -353,31 +312,6 @@ class Closure:
         if s == o and p == SAME:
             self.reflexive.discard(s)
         self.size -= 1
-
-    def _mentioned(self, terms: set[int]) -> set[int]:
-        """Those of `terms` that some fact holds, as its subject, predicate or object."""
-        found = {t for t in terms if self.ps.get(t)}
-        left = terms - found
-        for index in (self.ps, self.po):
-            for d in index.values():
-                if not left:
-                    return found
-                hit = left & d.keys()
-                found |= hit
-                left -= hit
-        return found
-
-    def _facts_about(self, terms: set[int]) -> Iterator[Fact]:
-        """Every fact with one of `terms` as subject or object."""
-        for p, d in self.ps.items():
-            for s in terms & d.keys() if len(terms) < len(d) else (s for s in d if s in terms):
-                for o in d[s]:
-                    yield s, p, o
-        for p, d in self.po.items():
-            for o in terms & d.keys() if len(terms) < len(d) else (o for o in d if o in terms):
-                for s in d[o]:
-                    if s not in terms:  # yielded above
-                        yield s, p, o
 
     # -- reads -------------------------------------------------------------------------------------------
     def facts(self, predicate: int | None = None) -> Iterator[Fact]:

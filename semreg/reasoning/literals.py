@@ -41,6 +41,7 @@ _BOUNDS: dict[str, tuple[int | None, int | None]] = {
     "nonPositiveInteger": (None, 0), "negativeInteger": (None, -1), "unsignedLong": (0, 2**64 - 1),
     "unsignedInt": (0, 2**32 - 1), "unsignedShort": (0, 2**16 - 1), "unsignedByte": (0, 255),
 }
+_BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 _STRINGS = frozenset(XSD + n for n in ("string", "normalizedString", "token", "language", "Name", "NCName", "NMTOKEN"))
 
 
@@ -83,7 +84,8 @@ def _double(datatype: str, lexical: str) -> Hashable | None:
 
 
 def _boolean(datatype: str, lexical: str) -> Hashable | None:
-    return ("boolean", {"true": True, "1": True, "false": False, "0": False}[lexical])
+    truth = _BOOLEANS.get(lexical)
+    return None if truth is None else ("boolean", truth)
 
 
 def _datetime(datatype: str, lexical: str) -> Hashable | None:

@@ -32,10 +32,11 @@ How the rules read RL where it leaves room, following owlrl (the reference the t
   `"+042"^^xsd:int`, `42` and `42.0`) are `owl:sameAs` each other once facts hold both (`datatypes`).
 - Reflexive `owl:sameAs` (`eq-ref`, for every term but literals, whose triples RDF cannot hold),
   `owl:equivalentClass` (`scm-cls`, `scm-eqc2`) and `owl:equivalentProperty` (`scm-op`, `scm-dp`,
-  `scm-eqp2`) triples are kept, but are premises of no rule: every rule that reads them concludes a
+  `scm-eqp2`) triples are kept, but are premises of no rule but eq-rep's copies of them (`c ≡ c` and
+  `c sameAs d` give `d ≡ c`, `consequences_of_reflexive`): every other rule that reads them concludes a
   triple it had as another premise (owlrl's rules say `x ≠ y`), except axioms about `owl:sameAs`
-  itself, which semreg does not support. The closure marks them inert (`semreg.reasoning.closure`).
-- `scm-dom1/2` and `scm-rng1/2` propagate domains and ranges down sub-properties and up super-classes.
+  itself, which semreg does not support. The closure calls them inert (`semreg.reasoning.closure`).
+- `scm-dom1/2` and `scm-rng1/2` are a view of the closure, not triggers (`semreg.reasoning.propagation`).
 """
 from __future__ import annotations
 
@@ -173,6 +174,16 @@ def consequences(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
             fn(st, s, p, o, out)
     if o in st.literal_types:
         for fn in LITERALS:
+            fn(st, s, p, o, out)
+
+
+def consequences_of_reflexive(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
+    """What a reflexive sameAs / equivalence (s = o) entails: only eq-rep's copies of it when a term of it
+    is the same as another (`c ≡ c`, `c sameAs d` → `d ≡ c`); every other rule reading it concludes a
+    triple it already had."""
+    same = st.same_terms
+    if same and (s in same or p in same):
+        for fn in ON_SAME:
             fn(st, s, p, o, out)
 
 
