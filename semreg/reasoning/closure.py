@@ -215,27 +215,7 @@ class Closure:
         out: list[Fact] = []
         before = len(added)
         reflexive, kinds = self.reflexive, self.terms.kinds
-        same_s, same_o = ps[SAME], po[SAME]
-
-        def reflect(x: int) -> None:
-            """(x sameAs x) into the closure at once: it is inert, so it need not wait in the queue."""
-            reflexive.add(x)
-            if SAME not in reflexive:
-                reflect(SAME)
-            objs = same_s.get(x)
-            if objs is None:
-                same_s[x] = {x}
-            elif x in objs:
-                return
-            else:
-                objs.add(x)
-            subs = same_o.get(x)
-            if subs is None:
-                same_o[x] = {x}
-            else:
-                subs.add(x)
-            added.append((x, SAME, x))
-
+        reflect = self._reflect
         while queue:
             f = pop()
             s, p, o = f
@@ -258,11 +238,11 @@ class Closure:
             added.append(f)
             # eq-ref, for every term RDF can have as a subject (spelt out: this runs for every fact)
             if s not in reflexive and kinds[s] != LITERAL:
-                reflect(s)
+                reflect(s, added)
             if p not in reflexive and kinds[p] != LITERAL:
-                reflect(p)
+                reflect(p, added)
             if o not in reflexive and kinds[o] != LITERAL:
-                reflect(o)
+                reflect(o, added)
             if s == o and p in INERT:
                 reflexive_consequences(self, s, p, o, out)
             else:
@@ -276,6 +256,25 @@ class Closure:
                     push(c)
             out.clear()
         self.size += len(added) - before
+
+    def _reflect(self, x: int, added: list[Fact]) -> None:
+        """(x sameAs x) into the closure at once (eq-ref): it is inert, so it need not wait in the queue."""
+        self.reflexive.add(x)
+        if SAME not in self.reflexive:
+            self._reflect(SAME, added)
+        objs = self.ps[SAME].get(x)
+        if objs is None:
+            self.ps[SAME][x] = {x}
+        elif x in objs:
+            return
+        else:
+            objs.add(x)
+        subs = self.po[SAME].get(x)
+        if subs is None:
+            self.po[SAME][x] = {x}
+        else:
+            subs.add(x)
+        added.append((x, SAME, x))
 
     def _open_gates(self, s: int, p: int, o: int) -> None:
         if p in EXPRESSION_SUBJECT:
