@@ -1,5 +1,6 @@
 """Reasoning over ontologies, pure: the OWL 2 RL rules (`rules`), their closure kept up to date
-(`closure`, `reasoner`), the hierarchy index matching runs on (`hierarchy`, `reindex`), what a queried
+(`closure`, `reasoner`; terms interned by `terms`, literals compared by value in `literals`, domains and
+ranges propagated by `propagation`), the hierarchy index matching runs on (`hierarchy`, `reindex`), what a queried
 term expands to (`expansion`), degrees and ranking (`matching`), why a tag matched (`explanation`) and
 the known terms (`lexicon`).
 

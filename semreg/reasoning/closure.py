@@ -5,116 +5,53 @@
 - adding triples: semi-naive insertion. Each new fact is inserted once and triggers every rule instance
   it completes; a conclusion not yet known joins the queue. A rule instance fires when its last premise
   arrives, so the closure of A ∪ B costs, beyond the closure of A, only the instances that involve B.
-- removing triples: delete and re-derive (DRed; Gupta, Mumick & Subrahmanian 1993). First every fact
-  with a derivation through a removed one is withdrawn (over-deletion, by the same forward rules over
-  the old store); then every withdrawn fact that still has a derivation from what is left comes back.
-  To find those, the rules run once more from every remaining fact that shares a subject or object
-  with a withdrawn fact: every RL rule instance has a premise holding its conclusion's subject (or, for
-  scm-cls's `owl:Nothing ⊑ c`, its object) in subject or object position, so these seeds reach every
-  instance that concludes a withdrawn fact from facts still there; what comes back is then inserted.
+- removing triples: delete and re-derive (DRed; `semreg.reasoning.rederive`): every fact with a
+  derivation through a removed one is withdrawn, then every withdrawn fact that still has a derivation
+  from what is left comes back.
 So the result never depends on the order of changes: it is the least fixpoint of the rules over what is
 asserted now (`tests/reasoning/test_closure.py` compares every sequence of changes with a fresh computation).
 
-Terms are interned as integers (the vocabulary of `semreg.reasoning.rules.triggers` first, at fixed ids). Triples whose
-subject is a literal, or whose predicate is not an IRI, take part in reasoning but are not RDF: they
-are never reported by `triples()`.
+Two kinds of triples are in the closure without being premises of the rules:
+- reflexive `owl:sameAs`, `owl:equivalentClass` and `owl:equivalentProperty` triples (eq-ref for every
+  term, `c ≡ c`, `p ≡ p`) are stored and reported but inert: only eq-rep runs on them (`c ≡ c`, `c sameAs
+  d` → `d ≡ c`), since every other rule that reads one concludes a triple it already had
+  (`semreg.reasoning.rules.triggers`);
+- the domains and ranges scm-dom1/2 and scm-rng1/2 propagate are a view (`semreg.reasoning.propagation`),
+  brought up to date after each change and merged into what the change reports.
+
+Terms are interned as integers (`semreg.reasoning.terms`). Triples whose subject is a literal, or whose
+predicate is not an IRI, take part in reasoning but are not RDF: they are never reported as RDF.
 """
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
+from semreg.reasoning import rederive
+from semreg.reasoning.propagation import Propagated
+from semreg.reasoning.rederive import INERT, Change
 from semreg.reasoning.rules import triggers
 from semreg.reasoning.rules.triggers import (
     AXIOM_OBJECT_PROPERTY,
     AXIOM_SUBJECT_PROPERTY,
-    DATATYPE_ANCESTORS,
-    EQC,
-    EQP,
     EXPRESSION_OBJECT,
     EXPRESSION_SUBJECT,
     FIRST,
     NIL,
-    NOTHING,
     PROPERTY_CHARACTERISTICS,
     REST,
-    RL_DATATYPES,
     SAME,
-    SCO,
-    UNTYPED_LITERALS,
     VOCABULARY,
     Fact,
     T,
 )
+from semreg.reasoning.terms import LITERAL, NAMED, Terms
 
-Term = ox.NamedNode | ox.BlankNode | ox.Literal
-NAMED, BLANK, LITERAL = range(3)
 SYSTEM = ""  # the graph name of the axioms RL entails from nothing (never removed)
-_REFLEXIVE_DROPPED = frozenset({SAME, EQC, EQP})
 _GATES = AXIOM_SUBJECT_PROPERTY | AXIOM_OBJECT_PROPERTY | EXPRESSION_SUBJECT | EXPRESSION_OBJECT | {SAME}
 _E: tuple = ()
-
-
-class Terms:
-    """Interned terms: id ↔ pyoxigraph term; vocabulary ids as in `semreg.reasoning.rules.triggers.VOCABULARY`."""
-
-    def __init__(self) -> None:
-        self._ids: dict[Term, int] = {}
-        self.terms: list[Term] = []
-        self.iris: list[str | None] = []  # the IRI of a named node, None for blank nodes and literals
-        self.iri_ids: dict[str, int] = {}
-        self.kinds = bytearray()  # NAMED, BLANK or LITERAL
-        self.literal_types: dict[int, tuple[int, ...]] = {}
-        for iri in VOCABULARY:
-            self.id(ox.NamedNode(iri))
-
-    def id(self, term: Term) -> int:
-        i = self._ids.get(term)
-        if i is None:
-            i = self._ids[term] = len(self.terms)
-            self.terms.append(term)
-            if isinstance(term, ox.NamedNode):
-                self.iris.append(term.value)
-                self.iri_ids[term.value] = i
-                self.kinds.append(NAMED)
-            else:
-                self.iris.append(None)
-                if isinstance(term, ox.Literal):
-                    self.kinds.append(LITERAL)
-                    self._type_literal(i, term)
-                else:
-                    self.kinds.append(BLANK)
-        return i
-
-    def known(self, term: Term) -> int | None:
-        return self._ids.get(term)
-
-    def iri_id(self, iri: str) -> int:
-        return self.id(ox.NamedNode(iri))
-
-    def _type_literal(self, i: int, literal: ox.Literal) -> None:
-        dt = literal.datatype.value
-        if dt in UNTYPED_LITERALS or dt not in _RL_DATATYPES:
-            return
-        self.literal_types[i] = tuple(self.iri_id(d) for d in (dt, *DATATYPE_ANCESTORS.get(dt, ())))
-
-    def __len__(self) -> int:
-        return len(self.terms)
-
-
-_RL_DATATYPES = frozenset(RL_DATATYPES)
-
-
-@dataclass
-class Change:
-    """What one change did to the closure: facts that are new, facts that are gone (ids)."""
-
-    added: list[Fact] = field(default_factory=list)
-    removed: list[Fact] = field(default_factory=list)
-    full: bool = False  # computed from scratch rather than incrementally
 
 
 class Closure:
@@ -135,7 +72,11 @@ class Closure:
         self.class_expressions: set[int] = set()  # classes some rule reads the members of (a superset)
         self.same_terms: set[int] = set()  # terms in some owl:sameAs fact (a superset)
         self.literal_types = self.terms.literal_types
+        self.literal_values = self.terms.literal_values
+        self.same_value = self.terms.same_value
         self._cards: dict[int, bool] = {}
+        self.propagated = Propagated()  # scm-dom1/2, scm-rng1/2
+        self.reflexive: set[int] = set()  # x with (x sameAs x) in the closure, or on its way there (eq-ref)
         axioms = [tuple(self.terms.iri_id(x) for x in t) for t in triggers.axioms()]
         self.assert_graph(SYSTEM, axioms)  # type: ignore[arg-type]
 
@@ -143,6 +84,10 @@ class Closure:
     def has(self, s: int, p: int, o: int) -> bool:
         d = self.ps.get(p)
         return d is not None and o in d.get(s, _E)
+
+    def holds(self, s: int, p: int, o: int) -> bool:
+        """In the closure: a fact the rules read (`has`), or a propagated domain or range."""
+        return self.has(s, p, o) or self.propagated.has(s, p, o)
 
     def members(self, head: int) -> tuple[int, ...] | None:
         # A cell can have several rdf:first (or rdf:rest) values only when eq-rep copied them from
@@ -234,22 +179,43 @@ class Closure:
         if lost:
             self._delete(lost, change)
         if fresh:
-            self._insert(fresh, change)
+            self.insert_facts(fresh, change)
+        if change.added or change.removed:
+            self._propagate(change)
         return change
+
+    def _propagate(self, change: Change) -> None:
+        """Bring the domains and ranges of `propagated` up to date; a triple that moved between the
+        closure's own facts and that view neither came nor went."""
+        gained, lost = self.propagated.update(self, change.added, change.removed)
+        # the view holds only what the closure's own facts lack: a lost triple now among them came in with
+        # this change, and a gained one that was among them went with it
+        stayed = {f for f in lost if self.has(*f)}
+        was_removed = set(change.removed) if gained and change.removed else set()
+        back = {f for f in gained if f in was_removed}
+        if stayed:
+            change.added = [f for f in change.added if f not in stayed]
+        if back:
+            change.removed = [f for f in change.removed if f not in back]
+        change.added += [f for f in gained if f not in back]
+        change.removed += [f for f in lost if f not in stayed]
 
     def retract_graph(self, name: str) -> Change:
         return self.assert_graph(name, ())
 
-    def _insert(self, facts: Iterable[Fact], change: Change) -> None:
+    def insert_facts(self, facts: Iterable[Fact], change: Change) -> None:
+        """Insert facts and everything they entail with what is there (semi-naive), noting them in `change`."""
         # List cells first: a rule reading a list sees it whole, never a prefix of it.
         queue = deque(sorted(facts, key=lambda f: f[1] != FIRST and f[1] != REST))
         added = change.added
         ps, po = self.ps, self.po
         gates = _GATES
-        consequences = triggers.consequences
+        consequences, reflexive_consequences = triggers.consequences, triggers.consequences_of_reflexive
         pop, push = queue.popleft, queue.append
         out: list[Fact] = []
         before = len(added)
+        reflexive, kinds = self.reflexive, self.terms.kinds
+        reflect = self._reflect
         while queue:
             f = pop()
             s, p, o = f
@@ -270,17 +236,45 @@ class Closure:
             else:
                 subs.add(s)
             added.append(f)
-            if p in gates or (p == T and o in PROPERTY_CHARACTERISTICS):
-                self._open_gates(s, p, o)
-            consequences(self, s, p, o, out)
+            # eq-ref, for every term RDF can have as a subject (spelt out: this runs for every fact)
+            if s not in reflexive and kinds[s] != LITERAL:
+                reflect(s, added)
+            if p not in reflexive and kinds[p] != LITERAL:
+                reflect(p, added)
+            if o not in reflexive and kinds[o] != LITERAL:
+                reflect(o, added)
+            if s == o and p in INERT:
+                reflexive_consequences(self, s, p, o, out)
+            else:
+                if p in gates or (p == T and o in PROPERTY_CHARACTERISTICS):
+                    self._open_gates(s, p, o)
+                consequences(self, s, p, o, out)
             for c in out:
                 cs, cp, co = c
                 dd = ps.get(cp)
                 if dd is None or co not in dd.get(cs, _E):
-                    if cs != co or cp not in _REFLEXIVE_DROPPED:
-                        push(c)
+                    push(c)
             out.clear()
         self.size += len(added) - before
+
+    def _reflect(self, x: int, added: list[Fact]) -> None:
+        """(x sameAs x) into the closure at once (eq-ref): it is inert, so it need not wait in the queue."""
+        self.reflexive.add(x)
+        if SAME not in self.reflexive:
+            self._reflect(SAME, added)
+        objs = self.ps[SAME].get(x)
+        if objs is None:
+            self.ps[SAME][x] = {x}
+        elif x in objs:
+            return
+        else:
+            objs.add(x)
+        subs = self.po[SAME].get(x)
+        if subs is None:
+            self.po[SAME][x] = {x}
+        else:
+            subs.add(x)
+        added.append((x, SAME, x))
 
     def _open_gates(self, s: int, p: int, o: int) -> None:
         if p in EXPRESSION_SUBJECT:
@@ -301,36 +295,10 @@ class Closure:
             self.same_terms.add(o)
 
     def _delete(self, lost: list[Fact], change: Change) -> None:
-        # 1. over-delete: everything with a derivation through a lost fact, over the store as it was
-        doomed = set(lost)
-        todo = list(lost)
-        asserted = self.asserted
-        out: list[Fact] = []
-        while todo:
-            s, p, o = todo.pop()
-            triggers.consequences(self, s, p, o, out)
-            for c in out:
-                if c not in doomed and c not in asserted and self.has(*c):
-                    doomed.add(c)
-                    todo.append(c)
-            out.clear()
-        for f in doomed:
-            self._remove(f)
-        # 2. re-derive: rule instances over what is left that conclude a withdrawn fact
-        keys = {o if s == NOTHING and p == SCO else s for s, p, o in doomed}
-        back: list[Fact] = []
-        for s, p, o in self._facts_about(keys):
-            triggers.consequences(self, s, p, o, out)
-            for c in out:
-                if c in doomed and (c[0] != c[2] or c[1] not in _REFLEXIVE_DROPPED):
-                    back.append(c)
-            out.clear()
-        returned = Change()
-        self._insert(back, returned)
-        kept = set(returned.added)
-        change.removed.extend(f for f in doomed if f not in kept)
+        rederive.withdraw(self, lost, change)
 
-    def _remove(self, f: Fact) -> None:
+    def remove_fact(self, f: Fact) -> None:
+        """Take one fact out of the indexes (delete and re-derive decides which: `rederive`)."""
         s, p, o = f
         objs = self.ps[p][s]
         objs.discard(o)
@@ -340,37 +308,26 @@ class Closure:
         subs.discard(s)
         if not subs:
             del self.po[p][o]
+        if s == o and p == SAME:
+            self.reflexive.discard(s)
         self.size -= 1
-
-    def _facts_about(self, terms: set[int]) -> Iterator[Fact]:
-        """Every fact with one of `terms` as subject or object."""
-        for p, d in self.ps.items():
-            for s in terms & d.keys() if len(terms) < len(d) else (s for s in d if s in terms):
-                for o in d[s]:
-                    yield s, p, o
-        for p, d in self.po.items():
-            for o in terms & d.keys() if len(terms) < len(d) else (o for o in d if o in terms):
-                for s in d[o]:
-                    if s not in terms:  # yielded above
-                        yield s, p, o
 
     # -- reads -------------------------------------------------------------------------------------------
     def facts(self, predicate: int | None = None) -> Iterator[Fact]:
+        """Every fact of the closure (with `predicate`), the propagated domains and ranges included."""
         preds = self.ps.items() if predicate is None else [(predicate, self.ps.get(predicate, {}))]
         for p, d in preds:
             for s, objs in d.items():
                 for o in objs:
                     yield s, p, o
+        yield from self.propagated.facts(predicate)
 
     def is_asserted(self, f: Fact) -> bool:
         return f in self.asserted and any(f in facts for name, facts in self.graphs.items() if name != SYSTEM)
 
     def is_rdf(self, f: Fact) -> bool:
-        """Whether a fact is reported as RDF: not reflexive (c ⊑ c, p ⊑ p), not generalised (literal
-        subject, predicate not an IRI)."""
+        """Whether a fact is reported as RDF: not generalised (literal subject, predicate not an IRI)."""
         s, p, o = f
-        if s == o and (p == SCO or p == triggers.SPO):
-            return False
         kinds = self.terms.kinds
         return kinds[s] != LITERAL and kinds[p] == NAMED
 

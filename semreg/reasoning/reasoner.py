@@ -28,9 +28,10 @@ import pyoxigraph as ox
 
 from semreg.reasoning import hierarchy as _hierarchy
 from semreg.reasoning import reindex
-from semreg.reasoning.closure import LITERAL, NAMED, SYSTEM, Closure, Terms
+from semreg.reasoning.closure import SYSTEM, Closure
 from semreg.reasoning.hierarchy import EMPTY, HIERARCHY_PREDICATES, Hierarchy, is_meta
 from semreg.reasoning.rules.triggers import EQC, EQP, LABEL, SAME, SCO, SPO, Fact, T
+from semreg.reasoning.terms import LITERAL, NAMED, Terms
 
 __all__ = ["EMPTY", "Hierarchy", "Outcome", "Reasoner", "build_hierarchy", "compute_closure", "is_meta"]
 
@@ -153,8 +154,7 @@ class Reasoner:
         t = time.perf_counter()
         user, kinds = closure.user_asserted(), self._terms.kinds
         before = self._inferred
-        self._inferred = {f for f in closure.facts() if f not in user and kinds[f[0]] != LITERAL and kinds[f[1]] == NAMED
-                          and not (f[0] == f[2] and f[1] in (SCO, SPO))}
+        self._inferred = {f for f in closure.facts() if f not in user and kinds[f[0]] != LITERAL and kinds[f[1]] == NAMED}
         timings["inferred"] = _ms(t)
         return Outcome(self._hierarchy, [], [], len(self._inferred), True, timings, len(self._inferred - before))
 
@@ -168,7 +168,7 @@ class Reasoner:
 
         def rdf(f: Fact) -> bool:
             s, p, o = f
-            return kinds[s] != LITERAL and kinds[p] == NAMED and not (s == o and p in (SCO, SPO))
+            return kinds[s] != LITERAL and kinds[p] == NAMED
 
         gained = [f for f in new - came if rdf(f)]  # new and not asserted here (nor anywhere: it was not there)
         lost = [f for f in gone_now if f in inferred]
@@ -187,7 +187,7 @@ class Reasoner:
         """In `urn:semreg:inferred`: in the closure, asserted by no ontology, and RDF (`Closure.is_rdf`)."""
         c = self._closure
         n = c.asserted.get(f, 0)
-        return c.has(*f) and not (n > 1 or (n == 1 and f not in c.graphs[SYSTEM])) and c.is_rdf(f)
+        return c.holds(*f) and not (n > 1 or (n == 1 and f not in c.graphs[SYSTEM])) and c.is_rdf(f)
 
     def _triples(self, facts: Iterable[Fact]) -> list[ox.Triple]:
         return list(_Triples(self._closure, facts))

@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 from support.owlrl_reference import ontologies
 
 from semreg.rdf import parsing
-from semreg.reasoning.closure import Closure, Terms
+from semreg.reasoning.closure import Closure
 from semreg.reasoning.rules.triggers import OWL, RDF, RDFS
+from semreg.reasoning.terms import Terms
 
 EX = "http://example.org/c#"
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from semreg.reasoning.closure import Closure
 from semreg.reasoning.reasoner import Reasoner
+from semreg.reasoning.rederive import facts_about
 from semreg.reasoning.rules import triggers
 from semreg.reasoning.rules.triggers import OWL, RDF, RDFS, XSD
 
@@ -71,7 +72,7 @@ def explain(closure: Closure, pair: Pair) -> list[str]:
         return []
     want = tuple(ids)
     names: set[str] = set()
-    for s, p, o in closure._facts_about({want[0], want[2]}):
+    for s, p, o in facts_about(closure, {want[0], want[2]}):
         names.update(name for name, fact in triggers.traced(closure, s, p, o) if fact == want)
     return sorted(names)
 

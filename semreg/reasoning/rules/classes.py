@@ -1,6 +1,6 @@
-"""OWL 2 RL rules of classes, class axioms and datatypes (W3C OWL 2 Profiles §4.3, tables 6-8): who is
-a member of an intersection, a union, a restriction, an enumeration, a sub-class or an equivalent class,
-and of what datatypes a literal is. Each is registered in `triggers` once per premise it can be triggered by."""
+"""OWL 2 RL rules of classes and class axioms (W3C OWL 2 Profiles §4.3, tables 6-7; table 8 is in
+`datatypes`): who is a member of an intersection, a union, a restriction, an enumeration, a sub-class or
+an equivalent class. Each is registered in `triggers` once per premise it can be triggered by."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -11,7 +11,6 @@ from semreg.reasoning.rules.triggers import (
     FIRST,
     HV,
     INT,
-    LITERALS,
     MAXC,
     MAXQC,
     ON_ASSERTION,
@@ -339,13 +338,15 @@ def cax_sco_by_axiom(st, s, p, o, out):
 @rule("cax-eqc1", table=ON_TYPE)
 def cax_eqc1(st, s, p, o, out):
     for c2 in st.ps[EQC].get(o, E):
-        out.append((s, T, c2))
+        if c2 != o:  # c ≡ c is inert (triggers)
+            out.append((s, T, c2))
 
 
 @rule("cax-eqc2", table=ON_TYPE)
 def cax_eqc2(st, s, p, o, out):
     for c1 in st.po[EQC].get(o, E):
-        out.append((s, T, c1))
+        if c1 != o:
+            out.append((s, T, c1))
 
 
 @rule("cax-eqc1", predicate=EQC)
@@ -358,9 +359,3 @@ def cax_eqc1_by_axiom(st, s, p, o, out):
 def cax_eqc2_by_axiom(st, s, p, o, out):
     for x in st.po[T].get(o, E):
         out.append((x, T, s))
-
-
-# -- Table 8: datatypes ---------------------------------------------------------------------------------
-@rule("dt-type2", table=LITERALS)
-def dt_type2(st, s, p, o, out):
-    out.extend((o, T, dt) for dt in st.literal_types[o])

@@ -73,19 +73,22 @@ def eq_rep_o_by_same(st, s, p, o, out):
 @rule("eq-rep-s", table=ON_SAME)
 def eq_rep_s(st, s, p, o, out):
     for s2 in st.ps[SAME].get(s, E):
-        out.append((s2, p, o))
+        if s2 != s:  # x sameAs x is inert (triggers)
+            out.append((s2, p, o))
 
 
 @rule("eq-rep-p", table=ON_SAME)
 def eq_rep_p(st, s, p, o, out):
     for p2 in st.ps[SAME].get(p, E):
-        out.append((s, p2, o))
+        if p2 != p:
+            out.append((s, p2, o))
 
 
 @rule("eq-rep-o", table=ON_SAME)
 def eq_rep_o(st, s, p, o, out):
     for o2 in st.ps[SAME].get(o, E):
-        out.append((s, p, o2))
+        if o2 != o:
+            out.append((s, p, o2))
 
 
 # -- Table 5: properties --------------------------------------------------------------------------------
@@ -190,13 +193,15 @@ def prp_spo1_by_axiom(st, s, p, o, out):
 @rule("prp-eqp1", table=ON_ASSERTION)
 def prp_eqp1(st, s, p, o, out):
     for p2 in st.ps[EQP].get(p, E):
-        out.append((s, p2, o))
+        if p2 != p:  # p ≡ p is inert (triggers)
+            out.append((s, p2, o))
 
 
 @rule("prp-eqp2", table=ON_ASSERTION)
 def prp_eqp2(st, s, p, o, out):
     for p1 in st.po[EQP].get(p, E):
-        out.append((s, p1, o))
+        if p1 != p:
+            out.append((s, p1, o))
 
 
 @rule("prp-eqp1", predicate=EQP)

@@ -33,14 +33,14 @@ from semreg.reasoning.rules.triggers import (
 # -- Table 9: schema vocabulary -------------------------------------------------------------------------
 @rule("scm-cls", cls=CLASS)
 def scm_cls(st, s, p, o, out):
-    out.append((s, SCO, s))
+    out.append((s, SCO, s))  # and so c ≡ c, by scm-eqc2
     out.append((s, SCO, THING))
     out.append((NOTHING, SCO, s))
 
 
 @rule("scm-op/scm-dp", cls=OBJECT_PROPERTY)
 def scm_op(st, s, p, o, out):
-    out.append((s, SPO, s))
+    out.append((s, SPO, s))  # and so p ≡ p, by scm-eqp2
 
 
 BY_CLASS[DATATYPE_PROPERTY] = [scm_op]
@@ -67,7 +67,9 @@ def scm_eqc1(st, s, p, o, out):
 
 @rule("scm-eqc2", predicate=SCO)
 def scm_eqc2(st, s, p, o, out):
-    if s != o and s in st.ps[SCO].get(o, E):
+    if s == o:
+        out.append((s, EQC, s))
+    elif s in st.ps[SCO].get(o, E):
         out.append((s, EQC, o))
         out.append((o, EQC, s))
 
@@ -92,18 +94,15 @@ def scm_eqp1(st, s, p, o, out):
 
 @rule("scm-eqp2", predicate=SPO)
 def scm_eqp2(st, s, p, o, out):
-    if s != o and s in st.ps[SPO].get(o, E):
+    if s == o:
+        out.append((s, EQP, s))
+    elif s in st.ps[SPO].get(o, E):
         out.append((s, EQP, o))
         out.append((o, EQP, s))
 
 
-# scm-dom1, scm-dom2, scm-rng1, scm-rng2 are left out on purpose. They conclude only rdfs:domain and
-# rdfs:range triples, which no rule reads but prp-dom, prp-rng and themselves, and every type they lead
-# to is reached without them: scm-dom1 then prp-dom ((p dom c1), (c1 ⊑ c2), (x p y) → (x type c2)) is
-# prp-dom then cax-sco; scm-dom2 then prp-dom ((p2 dom c), (p1 ⊑ p2), (x p1 y)) is prp-spo1 then
-# prp-dom; the same for ranges. With DBpedia's 3,000 domains and ranges over a deep class tree they were
-# 35,000 of the 90,000 triples its closure adds and half the time. (That holds unless an ontology makes
-# statements about rdfs:domain or rdfs:range themselves, which semreg does not support.)
+# scm-dom1, scm-dom2, scm-rng1 and scm-rng2 are kept as a view of the closure, not as rules of it:
+# `semreg.reasoning.propagation` says why and how.
 
 
 def _restriction_pairs(st: Store, on: int, c: int) -> Iterable[tuple[int, int]]:

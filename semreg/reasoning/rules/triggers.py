@@ -20,22 +20,27 @@ How the rules read RL where it leaves room, following owlrl (the reference the t
 - `scm-op`/`scm-dp` hold for `rdf:Property` too; `scm-sco`/`scm-spo` derive no reflexive triple from a
   cycle (owlrl skips `c1 = c3`), so `c ⊑ c` holds only for declared classes (`scm-cls`) and `p ⊑ p`
   for declared properties; `scm-svf1`, `scm-avf1` and `scm-hv` use those reflexive triples.
-- Reflexive `owl:sameAs`, `owl:equivalentClass` and `owl:equivalentProperty` triples (`eq-ref`, and the
-  `c ≡ c` of `scm-cls`) are not kept: no rule draws anything from them (every rule that reads them has
-  `x ≠ y` in owlrl), except axioms about `owl:sameAs` itself, which semreg does not support.
-- Rules that only detect inconsistency (`eq-diff*`, `prp-irp`, `prp-asyp`, `prp-pdw`, `prp-adp`,
-  `prp-npa*`, `cls-nothing2`, `cls-com`, `cls-maxc1`, `cls-maxqc1/2`, `cax-dw`, `cax-adc`,
-  `dt-not-type`) are left out: inconsistencies are data here.
+- Rules that only detect inconsistency or difference (`eq-diff*`, `prp-irp`, `prp-asyp`, `prp-pdw`,
+  `prp-adp`, `prp-npa*`, `cls-nothing2`, `cls-com`, `cls-maxc1`, `cls-maxqc1/2`, `cax-dw`, `cax-adc`,
+  `dt-not-type`, `dt-diff`) are left out: inconsistencies are data here.
 - Lists must end in `rdf:nil`; a cell with several `rdf:first` (eq-rep copies them from `owl:sameAs`
   items) is read by its least id, and any of them gives the same closure.
-- `scm-dom1/2` and `scm-rng1/2` are left out (`schema` says why).
 - Literals are typed by their datatype when it is an OWL 2 RL datatype (`dt-type2`), and by the
-  datatypes above it, as owlrl does; a literal without a datatype of its own (plain or language-tagged,
-  which pyoxigraph reports as `xsd:string` / `rdf:langString`) is not typed, as in rdflib.
+  datatypes above it, as owlrl does; a plain literal is an `xsd:string` and a language-tagged one an
+  `rdf:langString` (RDF 1.1: pyoxigraph reports them so), where rdflib gives them no datatype.
+- `dt-eq`: literals with the same data value (`semreg.reasoning.literals`: `"42"^^xsd:int` and
+  `"+042"^^xsd:int`, `42` and `42.0`) are `owl:sameAs` each other once facts hold both (`datatypes`).
+- Reflexive `owl:sameAs` (`eq-ref`, for every term but literals, whose triples RDF cannot hold),
+  `owl:equivalentClass` (`scm-cls`, `scm-eqc2`) and `owl:equivalentProperty` (`scm-op`, `scm-dp`,
+  `scm-eqp2`) triples are kept, but are premises of no rule but eq-rep's copies of them (`c ≡ c` and
+  `c sameAs d` give `d ≡ c`, `consequences_of_reflexive`): every other rule that reads them concludes a
+  triple it had as another premise (owlrl's rules say `x ≠ y`), except axioms about `owl:sameAs`
+  itself, which semreg does not support. The closure calls them inert (`semreg.reasoning.closure`).
+- `scm-dom1/2` and `scm-rng1/2` are a view of the closure, not triggers (`semreg.reasoning.propagation`).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Protocol
 
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
@@ -43,8 +48,8 @@ RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 OWL = "http://www.w3.org/2002/07/owl#"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
-# Fixed ids: VOCABULARY[i] has id i in every term table.
-VOCABULARY = (
+# Fixed ids: VOCABULARY[i] has id i in every term table (these, then the RL datatypes below).
+_TERMS = (
     RDF + "type", RDFS + "subClassOf", RDFS + "subPropertyOf", OWL + "equivalentClass",
     OWL + "equivalentProperty", OWL + "sameAs", RDFS + "domain", RDFS + "range", OWL + "inverseOf",
     OWL + "onProperty", OWL + "someValuesFrom", OWL + "allValuesFrom", OWL + "hasValue",
@@ -57,7 +62,7 @@ VOCABULARY = (
 )
 (T, SCO, SPO, EQC, EQP, SAME, DOM, RNG, INV, ONP, SVF, AVF, HV, INT, UNI, ONEOF, CHAIN, KEY, MAXC, MAXQC,
  ONCLASS, FIRST, REST, NIL, THING, NOTHING, CLASS, OBJECT_PROPERTY, DATATYPE_PROPERTY, RDF_PROPERTY,
- SYMMETRIC, TRANSITIVE, FUNCTIONAL, INVERSE_FUNCTIONAL, ANNOTATION_PROPERTY, DATATYPE, LABEL) = range(len(VOCABULARY))
+ SYMMETRIC, TRANSITIVE, FUNCTIONAL, INVERSE_FUNCTIONAL, ANNOTATION_PROPERTY, DATATYPE, LABEL) = range(len(_TERMS))
 
 # Predicates whose objects are RDF lists, and the rules that read them (re-run when a list cell arrives).
 LIST_PREDICATES = (INT, UNI, ONEOF, CHAIN, KEY)
@@ -85,8 +90,8 @@ DATATYPE_ANCESTORS: dict[str, tuple[str, ...]] = {XSD + k: tuple(XSD + v for v i
     "normalizedString": "string", "token": "normalizedString string", "language": "token normalizedString string",
     "Name": "token normalizedString string", "NCName": "Name token normalizedString string",
     "NMTOKEN": "Name token normalizedString string"}.items()}
-# Datatypes rdflib gives no literal of its own: plain and language-tagged literals have none there.
-UNTYPED_LITERALS = (XSD + "string", RDF + "langString")
+VOCABULARY = _TERMS + RL_DATATYPES
+DATATYPE_IDS = range(len(_TERMS), len(VOCABULARY))  # the ids of RL_DATATYPES, in order
 
 Fact = tuple[int, int, int]
 E: tuple = ()
@@ -99,6 +104,8 @@ class Store(Protocol):
     class_expressions: set[int]
     same_terms: set[int]
     literal_types: dict[int, tuple[int, ...]]
+    literal_values: dict[int, Hashable]
+    same_value: dict[Hashable, list[int]]
 
     def members(self, head: int) -> tuple[int, ...] | None: ...
 
@@ -111,7 +118,7 @@ Rule = Callable[[Store, int, int, int, list], None]
 NAMES: dict[Rule, str] = {}
 BY_PREDICATE: dict[int, list[Rule]] = {}  # triggered by a fact with this predicate
 BY_CLASS: dict[int, list[Rule]] = {}  # by (x rdf:type C) for this C
-ON_TYPE: list[Rule] = []  # by every (x rdf:type c)
+ON_TYPE: list[Rule] = []  # by every (x rdf:type c) where c is below or equivalent to something (cax-*)
 ON_EXPRESSION_TYPE: list[Rule] = []  # by (x rdf:type c) when c is in `class_expressions`
 ON_ASSERTION: list[Rule] = []  # by every (x p y) whose p is in `axiomatized`
 ON_SAME: list[Rule] = []  # by every fact with a term in `same_terms`
@@ -148,8 +155,9 @@ def consequences(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
         if fns is not None:
             for fn in fns:
                 fn(st, s, p, o, out)
-        for fn in ON_TYPE:
-            fn(st, s, p, o, out)
+        if o in st.ps[SCO] or o in st.ps[EQC] or o in st.po[EQC]:  # what ON_TYPE's rules read of o
+            for fn in ON_TYPE:
+                fn(st, s, p, o, out)
         if o in st.class_expressions:
             for fn in ON_EXPRESSION_TYPE:
                 fn(st, s, p, o, out)
@@ -166,6 +174,16 @@ def consequences(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
             fn(st, s, p, o, out)
     if o in st.literal_types:
         for fn in LITERALS:
+            fn(st, s, p, o, out)
+
+
+def consequences_of_reflexive(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
+    """What a reflexive sameAs / equivalence (s = o) entails: only eq-rep's copies of it when a term of it
+    is the same as another (`c ≡ c`, `c sameAs d` → `d ≡ c`); every other rule reading it concludes a
+    triple it already had."""
+    same = st.same_terms
+    if same and (s in same or p in same):
+        for fn in ON_SAME:
             fn(st, s, p, o, out)
 
 
@@ -190,7 +208,8 @@ def triggered(st: Store, s: int, p: int, o: int) -> list[tuple[list[Rule], tuple
     if p == T:
         if o in BY_CLASS:
             calls.append((BY_CLASS[o], fact))
-        calls.append((ON_TYPE, fact))
+        if o in st.ps[SCO] or o in st.ps[EQC] or o in st.po[EQC]:
+            calls.append((ON_TYPE, fact))
         if o in st.class_expressions:
             calls.append((ON_EXPRESSION_TYPE, fact))
     elif p in (FIRST, REST):
