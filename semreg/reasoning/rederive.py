@@ -13,18 +13,29 @@ run the rules again. Reflexive equivalences are inert (`semreg.reasoning.closure
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from semreg.reasoning.rules import triggers
 from semreg.reasoning.rules.triggers import EQC, EQP, NOTHING, SAME, SCO, Fact
-from semreg.reasoning.terms import LITERAL
-
-if TYPE_CHECKING:
-    from semreg.reasoning.closure import Closure
+from semreg.reasoning.terms import LITERAL, Terms
 
 INERT = frozenset({SAME, EQC, EQP})  # x sameAs x, c ≡ c, p ≡ p, when reflexive: premises of no rule
+
+
+class Closure(triggers.Store, Protocol):
+    """What delete and re-derive needs of the closure (`semreg.reasoning.closure.Closure`, which imports
+    this module): what the rules read, what is asserted, and taking facts out and back in."""
+
+    terms: Terms
+    asserted: dict[Fact, int]
+
+    def has(self, s: int, p: int, o: int) -> bool: ...
+
+    def insert_facts(self, facts: Iterable[Fact], change: Change) -> None: ...
+
+    def remove_fact(self, f: Fact) -> None: ...
 
 
 @dataclass
