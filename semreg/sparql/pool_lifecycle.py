@@ -176,6 +176,7 @@ class PoolLifecycle(PoolState):
             self._dispatch()
             self._rehome()
             self._schedule_retirement(process)
+            self._replace_worn()  # the next worn one may go now that this one serves
         return process
 
     def _greeted(self, message: Any) -> Process | None:
@@ -213,6 +214,7 @@ class PoolLifecycle(PoolState):
             self._workers.pop(process.id, None)
             self._grow()
             self._rehome()
+            self._replace_worn()
             return
         process.state = "dead"
         if process.role == "template":
@@ -224,6 +226,7 @@ class PoolLifecycle(PoolState):
             fail(process.current, Unavailable(STOPPED_MID_QUERY))
         self._grow()
         self._rehome()
+        self._replace_worn()
 
     def _free_slot(self, process: Process) -> None:
         if process.slot >= 0:

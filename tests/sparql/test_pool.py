@@ -456,3 +456,27 @@ def test_forks_turned_away_while_starting_give_their_slots_back(monkeypatch):
         finally:
             await pool.close()
     run(main())
+
+
+def test_every_worker_worn_by_a_burst_is_replaced_after_it_one_at_a_time(monkeypatch):
+    """After a bulk load the changes stop: the workers it wore leave one after another all the same, each
+    for a fresh fork of the template, and answers hold every change."""
+    monkeypatch.setattr("semreg.sparql.replica.WEAR_FLOOR_BYTES", 3000)
+
+    async def main():
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=2, max_workers=2)
+        try:
+            query = f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}"
+            assert count(await ask(pool, query)) == 0
+            await until(lambda: len(pool.pids()) == 3, what="two workers")
+            first = set(pool.pids()[1:])
+            burst = [replica.instances_change([], [ox.Quad(ox.NamedNode(f"urn:semreg:instance:i{k}"), n("p"),
+                                                           ox.Literal("x" * 50), REGISTRY)]) for k in range(40)]
+            pool.note_requested(1)
+            pool.publish(("changes", burst))  # one batch nobody queries wears out both workers at once
+            pool.publish(("ticket", 1))
+            await until(lambda: not first & set(pool.pids()) and len(pool.pids()) == 3, what="both replaced")
+            assert count(await ask(pool, query)) == 40
+        finally:
+            await pool.close()
+    run(main())
