@@ -1,0 +1,215 @@
+"""A ring member started with `--no-sparql` forwards `/sparql` to a member that serves it: the answer is the
+serving member's, byte for byte, for every form of the protocol; the caller's token is checked on both members;
+with no member serving, 503 with `Retry-After`.
+
+The ring is in this process (`support.inprocess_ring`): `a` serves SPARQL, `b` and `c` do not, so every
+forwarded request lands on `a` and its answer can be compared with `a`'s own, byte for byte.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.inprocess_ring import InProcessRing, RingNode
+from support.paths import ONTOLOGIES, ROOT
+from support.ring import load
+
+from semreg.cluster.membership import Member, View
+from semreg.cluster.ring import Ring
+from semreg.cluster.sparql_forward import SERVED_HEADER, serving_order
+from semreg.http.sparql_forward import FIELDS
+
+READ = "read-token-0123456789abcdef"
+ADMIN = "admin-token-0123456789abcdef"
+BOUND = "bound-token-0123456789abcdef"
+TOKENS = {"tokens": [{"name": "reader", "token": READ, "scopes": ["read"]},
+                     {"name": "ops", "token": ADMIN, "scopes": ["admin"]},
+                     {"name": "staging", "token": BOUND, "scopes": ["read"], "environments": ["staging"]}]}
+QUERIES = sorted((ROOT / "queries").glob("*.rq"))
+ACCEPTS = ["application/sparql-results+json", "application/sparql-results+xml", "text/csv",
+           "text/tab-separated-values", "*/*", "application/json;q=0.5, text/csv"]
+INSTANCE = "SELECT ?id ?port WHERE { ?i <https://w3id.org/semreg#id> ?id ; <https://w3id.org/semreg#port> ?port }"
+
+
+class Caller:
+    """The blocking calls `support.ring.load` makes, through one ring node with a token."""
+
+    def __init__(self, node: RingNode, token: str) -> None:
+        self.node = node
+        self.headers = {"Authorization": f"Bearer {token}"}
+
+    def request(self, method: str, url: str, **kw: Any) -> httpx.Response:
+        return self.node.request(method, url, headers={**self.headers, **kw.pop("headers", {})}, **kw)
+
+    def post(self, url: str, **kw: Any) -> httpx.Response:
+        return self.request("POST", url, **kw)
+
+    def put(self, url: str, **kw: Any) -> httpx.Response:
+        return self.request("PUT", url, **kw)
+
+    def delete(self, url: str, **kw: Any) -> httpx.Response:
+        return self.request("DELETE", url, **kw)
+
+    def get(self, url: str, **kw: Any) -> httpx.Response:
+        return self.request("GET", url, **kw)
+
+
+@pytest.fixture(scope="module")
+def ring(tmp_path_factory) -> Iterator[InProcessRing]:
+    work = tmp_path_factory.mktemp("sparql-forward")
+    tokens = work / "tokens.json"
+    tokens.write_text(json.dumps(TOKENS))
+    r = InProcessRing(work / "ring")
+    try:
+        a = r.add("a", tokens_file=tokens)
+        r.add("b", tokens_file=tokens, sparql=False)
+        c = r.add("c", tokens_file=tokens, sparql=False)
+        answer = r.answered(a, "PUT", "/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
+                            headers={"Content-Type": "text/turtle", "Authorization": f"Bearer {ADMIN}"})
+        assert answer.status_code == 201, answer.text
+        load(Caller(c, ADMIN))  # written through a member without the replica: read through any
+        yield r
+    finally:
+        r.close()
+
+
+def same(ring: InProcessRing, method: str, url: str, token: str = READ, **kw: Any) -> httpx.Response:
+    """The request through `c` (forwarded) and through `a` (served): the same status, type and bytes."""
+    headers = {"Authorization": f"Bearer {token}", **kw.pop("headers", {})}
+    direct = ring.nodes["a"].request(method, url, headers=headers, **kw)
+    forwarded = ring.nodes["c"].request(method, url, headers=headers, **kw)
+    assert (forwarded.status_code, forwarded.headers.get("content-type"), forwarded.content) == (
+        direct.status_code, direct.headers.get("content-type"), direct.content), (forwarded.text[:300], direct.text[:300])
+    assert SERVED_HEADER not in forwarded.headers
+    return forwarded
+
+
+@pytest.mark.parametrize("path", QUERIES, ids=lambda p: p.name)
+def test_every_example_query_answers_alike_in_every_form_of_the_protocol(ring: InProcessRing, path: Path) -> None:
+    query = path.read_text()
+    for accept in ACCEPTS:
+        r = same(ring, "GET", "/sparql", params={"query": query}, headers={"Accept": accept})
+        assert r.status_code == 200, r.text
+    same(ring, "POST", "/sparql", data={"query": query})
+    same(ring, "POST", "/sparql", content=query.encode(), headers={"Content-Type": "application/sparql-query",
+                                                                   "Accept": "text/csv"})
+
+
+def test_a_write_through_any_member_is_in_the_next_forwarded_query(ring: InProcessRing) -> None:
+    b, c = ring.nodes["b"], ring.nodes["c"]
+    body = {"service": "late", "address": "10.9.9.9", "port": 9999, "ttl": 0, "tags": ["ex:Livro"]}
+    assert Caller(b, ADMIN).put("/v1/instances/late", json=body).status_code == 201
+    r = Caller(c, READ).get("/sparql", params={"query": 'ASK { ?i <https://w3id.org/semreg#id> "late" }'})
+    assert r.json()["boolean"] is True
+    assert Caller(b, ADMIN).delete("/v1/instances/late").status_code == 204
+
+
+def test_datasets_formats_and_refusals_are_the_serving_members(ring: InProcessRing) -> None:
+    registry = "urn:semreg:registry"
+    r = same(ring, "GET", "/sparql", params={"query": INSTANCE + " ORDER BY ?id LIMIT 5", "default-graph-uri": registry})
+    assert len(r.json()["results"]["bindings"]) == 5
+    same(ring, "GET", "/sparql", params={"query": "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g",
+                                         "named-graph-uri": [registry, "urn:semreg:inferred"]})
+    same(ring, "GET", "/sparql", params={"query": "CONSTRUCT { ?i ?p ?o } WHERE { ?i ?p ?o } LIMIT 7"},
+         headers={"Accept": "application/n-triples"})
+    assert same(ring, "GET", "/sparql", params={"query": "SELEC nothing"}).status_code == 400
+    assert same(ring, "GET", "/sparql", params={"query": "ASK {}"}, headers={"Accept": "image/png"}).status_code == 406
+    assert same(ring, "GET", "/sparql", params={"query": "SELECT * WHERE { SERVICE <http://x.test/> { ?s ?p ?o } }"}
+                ).status_code == 400
+    assert same(ring, "POST", "/sparql", content=b"DROP ALL",
+                headers={"Content-Type": "application/sparql-update"}).status_code in (403, 415)
+    assert same(ring, "POST", "/sparql", content=b"x" * (1024 * 1024 + 1),
+                headers={"Content-Type": "application/sparql-query"}).status_code == 413
+
+
+def test_the_service_description_names_the_forwarding_members_url(ring: InProcessRing) -> None:
+    r = Caller(ring.nodes["c"], READ).get("/sparql")
+    assert r.status_code == 200 and "<http://c.test/sparql>" in r.text and "a.test" not in r.text
+
+
+def test_the_callers_token_is_checked_here_and_again_by_the_serving_member(ring: InProcessRing) -> None:
+    c = ring.nodes["c"]
+    query = {"query": "ASK {}"}
+    assert c.get("/sparql", params=query).status_code == 401
+    assert c.get("/sparql", params=query, headers={"Authorization": "Bearer not-a-token-0123456789"}).status_code == 401
+    assert c.get("/sparql", params=query, headers={"Authorization": f"Bearer {BOUND}"}).status_code == 403
+    # a holder of the cluster secret gains nothing: the serving member checks the caller's token itself
+    a = ring.nodes["a"]
+    for token, status in ((None, 401), ("Bearer not-a-token-0123456789", 401), (f"Bearer {BOUND}", 403),
+                          (f"Bearer {READ}", 200)):
+        r = internal(ring, a, forwarded(authorization=token))
+        assert r.status_code == status, r.text
+        assert r.headers[SERVED_HEADER] == "a"
+    assert internal(ring, a, forwarded(), secret="wrong-secret-0123456789abcdef").status_code == 401
+
+
+def test_a_member_that_does_not_serve_sparql_refuses_a_forwarded_request(ring: InProcessRing) -> None:
+    r = internal(ring, ring.nodes["b"], forwarded())
+    assert r.status_code == 501 and SERVED_HEADER not in r.headers
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fields=st.dictionaries(st.sampled_from([*FIELDS, "extra"]),
+                              st.one_of(st.none(), st.integers(), st.text(max_size=50), st.lists(st.integers(), max_size=2)),
+                              max_size=len(FIELDS) + 1))
+def test_malformed_forwarded_fields_are_a_400_never_a_500(ring: InProcessRing, fields: dict) -> None:
+    r = internal(ring, ring.nodes["a"], {**forwarded(), **fields} if len(fields) % 2 else fields)
+    assert r.status_code < 500, r.text
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(method=st.sampled_from(["GET", "POST"]), query=st.text(max_size=120),
+       content_type=st.sampled_from(["application/sparql-query", "application/x-www-form-urlencoded", "text/plain",
+                                     "application/sparql-query; charset=latin-1", ""]),
+       body=st.binary(max_size=200), accept=st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=40))
+def test_any_request_answers_through_the_forward_as_on_the_serving_member(ring: InProcessRing, method: str, query: str,
+                                                                          content_type: str, body: bytes,
+                                                                          accept: str) -> None:
+    headers = {"Accept": accept.strip(), **({"Content-Type": content_type} if content_type else {})}
+    r = same(ring, method, "/sparql", params={"query": query, "format": "json"},
+             content=body if method == "POST" else None, headers=headers)
+    assert r.status_code < 500 or r.status_code == 503, r.text
+
+
+def test_with_no_member_serving_sparql_the_answer_is_503_with_retry_after(tmp_path: Path) -> None:
+    r = InProcessRing(tmp_path / "ring")
+    try:
+        b = r.add("b", sparql=False)
+        r.add("c", sparql=False)
+        answer = b.get("/sparql", params={"query": "ASK {}"})
+        assert answer.status_code == 503 and answer.headers["retry-after"] == "5", answer.text
+        assert "no member of the ring serves SPARQL" in answer.json()["error"]
+    finally:
+        r.close()
+
+
+@pytest.mark.parametrize("serving, suspects, turn, expected", [
+    (("a", "b", "d"), (), 0, ["a", "b", "d"]),  # ring order (this node, c, is never asked)
+    (("a", "b", "d"), (), 1, ["b", "d", "a"]),  # each request starts one further
+    (("a", "b", "d"), (), 5, ["d", "a", "b"]),
+    (("a", "b", "c", "d"), ("b",), 1, ["d", "a", "b"]),  # a suspect after the others
+    (("a", "b"), ("a", "b"), 0, ["a", "b"]),  # suspects are still asked, last
+    (("c",), (), 0, []),
+    ((), (), 3, []),
+])
+def test_the_members_asked_rotate_and_suspects_come_last(serving: tuple, suspects: tuple, turn: int,
+                                                         expected: list) -> None:
+    members = {m: Member(m, f"http://{m}", "alive", 0.0, m in serving) for m in ("a", "b", "c", "d")}
+    assert serving_order(View(members, 1, Ring(list(members))), "c", frozenset(suspects), turn) == expected
+
+
+def forwarded(**overrides: Any) -> dict[str, Any]:
+    """The fields a forwarding member sends for `GET /sparql?query=ASK{}` with the read token."""
+    return {"method": "GET", "query_string": "query=ASK%7B%7D", "content_type": "", "body": "", "accept": None,
+            "url": "http://c.test/sparql", "authorization": f"Bearer {READ}", "client": "10.1.2.3", **overrides}
+
+
+def internal(ring: InProcessRing, node: RingNode, fields: Any, secret: str | None = None) -> httpx.Response:
+    shown = secret if secret is not None else ring.secret.read_text().strip()
+    return node.internal_request("POST", "/internal/v1/sparql", json=fields, headers={"X-Semreg-Cluster": shown})
