@@ -7,6 +7,7 @@ forwarded request lands on `a` and its answer can be compared with `a`'s own, by
 """
 from __future__ import annotations
 
+import collections
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,10 +17,14 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.inprocess import InProcess
 from support.inprocess_ring import InProcessRing, RingNode
 from support.paths import ONTOLOGIES, ROOT
-from support.ring import load
+from support.raw import Raw
+from support.ring import load, new_ring, upload
+from support.server import wait_for
 
+from semreg.bench.scenarios.soak import read_memory
 from semreg.cluster.membership import Member, View
 from semreg.cluster.ring import Ring
 from semreg.cluster.sparql_forward import SERVED_HEADER, serving_order
@@ -213,3 +218,63 @@ def forwarded(**overrides: Any) -> dict[str, Any]:
 def internal(ring: InProcessRing, node: RingNode, fields: Any, secret: str | None = None) -> httpx.Response:
     shown = secret if secret is not None else ring.secret.read_text().strip()
     return node.internal_request("POST", "/internal/v1/sparql", json=fields, headers={"X-Semreg-Cluster": shown})
+
+
+@pytest.mark.process
+@pytest.mark.slow
+def test_real_nodes_a_member_without_sparql_answers_every_example_as_a_serving_member_and_one_node(
+        tmp_path: Path) -> None:
+    """Three `semreg serve` processes and a real etcd (as the conftest's `ring`), and a fourth with
+    `--no-sparql`: it keeps no SPARQL process, and every `queries/*.rq` answers through it with the solutions a
+    serving member gives and one node holding the same data gives; its raw bytes meet uvicorn's framing first."""
+    cluster = new_ring(tmp_path / "ring")
+    try:
+        forwarding_member_answers_as_one_node(cluster)
+    finally:
+        cluster.close()
+
+
+def forwarding_member_answers_as_one_node(cluster: Any) -> None:
+    plain = cluster.add("--no-sparql")
+    wait_for(lambda: cluster.converged(), 60, "four members on one ring")
+    assert {m["id"]: m["sparql"] for m in plain.client().get("/v1/cluster").json()["members"]} == {
+        "n1": True, "n2": True, "n3": True, "n4": False}
+    kinds = read_memory(plain.pid)
+    assert kinds["template"][2] == 0 and kinds["queries"][2] == 0, kinds
+    upload(plain)
+    with plain.client() as client:
+        load(client)
+    with InProcess() as single:
+        alone = single.client()
+        upload(alone)
+        load(alone)
+        with plain.client() as through, cluster.nodes[0].client() as serving:
+            for path in QUERIES:
+                query = path.read_text()
+                want = solutions(alone, query)
+                assert solutions(through, query) == want == solutions(serving, query), path.name
+                for accept in ("text/csv", "application/sparql-results+xml"):
+                    forwarded = through.get("/sparql", params={"query": query}, headers={"Accept": accept})
+                    direct = serving.get("/sparql", params={"query": query}, headers={"Accept": accept})
+                    assert forwarded.status_code == direct.status_code == 200
+                    assert forwarded.headers["content-type"] == direct.headers["content-type"]
+                    assert sorted(forwarded.text.splitlines()) == sorted(direct.text.splitlines()), path.name
+    raw = Raw(plain.port)
+    try:  # a smuggling attempt never reaches the forward: uvicorn's parser refuses it
+        raw.send(b"POST /sparql HTTP/1.1\r\nHost: x\r\nContent-Type: application/sparql-query\r\n"
+                 b"Content-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /v1/backup HTTP/1.1\r\n\r\n")
+        head, _ = raw.response()
+        assert head.status == 400
+    finally:
+        raw.close()
+
+
+def solutions(client: Any, query: str) -> collections.Counter:
+    """The solution multiset of a SELECT (or the boolean of an ASK), in JSON."""
+    r = client.post("/sparql", content=query.encode(), headers={"Content-Type": "application/sparql-query"})
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    if "boolean" in answer:
+        return collections.Counter([answer["boolean"]])
+    return collections.Counter(frozenset((var, tuple(sorted(term.items()))) for var, term in row.items())
+                               for row in answer["results"]["bindings"])
