@@ -33,7 +33,7 @@ from semreg.http.sparql import MAX_BODY_BYTES, SparqlEndpoint, request_url
 from semreg.sparql.protocol import query_request
 
 PATH = "/sparql"
-METHODS = ("GET", "POST")
+METHODS = ("GET", "HEAD", "POST")
 FIELDS = ("method", "query_string", "content_type", "body", "accept", "url", "authorization", "client")
 MAX_FIELD_CHARS = 64 * 1024  # each field but the body: a URL, a header
 # the internal request's JSON: a body at the limit, each byte escaped at worst (\u00XX), and the other fields
@@ -106,7 +106,7 @@ def _checked(fields: Any) -> tuple[str, bytes, str, bytes, str | None, str, str 
         if name != "body" and value is not None and len(value) > MAX_FIELD_CHARS:
             raise BadRequest(f"the forwarded field '{name}' is longer than {MAX_FIELD_CHARS} characters.")
     if fields["method"] not in METHODS:
-        raise BadRequest("a forwarded SPARQL request is a GET or a POST.")
+        raise BadRequest("a forwarded SPARQL request is a GET, HEAD or POST.")
     try:
         query_string = fields["query_string"].encode("latin-1")
         body = fields["body"].encode("latin-1")
