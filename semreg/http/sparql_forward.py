@@ -35,9 +35,11 @@ from semreg.sparql.protocol import query_request
 PATH = "/sparql"
 METHODS = ("GET", "HEAD", "POST")
 FIELDS = ("method", "query_string", "content_type", "body", "accept", "url", "authorization", "client")
-MAX_FIELD_CHARS = 64 * 1024  # each field but the body: a URL, a header
-# the internal request's JSON: a body at the limit, each byte escaped at worst (\u00XX), and the other fields
-MAX_FORWARDED_BYTES = 6 * (MAX_BODY_BYTES + len(FIELDS) * MAX_FIELD_CHARS) + 4096
+MAX_FIELD_CHARS = 64 * 1024  # each field but the body and the query string: a URL, a header
+MAX_LONG_FIELD_CHARS = MAX_BODY_BYTES  # the body and the query string (a GET carries its query there)
+LONG_FIELDS = ("body", "query_string")
+# the internal request's JSON: the long fields at their limit, each byte escaped at worst (\u00XX), and the others
+MAX_FORWARDED_BYTES = 6 * (len(LONG_FIELDS) * MAX_LONG_FIELD_CHARS + len(FIELDS) * MAX_FIELD_CHARS) + 4096
 PASSED_ON = ("content-type", "content-length", "vary", "retry-after", "www-authenticate")
 
 
@@ -103,8 +105,9 @@ def _checked(fields: Any) -> tuple[str, bytes, str, bytes, str | None, str, str 
         optional = name in ("accept", "authorization")
         if not (isinstance(value, str) or (optional and value is None)):
             raise BadRequest(f"the forwarded field '{name}' is not a string.")
-        if name != "body" and value is not None and len(value) > MAX_FIELD_CHARS:
-            raise BadRequest(f"the forwarded field '{name}' is longer than {MAX_FIELD_CHARS} characters.")
+        limit = MAX_LONG_FIELD_CHARS if name in LONG_FIELDS else MAX_FIELD_CHARS
+        if value is not None and len(value) > limit and name != "body":  # the body's limit is the endpoint's 413
+            raise BadRequest(f"the forwarded field '{name}' is longer than {limit} characters.")
     if fields["method"] not in METHODS:
         raise BadRequest("a forwarded SPARQL request is a GET, HEAD or POST.")
     try:
