@@ -187,7 +187,7 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
     pool = sparql.pool if isinstance(sparql, SparqlEndpoint) else None
     router = Router(node.coordinator, verbose=settings.verbose_routing)
     known = KnownQueries()
-    metrics = node_metrics(node, router, pool)
+    metrics = node_metrics(node, router, pool, sparql.forward if isinstance(sparql, ForwardedSparql) else None)
     scopes = ScopeTable(API.endpoints, (console.PREFIX,), open_paths=("/",))
     limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_burst)
     failures = FailureThrottle()
@@ -223,7 +223,7 @@ def without_sparql(node: Node, settings: Settings) -> SparqlOff | ForwardedSparq
     return ForwardedSparql(SparqlForward(node.cluster.placement, settings.sparql_time_limit_s), MAX_BODY_BYTES)
 
 
-def node_metrics(node: Node, router: Router, pool: QueryPool | None) -> Metrics:
+def node_metrics(node: Node, router: Router, pool: QueryPool | None, forward: SparqlForward | None = None) -> Metrics:
     """The node's metrics: the sources read at each scrape, and the closure's rebuilds as they happen."""
     metrics = Metrics()
     shard = node.shard
@@ -232,7 +232,8 @@ def node_metrics(node: Node, router: Router, pool: QueryPool | None) -> Metrics:
         topics=lambda: node.coordinator.hub.topics, tags=lambda: len(shard.registry.catalogue.holders),
         concepts=lambda: node.knowledge.hierarchy.size, checks=lambda: (shard.health.runs, shard.health.failures),
         routes_by_policy=lambda: router.routes_by_policy, closure_rebuilds=lambda: node.knowledge.closure_rebuilds,
-        replica_pending=lambda: node.replica_pending, pool=pool, cluster=node.cluster, at_rest=node.at_rest))
+        replica_pending=lambda: node.replica_pending, pool=pool, cluster=node.cluster, at_rest=node.at_rest,
+        forward=forward))
     node.knowledge.on_hierarchy(lambda hierarchy, seconds: metrics.observe_closure(seconds))
     return metrics
 

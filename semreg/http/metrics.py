@@ -49,6 +49,7 @@ class Sources:
     pool: Pool | None = None
     at_rest: Any = None  # semreg.storage.at_rest.AtRest, with a data directory
     cluster: Any = None  # semreg.cluster.cluster.Cluster, in a cluster
+    forward: Any = None  # semreg.cluster.sparql_forward.SparqlForward, on a ring member started with --no-sparql
 
 
 class Metrics:
@@ -110,6 +111,11 @@ class _Collector(Collector):
             yield CounterMetricFamily("semreg_sparql_stopped", "SPARQL queries stopped at their time limit "
                                       "(their process killed)", value=pool.killed)
             yield CounterMetricFamily("semreg_sparql_forks", "SPARQL query processes forked", value=pool.forked)
+        if src.forward is not None:
+            yield CounterMetricFamily("semreg_sparql_forwarded", "/sparql requests a member that serves SPARQL "
+                                      "answered for this one (--no-sparql)", value=src.forward.forwarded)
+            yield CounterMetricFamily("semreg_sparql_forward_passed_over", "members serving SPARQL passed over for "
+                                      "the next: no answer, or not serving it", value=src.forward.passed_over)
         cluster = src.cluster
         if cluster is not None:
             members = GaugeMetricFamily("semreg_cluster_members", "cluster members by status", labels=["status"])

@@ -66,7 +66,7 @@ class Caller:
 
 
 @pytest.fixture(scope="module")
-def ring(tmp_path_factory) -> Iterator[InProcessRing]:
+def mixed(tmp_path_factory) -> Iterator[InProcessRing]:
     work = tmp_path_factory.mktemp("sparql-forward")
     tokens = work / "tokens.json"
     tokens.write_text(json.dumps(TOKENS))
@@ -96,18 +96,18 @@ def same(ring: InProcessRing, method: str, url: str, token: str = READ, **kw: An
 
 
 @pytest.mark.parametrize("path", QUERIES, ids=lambda p: p.name)
-def test_every_example_query_answers_alike_in_every_form_of_the_protocol(ring: InProcessRing, path: Path) -> None:
+def test_every_example_query_answers_alike_in_every_form_of_the_protocol(mixed: InProcessRing, path: Path) -> None:
     query = path.read_text()
     for accept in ACCEPTS:
-        r = same(ring, "GET", "/sparql", params={"query": query}, headers={"Accept": accept})
+        r = same(mixed, "GET", "/sparql", params={"query": query}, headers={"Accept": accept})
         assert r.status_code == 200, r.text
-    same(ring, "POST", "/sparql", data={"query": query})
-    same(ring, "POST", "/sparql", content=query.encode(), headers={"Content-Type": "application/sparql-query",
+    same(mixed, "POST", "/sparql", data={"query": query})
+    same(mixed, "POST", "/sparql", content=query.encode(), headers={"Content-Type": "application/sparql-query",
                                                                    "Accept": "text/csv"})
 
 
-def test_a_write_through_any_member_is_in_the_next_forwarded_query(ring: InProcessRing) -> None:
-    b, c = ring.nodes["b"], ring.nodes["c"]
+def test_a_write_through_any_member_is_in_the_next_forwarded_query(mixed: InProcessRing) -> None:
+    b, c = mixed.nodes["b"], mixed.nodes["c"]
     body = {"service": "late", "address": "10.9.9.9", "port": 9999, "ttl": 0, "tags": ["ex:Livro"]}
     assert Caller(b, ADMIN).put("/v1/instances/late", json=body).status_code == 201
     r = Caller(c, READ).get("/sparql", params={"query": 'ASK { ?i <https://w3id.org/semreg#id> "late" }'})
@@ -115,47 +115,57 @@ def test_a_write_through_any_member_is_in_the_next_forwarded_query(ring: InProce
     assert Caller(b, ADMIN).delete("/v1/instances/late").status_code == 204
 
 
-def test_datasets_formats_and_refusals_are_the_serving_members(ring: InProcessRing) -> None:
+def test_datasets_formats_and_refusals_are_the_serving_members(mixed: InProcessRing) -> None:
     registry = "urn:semreg:registry"
-    r = same(ring, "GET", "/sparql", params={"query": INSTANCE + " ORDER BY ?id LIMIT 5", "default-graph-uri": registry})
+    r = same(mixed, "GET", "/sparql", params={"query": INSTANCE + " ORDER BY ?id LIMIT 5", "default-graph-uri": registry})
     assert len(r.json()["results"]["bindings"]) == 5
-    same(ring, "GET", "/sparql", params={"query": "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g",
+    same(mixed, "GET", "/sparql", params={"query": "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g",
                                          "named-graph-uri": [registry, "urn:semreg:inferred"]})
-    same(ring, "GET", "/sparql", params={"query": "CONSTRUCT { ?i ?p ?o } WHERE { ?i ?p ?o } LIMIT 7"},
+    same(mixed, "GET", "/sparql", params={"query": "CONSTRUCT { ?i ?p ?o } WHERE { ?i ?p ?o } LIMIT 7"},
          headers={"Accept": "application/n-triples"})
-    assert same(ring, "GET", "/sparql", params={"query": "SELEC nothing"}).status_code == 400
-    assert same(ring, "GET", "/sparql", params={"query": "ASK {}"}, headers={"Accept": "image/png"}).status_code == 406
-    assert same(ring, "GET", "/sparql", params={"query": "SELECT * WHERE { SERVICE <http://x.test/> { ?s ?p ?o } }"}
+    assert same(mixed, "GET", "/sparql", params={"query": "SELEC nothing"}).status_code == 400
+    assert same(mixed, "GET", "/sparql", params={"query": "ASK {}"}, headers={"Accept": "image/png"}).status_code == 406
+    assert same(mixed, "GET", "/sparql", params={"query": "SELECT * WHERE { SERVICE <http://x.test/> { ?s ?p ?o } }"}
                 ).status_code == 400
-    assert same(ring, "POST", "/sparql", content=b"DROP ALL",
+    assert same(mixed, "POST", "/sparql", content=b"DROP ALL",
                 headers={"Content-Type": "application/sparql-update"}).status_code in (403, 415)
-    assert same(ring, "POST", "/sparql", content=b"x" * (1024 * 1024 + 1),
+    assert same(mixed, "POST", "/sparql", content=b"x" * (1024 * 1024 + 1),
                 headers={"Content-Type": "application/sparql-query"}).status_code == 413
 
 
-def test_the_service_description_names_the_forwarding_members_url(ring: InProcessRing) -> None:
-    r = Caller(ring.nodes["c"], READ).get("/sparql")
+def test_the_service_description_names_the_forwarding_members_url(mixed: InProcessRing) -> None:
+    r = Caller(mixed.nodes["c"], READ).get("/sparql")
     assert r.status_code == 200 and "<http://c.test/sparql>" in r.text and "a.test" not in r.text
 
 
-def test_the_callers_token_is_checked_here_and_again_by_the_serving_member(ring: InProcessRing) -> None:
-    c = ring.nodes["c"]
+def test_the_callers_token_is_checked_here_and_again_by_the_serving_member(mixed: InProcessRing) -> None:
+    c = mixed.nodes["c"]
     query = {"query": "ASK {}"}
     assert c.get("/sparql", params=query).status_code == 401
     assert c.get("/sparql", params=query, headers={"Authorization": "Bearer not-a-token-0123456789"}).status_code == 401
     assert c.get("/sparql", params=query, headers={"Authorization": f"Bearer {BOUND}"}).status_code == 403
     # a holder of the cluster secret gains nothing: the serving member checks the caller's token itself
-    a = ring.nodes["a"]
+    a = mixed.nodes["a"]
     for token, status in ((None, 401), ("Bearer not-a-token-0123456789", 401), (f"Bearer {BOUND}", 403),
                           (f"Bearer {READ}", 200)):
-        r = internal(ring, a, forwarded(authorization=token))
+        r = internal(mixed, a, forwarded(authorization=token))
         assert r.status_code == status, r.text
         assert r.headers[SERVED_HEADER] == "a"
-    assert internal(ring, a, forwarded(), secret="wrong-secret-0123456789abcdef").status_code == 401
+    assert internal(mixed, a, forwarded(), secret="wrong-secret-0123456789abcdef").status_code == 401
 
 
-def test_a_member_that_does_not_serve_sparql_refuses_a_forwarded_request(ring: InProcessRing) -> None:
-    r = internal(ring, ring.nodes["b"], forwarded())
+def test_the_forwarding_member_counts_what_it_forwarded(mixed: InProcessRing) -> None:
+    c = mixed.nodes["c"]
+    before = mixed.call(lambda: c.app.state.sparql.forward.forwarded)
+    assert Caller(c, READ).get("/sparql", params={"query": "ASK {}"}).status_code == 200
+    metrics = Caller(c, ADMIN).get("/metrics").text
+    assert f"semreg_sparql_forwarded_total {before + 1}.0" in metrics, metrics[-2000:]
+    assert "semreg_sparql_forward_passed_over_total 0.0" in metrics
+    assert "semreg_sparql_processes" not in metrics
+
+
+def test_a_member_that_does_not_serve_sparql_refuses_a_forwarded_request(mixed: InProcessRing) -> None:
+    r = internal(mixed, mixed.nodes["b"], forwarded())
     assert r.status_code == 501 and SERVED_HEADER not in r.headers
 
 
@@ -163,8 +173,8 @@ def test_a_member_that_does_not_serve_sparql_refuses_a_forwarded_request(ring: I
 @given(fields=st.dictionaries(st.sampled_from([*FIELDS, "extra"]),
                               st.one_of(st.none(), st.integers(), st.text(max_size=50), st.lists(st.integers(), max_size=2)),
                               max_size=len(FIELDS) + 1))
-def test_malformed_forwarded_fields_are_a_400_never_a_500(ring: InProcessRing, fields: dict) -> None:
-    r = internal(ring, ring.nodes["a"], {**forwarded(), **fields} if len(fields) % 2 else fields)
+def test_malformed_forwarded_fields_are_a_400_never_a_500(mixed: InProcessRing, fields: dict) -> None:
+    r = internal(mixed, mixed.nodes["a"], {**forwarded(), **fields} if len(fields) % 2 else fields)
     assert r.status_code < 500, r.text
 
 
@@ -173,11 +183,11 @@ def test_malformed_forwarded_fields_are_a_400_never_a_500(ring: InProcessRing, f
        content_type=st.sampled_from(["application/sparql-query", "application/x-www-form-urlencoded", "text/plain",
                                      "application/sparql-query; charset=latin-1", ""]),
        body=st.binary(max_size=200), accept=st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=40))
-def test_any_request_answers_through_the_forward_as_on_the_serving_member(ring: InProcessRing, method: str, query: str,
+def test_any_request_answers_through_the_forward_as_on_the_serving_member(mixed: InProcessRing, method: str, query: str,
                                                                           content_type: str, body: bytes,
                                                                           accept: str) -> None:
     headers = {"Accept": accept.strip(), **({"Content-Type": content_type} if content_type else {})}
-    r = same(ring, method, "/sparql", params={"query": query, "format": "json"},
+    r = same(mixed, method, "/sparql", params={"query": query, "format": "json"},
              content=body if method == "POST" else None, headers=headers)
     assert r.status_code < 500 or r.status_code == 503, r.text
 
