@@ -74,6 +74,9 @@ class Settings:
                                             metavar="BYTES")
     restore_body_limit_bytes: int = option(1024 * MiB, "restore-body-limit", "largest backup POST /v1/restore takes",
                                            metavar="BYTES")
+    sparql: bool = option(True, "sparql", "serve /sparql from a replica of the whole registry on this node; with "
+                          "--no-sparql the node keeps no replica and, in a ring, forwards /sparql to a member that "
+                          "serves it (alone: 501)")
     sparql_time_limit_s: float = option(10.0, "sparql-time-limit", "SPARQL query time limit (503 past it, and the "
                                         "query stops)", metavar="S")
     sparql_result_limit: int = option(100_000, "sparql-result-limit", "most rows or triples a SPARQL answer may have",

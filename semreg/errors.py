@@ -11,6 +11,7 @@
     ├── PayloadTooLarge         413: a body past its limit
     ├── UnsupportedMediaType    415: a body in a media type the route does not take
     ├── TooManyRequests         429: a token past its rate limit
+    ├── NotServed               501: a capability this node was started without (`--no-sparql`)
     └── Unavailable             503: nothing eligible, or a time limit passed
 
 The domain raises these with one sentence a person can act on; handlers never build error bodies.
@@ -106,6 +107,12 @@ class TooManyRequests(SemregError):
     def __init__(self, message: str, retry_after_s: int, **extra: Any) -> None:
         super().__init__(message, **extra)
         self.headers["Retry-After"] = str(max(1, retry_after_s))
+
+
+class NotServed(SemregError):
+    """This node was started without what the request needs (`/sparql` with `--no-sparql`, alone)."""
+
+    status = 501
 
 
 class Unavailable(SemregError):

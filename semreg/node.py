@@ -25,7 +25,7 @@ from semreg.cluster.kv import KV, EtcdKV, parse_endpoints
 from semreg.cluster.replica_copies import ReplicaCopies
 from semreg.config import Settings
 from semreg.knowledge.knowledge import Knowledge
-from semreg.knowledge.ontologies import Published, PublishedTo
+from semreg.knowledge.ontologies import Published, PublishedTo, Unpublished
 from semreg.registry.changelog import ChangeLog
 from semreg.registry.coordinator import Coordinator
 from semreg.registry.health import HealthChecker
@@ -54,13 +54,13 @@ class Node:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="semreg-store")
         self._submitted = self._completed = 0
         self.store.foreground = self._writing
-        self.replica = ReplicaFeed(foreign=self.store.foreign_quads)
+        # the SPARQL replica's feed; none with --no-sparql (no views kept, no copies from the other members)
+        self.replica = ReplicaFeed(foreign=self.store.foreign_quads) if settings.sparql else None
         # the data directory as RDF, behind the records (none for a store in memory: nobody could read it)
         self.at_rest = AtRest(self.store) if self.store.path is not None else None
-        published: Published = self.replica
         if self.at_rest is not None:
             self.store.on_written = self.at_rest.records_written
-            published = PublishedTo(self.replica, self.at_rest)
+        published = published_to(self.replica, self.at_rest)
         self.heap = heap.HeapSettler()
         self.knowledge = Knowledge(self.store, self.write, published, strict_terms=settings.strict_terms)
         self.shard = LocalShard(self.clock, self.store, self.write, self.submit, health, settings.node_id)
@@ -77,10 +77,11 @@ class Node:
                                    node_id=settings.node_id, address=settings.advertise, replicas=settings.replicas,
                                    secret=read_secret(settings), shard=self.shard, coordinator=self.coordinator,
                                    knowledge=self.knowledge, clock=self.clock,
-                                   lease_ttl_s=settings.member_lease_ttl_s, tls=peer_tls(settings))
+                                   lease_ttl_s=settings.member_lease_ttl_s, tls=peer_tls(settings),
+                                   sparql=settings.sparql)
             self.coordinator.placement = self.cluster
-            # every member's instances, in this node's SPARQL replica: the newest copy of each
-            self.cluster.copies = ReplicaCopies(self._publish_view, self.replica.remove_instance)
+            if self.replica is not None:  # every member's instances, in this node's SPARQL replica: the newest copy of each
+                self.cluster.copies = ReplicaCopies(self._publish_view, self.replica.remove_instance)
         self.opened = False
         self._trim: Cancellable | None = None
         self._release: Cancellable | None = None
@@ -92,7 +93,8 @@ class Node:
         self.knowledge.on_hierarchy(lambda h, seconds: self.shard.registry.catalogue.set_hierarchy(h))
         self.knowledge.on_hierarchy(self.coordinator.hierarchy_changed)
         self.knowledge.on_hierarchy(lambda h, seconds: self._settle_heap())
-        self.shard.subscribe(self._feed_replica)
+        if self.replica is not None:
+            self.shard.subscribe(self._feed_replica)
 
     async def open(self) -> None:
         """Open the store, restore ontologies, closure and instances, then preload --ontology files."""
@@ -101,7 +103,8 @@ class Node:
         dropped = await self.write(self.store.drop_derived_graphs)
         if dropped:
             log.info("dropped derived graphs an earlier version kept on disk", extra={"graphs": dropped})
-        self.replica.start()
+        if self.replica is not None:
+            self.replica.start()
         await self.knowledge.open(self.settings.ontologies)
         instances = await self.shard.open(self.post)
         if self.at_rest is not None:
@@ -173,7 +176,8 @@ class Node:
         if self.cluster is not None:
             await self.cluster.leave()  # hands its records over, then leaves the ring
         await self.shard.close()
-        await asyncio.to_thread(self.replica.stop)
+        if self.replica is not None:
+            await asyncio.to_thread(self.replica.stop)
         if self.at_rest is not None:
             await asyncio.to_thread(self.at_rest.stop)
         await self.write(self.store.flush)
@@ -220,12 +224,19 @@ class Node:
         """An instance into the SPARQL replica. Each one published was just made (registered, replaced, a
         status changed, a copy from another member), with objects that live on: the collector is told."""
         self.heap.note(len(view.get("tags", ())) + 1)
-        self.replica.put_instance(view)
+        if self.replica is not None:
+            self.replica.put_instance(view)
+
+    @property
+    def replica_pending(self) -> int:
+        """Changes not yet handed to the SPARQL replica (0 without one)."""
+        return self.replica.pending if self.replica is not None else 0
 
     def _feed_replica(self, changes: list[Change]) -> None:
         if self.cluster is not None:
             self.cluster.local_copies(changes)
             return
+        assert self.replica is not None  # subscribed only with one
         for c in changes:
             if c.reason == "moved":
                 continue  # a copy handed to its new owners: the instance itself stays
@@ -234,6 +245,15 @@ class Node:
             elif c.membership and (inst := self.shard.held(c.id)) is not None:
                 # not held any more: removed by a later change of the same batch (expired, then deleted)
                 self._publish_view(inst.view())
+
+
+def published_to(replica: ReplicaFeed | None, at_rest: AtRest | None) -> Published:
+    """Where the ontologies' graphs and the closure go: the SPARQL replica, the data directory's RDF, both or
+    neither."""
+    sinks: list[Published] = [sink for sink in (replica, at_rest) if sink is not None]
+    if not sinks:
+        return Unpublished()
+    return sinks[0] if len(sinks) == 1 else PublishedTo(*sinks)
 
 
 def peer_tls(settings: Settings) -> ssl.SSLContext | None:

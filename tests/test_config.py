@@ -36,6 +36,13 @@ def test_flags_and_variables_set_every_kind_of_field():
         Path(p) for p in ("x.ttl", "y.ttl", "z.ttl"))
 
 
+@pytest.mark.parametrize("argv, env, on", [([], {}, True), (["--no-sparql"], {}, False), ([], {"SEMREG_SPARQL": "0"}, False),
+                                          (["--sparql"], {"SEMREG_SPARQL": "false"}, True),
+                                          (["--no-sparql"], {"SEMREG_SPARQL": "1"}, False)])
+def test_a_setting_on_by_default_is_turned_off_by_its_no_flag_or_variable(argv, env, on):
+    assert parse(argv, env).sparql is on
+
+
 def test_a_flag_wins_over_its_variable():
     assert parse(["--port", "7000"], {"SEMREG_PORT": "9999"}).port == 7000
 

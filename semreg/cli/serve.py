@@ -45,7 +45,10 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
             target = p.add_mutually_exclusive_group()
             target.add_argument("--memory", action="store_true", default=_truthy(env.get("SEMREG_MEMORY", "")),
                                 help="keep everything in memory; nothing survives a restart (env SEMREG_MEMORY)")
-        if f.type == "bool":
+        if f.type == "bool" and f.default is True:  # on unless --no-FLAG
+            target.add_argument(name, dest=f.name, action=argparse.BooleanOptionalAction,
+                                default=_truthy(raw) if raw is not None else f.default, help=help_)
+        elif f.type == "bool":
             target.add_argument(name, dest=f.name, action="store_true",
                                 default=_truthy(raw) if raw is not None else f.default, help=help_)
         elif f.type == "tuple[Path, ...]":
@@ -206,8 +209,8 @@ def _draining_server_class():
 
 def http_protocol(app, settings) -> type | str:
     """uvicorn's HTTP protocol, behind the hand-over of `/sparql` connections to the query processes
-    (`semreg.sparql.handoff`), unless --sparql-in-server."""
-    if settings.sparql_in_server:
+    (`semreg.sparql.handoff`), unless --sparql-in-server or --no-sparql (no query processes: the app answers)."""
+    if settings.sparql_in_server or not settings.sparql:
         return "auto"
     from uvicorn.config import HTTP_PROTOCOLS
     from uvicorn.importer import import_from_string

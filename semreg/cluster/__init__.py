@@ -5,8 +5,9 @@ each concern: placement over the membership view (`placement`),
 the followers of the other nodes' change logs with the read barrier (`followers`, `barrier`) and which copy
 of each instance the SPARQL replica shows (`replica_copies`), statuses sent to the other owners
 (`statuses`), the writes an owner missed, brought to it when it answers again (`hints`), hand-off and
-anti-entropy (`antientropy`, `digests`), and what every node holds whole, the ontologies and prefixes
-published in etcd (`shared`).
+anti-entropy (`antientropy`, `digests`), what every node holds whole, the ontologies and prefixes
+published in etcd (`shared`), and `/sparql` sent from a member without the replica to one that serves it
+(`sparql_forward`).
 
 May import: `semreg.registry` (the seams it implements: `Placement`, `Shard`), `semreg.knowledge`,
 `semreg.reasoning`, `semreg.storage`, `semreg.rdf`, `semreg.http1` and the top-level modules. Must not

@@ -64,7 +64,8 @@ REOPEN_S = 600.0
 class Cluster:
     def __init__(self, *, kv: KV, cluster: str, node_id: str, address: str, replicas: int, secret: str,
                  shard: LocalShard, coordinator: Coordinator, knowledge: Any, clock: Clock,
-                 lease_ttl_s: int = 10, tls: ssl.SSLContext | None = None) -> None:
+                 lease_ttl_s: int = 10, tls: ssl.SSLContext | None = None, sparql: bool = True) -> None:
+        """`sparql`: whether this node serves `/sparql`, as its membership key says."""
         kv = SignedKV(kv, secret)  # a record etcd holds counts only if a holder of the secret wrote it
         self.kv = kv
         self.name = cluster
@@ -77,7 +78,7 @@ class Cluster:
         self.knowledge = knowledge
         self.clock = clock
         self.membership = Membership(kv, cluster, node_id, address, clock, lease_ttl_s=lease_ttl_s,
-                                     on_view=self._on_view, before_rejoin=self.repair)
+                                     on_view=self._on_view, before_rejoin=self.repair, sparql=sparql)
         self._stopping = False
         stopping = self._is_stopping
         self.placement = RingPlacement(membership=self.membership, node_id=node_id, replicas=replicas, secret=secret,
@@ -308,7 +309,7 @@ class Cluster:
 
     # -- what /v1/cluster shows ----------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
-        members = [{"id": m.id, "address": m.address, "status": m.status}
+        members = [{"id": m.id, "address": m.address, "status": m.status, "sparql": m.sparql}
                    for m in sorted(self.view.members.values(), key=lambda m: m.id)]
         return {"node": self.node_id, "members": members, "replicas": min(self.replicas, max(1, len(self.ring))),
                 "checksum": self.ring.checksum, "revision": self.view.revision, "degraded": self.degraded}

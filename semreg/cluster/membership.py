@@ -55,6 +55,7 @@ class Member:
     address: str
     status: str
     since: float  # wall seconds when it took this status
+    sparql: bool = True  # serves /sparql (a key without the field: a node of an earlier version, which does)
 
 
 @dataclass(frozen=True)
@@ -73,13 +74,18 @@ class View:
         m = self.members.get(member_id)
         return m.address if m is not None else None
 
+    def serving_sparql(self) -> tuple[str, ...]:
+        """The members on the ring that serve `/sparql` (`--sparql`), in ring order."""
+        return tuple(m for m in self.ring.members if (member := self.members.get(m)) is not None and member.sparql)
+
 
 class Membership:
     def __init__(self, kv: KV, cluster: str, node_id: str, address: str, clock: Clock, *, lease_ttl_s: int = 10,
                  forget_after_s: float = 300.0, on_view: Callable[[View], None] | None = None,
-                 before_rejoin: Callable[[], Awaitable[None]] | None = None) -> None:
+                 before_rejoin: Callable[[], Awaitable[None]] | None = None, sparql: bool = True) -> None:
         """`before_rejoin`: run when our lease lapsed (we were paused, or cut off), before joining again:
-        the others went on without us meanwhile."""
+        the others went on without us meanwhile. `sparql`: whether this node serves `/sparql` (its key says
+        so, and members without it forward their queries to one that does)."""
         self.kv = kv
         self.prefix = f"/semreg/{cluster}/members/"
         self.node_id = node_id
@@ -89,6 +95,7 @@ class Membership:
         self.forget_after_s = forget_after_s
         self.on_view = on_view
         self.before_rejoin = before_rejoin
+        self.sparql = sparql
         self.view = View()
         self.degraded = False
         self.joined = False
@@ -139,7 +146,7 @@ class Membership:
         return self.prefix + member_id
 
     def _value(self, state: str) -> bytes:
-        return orjson.dumps({"id": self.node_id, "address": self.address, "state": state})
+        return orjson.dumps({"id": self.node_id, "address": self.address, "state": state, "sparql": self.sparql})
 
     async def _join(self) -> None:
         lease = await self.kv.grant(self.lease_ttl_s)
@@ -335,7 +342,8 @@ class Membership:
             status = SUSPECT if member_id in self._suspects else ALIVE
             previous = self.view.members.get(member_id)
             since = previous.since if previous is not None and previous.status == status else now
-            members[member_id] = Member(member_id, str(value.get("address", "")), status, since)
+            members[member_id] = Member(member_id, str(value.get("address", "")), status, since,
+                                        value.get("sparql", True) is not False)
         for member_id, gone in list(self._gone.items()):
             if member_id in members:
                 continue

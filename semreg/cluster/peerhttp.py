@@ -9,14 +9,19 @@ A request gets no answer (refused, reset, cut, or past its timeout) → `Unreach
 whether the peer is down. A pooled connection the peer closed meanwhile gets one fresh try; a request
 is retried that way only when nothing of the response was read, so no request is applied twice by
 this client (the internal API's writes are idempotent by revision anyway).
+
+`stream` passes a body on as it arrives instead of reading it whole (a SPARQL answer forwarded to the
+caller, `semreg.cluster.sparql_forward`): the head within `timeout_s`, then each piece within
+`idle_timeout_s`; the connection goes back to the pool once the body was read to its end.
 """
 from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import AsyncIterator
 from urllib.parse import urlencode, urlsplit
 
-from semreg.http1.client import ClosedEarly, Head, ResponseError, encode_request, read_body, read_head
+from semreg.http1.client import ClosedEarly, Head, ResponseError, encode_request, iter_body, read_body, read_head
 
 MAX_IDLE = 32  # kept-alive connections per peer
 MAX_BODY_BYTES = 512 * 1024 * 1024
@@ -57,6 +62,70 @@ class PeerConnections:
             raise Unreachable(f"no answer within {timeout_s:g} s") from None
         except (OSError, ResponseError) as exc:
             raise Unreachable(f"{type(exc).__name__}: {exc}"[:200]) from None
+
+    async def stream(self, method: str, path: str, body: bytes | None = None, timeout_s: float = 5.0,
+                     idle_timeout_s: float = 30.0, limit: int = MAX_BODY_BYTES) -> tuple[Head, AsyncIterator[bytes]]:
+        """The response's head, and its body as an iterator of pieces (`Unreachable` from either when the peer
+        gives no complete answer in time). Close the iterator (`aclose`) if it is not read to its end."""
+        raw = encode_request(method, self.prefix + path, self.authority, body, self.headers)
+        try:
+            reader, writer, head = await asyncio.wait_for(self._sent(raw), timeout_s)
+        except TimeoutError:
+            raise Unreachable(f"no answer within {timeout_s:g} s") from None
+        except (OSError, ResponseError) as exc:
+            raise Unreachable(f"{type(exc).__name__}: {exc}"[:200]) from None
+        return head, self._pieces(reader, writer, head, idle_timeout_s, limit)
+
+    async def _sent(self, raw: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, Head]:
+        """`raw` written on a kept-alive connection (one the peer closed while idle: the next) or a new one,
+        and the response's head read."""
+        while self._idle:
+            reader, writer = self._idle.pop()
+            if writer.is_closing() or reader.at_eof():
+                writer.close()
+                continue
+            try:
+                return reader, writer, await self._head(reader, writer, raw)
+            except ClosedEarly as exc:
+                if exc.args and "before a response" in str(exc):
+                    continue  # closed by the peer while idle: nothing was read, try another
+                raise
+            except ConnectionError:
+                continue
+        reader, writer = await asyncio.open_connection(self.host, self.port, ssl=self._ssl, limit=4 * 1024 * 1024)
+        return reader, writer, await self._head(reader, writer, raw)
+
+    @staticmethod
+    async def _head(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, raw: bytes) -> Head:
+        try:
+            writer.write(raw)
+            await writer.drain()
+            return await read_head(reader)
+        except BaseException:
+            writer.close()
+            raise
+
+    async def _pieces(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, head: Head,
+                      idle_timeout_s: float, limit: int) -> AsyncIterator[bytes]:
+        whole = False
+        try:
+            pieces = aiter(iter_body(reader, head, limit))
+            while True:
+                try:
+                    piece = await asyncio.wait_for(anext(pieces), idle_timeout_s)
+                except StopAsyncIteration:
+                    break
+                yield piece
+            whole = True
+        except TimeoutError:
+            raise Unreachable(f"the answer stalled for {idle_timeout_s:g} s") from None
+        except (OSError, ResponseError) as exc:
+            raise Unreachable(f"{type(exc).__name__}: {exc}"[:200]) from None
+        finally:
+            if whole and head.keep_alive and not head.until_close and not self._closed and len(self._idle) < MAX_IDLE:
+                self._idle.append((reader, writer))
+            else:
+                writer.close()
 
     async def _exchange(self, raw: bytes) -> tuple[Head, bytes]:
         while self._idle:

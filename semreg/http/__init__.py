@@ -2,8 +2,8 @@
 the table and the handlers, a module a resource, in `routes`), `/openapi.json` (`openapi`), request
 bodies as pydantic models (`schemas`), reading requests and writing JSON answers (`requests`,
 `responses`), the access gate (`gate`), the fast path of discovery (`fastpath`), metrics
-(`metrics`), the SPARQL route (`sparql`), the node-to-node routes (`internal`) and the console's files
-(`console`).
+(`metrics`), the SPARQL route (`sparql`; on a node started with `--no-sparql`, `sparql_forward`), the
+node-to-node routes (`internal`) and the console's files (`console`).
 
 May import every room below it and `semreg.node` (the app factory alone wires the node). Nothing below
 imports it: the domain knows no HTTP.

@@ -21,12 +21,13 @@ from semreg.access.ratelimit import RateLimiter
 from semreg.access.tokens import Tokens, TokensFileError
 from semreg.clock import Clock
 from semreg.cluster.kv import KV
+from semreg.cluster.sparql_forward import SparqlForward
 from semreg.config import Settings
 from semreg.dns.answers import Zone
 from semreg.dns.directory import Directory
 from semreg.dns.names import zone
 from semreg.dns.server import DnsServer
-from semreg.errors import SemregError
+from semreg.errors import NotServed, SemregError
 from semreg.http import console
 from semreg.http.cluster_listener import cluster_app
 from semreg.http.endpoints import Endpoint, ScopeTable
@@ -36,7 +37,8 @@ from semreg.http.metrics import Metrics, MetricsMiddleware, Sources
 from semreg.http.responses import JSONResponse, error_response
 from semreg.http.routes import API, DISCOVER, SPARQL_GET
 from semreg.http.routes.discovery import discover_warnings
-from semreg.http.sparql import SparqlEndpoint
+from semreg.http.sparql import MAX_BODY_BYTES, SparqlEndpoint
+from semreg.http.sparql_forward import ForwardedSparql, SparqlOff
 from semreg.node import Node
 from semreg.registry.health import HealthChecker
 from semreg.registry.query_params import discover_query
@@ -53,7 +55,7 @@ _STATUS_SENTENCES = {404: "no such route; the API lives under /v1/ (see the READ
 
 async def _semreg_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, SemregError)
-    if exc.status >= 500:
+    if exc.status >= 500 and exc.status != NotServed.status:  # a 501 is the node's configuration, not trouble
         log.warning("request refused", extra={"path": request.url.path, "status": exc.status, "error": exc.message})
     return error_response(exc)
 
@@ -71,10 +73,12 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 def sparql_endpoint(node: Node, settings: Settings) -> SparqlEndpoint:
     """`/sparql`, evaluated by a pool of query processes over a replica the node's feed keeps current."""
+    replica = node.replica
+    assert replica is not None, "a node started with --sparql keeps the replica"
 
     def request_snapshot() -> None:
-        node.replica.on_replica = pool.publish
-        node.replica.request_snapshot()
+        replica.on_replica = pool.publish
+        replica.request_snapshot()
 
     pool = QueryPool(request_snapshot, min_workers=settings.sparql_workers, max_workers=settings.sparql_max_workers,
                      memory_limit_mib=settings.sparql_memory_limit_mib)
@@ -82,8 +86,8 @@ def sparql_endpoint(node: Node, settings: Settings) -> SparqlEndpoint:
     async def before_query() -> None:
         if node.cluster is not None:  # what other members acknowledged before this query, into the replica
             await node.cluster.read_barrier()
-        if node.replica.pending:
-            await asyncio.to_thread(node.replica.wait, None, settings.sparql_time_limit_s)
+        if replica.pending:
+            await asyncio.to_thread(replica.wait, None, settings.sparql_time_limit_s)
 
     return SparqlEndpoint(pool, time_limit_s=settings.sparql_time_limit_s, result_limit=settings.sparql_result_limit,
                           prefixes=node.knowledge.prefixes, before_query=before_query)
@@ -122,6 +126,7 @@ def sparql_gate(tokens: Tokens, scopes: ScopeTable, limiter: RateLimiter, endpoi
 def connect_pool(pool: QueryPool, node: Node, limiter: RateLimiter, metrics: Metrics) -> None:
     """The server's side of the requests the query processes answer on their own connections: the
     replica's tickets and the prefixes on the shared page, the round trip, the metrics."""
+    assert node.replica is not None
     node.replica.on_requested = pool.note_requested
     prefixes = node.knowledge.prefixes
     prefixes.listeners.append(pool.note_prefixes)
@@ -178,22 +183,25 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
     as soon as it is on the ring."""
     node = Node(settings, clock=clock, store=store, health=health, kv=kv)
     tokens = Tokens(settings.tokens_file)
-    sparql = sparql_endpoint(node, settings)
-    pool = sparql.pool
-    node.on_stopping.append(pool.stop)
+    sparql = sparql_endpoint(node, settings) if settings.sparql else without_sparql(node, settings)
+    pool = sparql.pool if isinstance(sparql, SparqlEndpoint) else None
     router = Router(node.coordinator, verbose=settings.verbose_routing)
     known = KnownQueries()
-    metrics = node_metrics(node, router, pool)
+    metrics = node_metrics(node, router, pool, sparql.forward if isinstance(sparql, ForwardedSparql) else None)
     scopes = ScopeTable(API.endpoints, (console.PREFIX,), open_paths=("/",))
     limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_burst)
     failures = FailureThrottle()
-    connect_pool(pool, node, limiter, metrics)
+    gate: Callable[[], Gate] | None = None
+    if isinstance(sparql, SparqlEndpoint):
+        endpoint, query_pool = sparql, sparql.pool
+        node.on_stopping.append(query_pool.stop)
+        connect_pool(query_pool, node, limiter, metrics)
 
-    def gate() -> Gate:
-        """The query processes' gate, of the tokens in force (made again when SIGHUP reloads them)."""
-        return sparql_gate(tokens, scopes, limiter, sparql, node, settings)
+        def gate() -> Gate:
+            """The query processes' gate, of the tokens in force (made again when SIGHUP reloads them)."""
+            return sparql_gate(tokens, scopes, limiter, endpoint, node, settings)
 
-    pool.set_gate(gate())
+        query_pool.set_gate(gate())
     app = Starlette(routes=[*API.routes(), *console.routes()],
                     lifespan=node_lifespan(node, pool, settings, tokens, gate, join_at_start),
                     middleware=middleware(node, metrics, tokens, scopes, limiter, known, sparql, failures),
@@ -202,11 +210,20 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
     hand_to_handlers(app.state, node, settings, tokens=tokens, router=router, metrics=metrics, known=known,
                      sparql=sparql)
     app.state.auth_failures = failures
+    app.state.scopes = scopes  # the internal route checks a forwarded SPARQL request's caller as the gate does
+    app.state.limiter = limiter
     app.state.cluster_app = cluster_app(app.state, node.clock.monotonic)  # served on --cluster-listen only
     return app
 
 
-def node_metrics(node: Node, router: Router, pool: QueryPool) -> Metrics:
+def without_sparql(node: Node, settings: Settings) -> SparqlOff | ForwardedSparql:
+    """`/sparql` on a node with no replica (`--no-sparql`): forwarded to a member that serves it, or 501 alone."""
+    if node.cluster is None:
+        return SparqlOff()
+    return ForwardedSparql(SparqlForward(node.cluster.placement, settings.sparql_time_limit_s), MAX_BODY_BYTES)
+
+
+def node_metrics(node: Node, router: Router, pool: QueryPool | None, forward: SparqlForward | None = None) -> Metrics:
     """The node's metrics: the sources read at each scrape, and the closure's rebuilds as they happen."""
     metrics = Metrics()
     shard = node.shard
@@ -215,31 +232,35 @@ def node_metrics(node: Node, router: Router, pool: QueryPool) -> Metrics:
         topics=lambda: node.coordinator.hub.topics, tags=lambda: len(shard.registry.catalogue.holders),
         concepts=lambda: node.knowledge.hierarchy.size, checks=lambda: (shard.health.runs, shard.health.failures),
         routes_by_policy=lambda: router.routes_by_policy, closure_rebuilds=lambda: node.knowledge.closure_rebuilds,
-        replica_pending=lambda: node.replica.pending, pool=pool, cluster=node.cluster, at_rest=node.at_rest))
+        replica_pending=lambda: node.replica_pending, pool=pool, cluster=node.cluster, at_rest=node.at_rest,
+        forward=forward))
     node.knowledge.on_hierarchy(lambda hierarchy, seconds: metrics.observe_closure(seconds))
     return metrics
 
 
-def node_lifespan(node: Node, pool: QueryPool, settings: Settings, tokens: Tokens, gate: Callable[[], Gate],
-                  join_at_start: bool) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+def node_lifespan(node: Node, pool: QueryPool | None, settings: Settings, tokens: Tokens,
+                  gate: Callable[[], Gate] | None, join_at_start: bool
+                  ) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     """The app's life: the node opens (and joins, and the query processes start, when asked), SIGHUP reloads
-    the tokens (and the query processes' gate); at the end the query processes close before the node."""
+    the tokens (and the query processes' gate); at the end the query processes close before the node. A node
+    with `--no-sparql` has no query processes (`pool`, `gate` None)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await node.open()
         if join_at_start:
             node.start_joining()
-        if settings.sparql_prestart:
+        if pool is not None and settings.sparql_prestart:
             await pool.start()
-        _on_sighup(tokens, lambda: pool.set_gate(gate()))
+        _on_sighup(tokens, lambda: pool.set_gate(gate()) if pool is not None and gate is not None else None)
         app.state.dns = await dns_server(node, settings)
         try:
             yield
         finally:
             if app.state.dns is not None:
                 await app.state.dns.stop()
-            await pool.close()
+            if pool is not None:
+                await pool.close()
             await node.close()
             log.info("node stopped")
 
@@ -258,19 +279,20 @@ async def dns_server(node: Node, settings: Settings) -> DnsServer | None:
 
 
 def middleware(node: Node, metrics: Metrics, tokens: Tokens, scopes: ScopeTable, limiter: RateLimiter,
-               known: KnownQueries, sparql: SparqlEndpoint, failures: FailureThrottle) -> list[Middleware]:
+               known: KnownQueries, sparql: Any, failures: FailureThrottle) -> list[Middleware]:
     """The middleware, outermost first: the metrics, the access gate, then the short paths of `GET /v1/discover`
-    and `GET /sparql` (inside the gate and the metrics)."""
+    and `GET /sparql` (inside the gate and the metrics; the latter only where this node answers SPARQL itself)."""
+    short = [Middleware(SparqlGet, endpoint=sparql, route=SPARQL_GET)] if isinstance(sparql, SparqlEndpoint) else []
     return [Middleware(MetricsMiddleware, metrics=metrics),
             Middleware(AccessMiddleware, tokens=tokens, scopes=scopes, limiter=limiter, clock=node.clock.monotonic,
                        failures=failures),
             Middleware(DiscoverFastPath, known=known, coordinator=node.coordinator, prefixes=node.knowledge.prefixes,
                        parse=discover_query, warnings=lambda q: discover_warnings(node.knowledge, q), route=DISCOVER),
-            Middleware(SparqlGet, endpoint=sparql, route=SPARQL_GET)]
+            *short]
 
 
 def hand_to_handlers(state: State, node: Node, settings: Settings, *, tokens: Tokens, router: Router,
-                     metrics: Metrics, known: KnownQueries, sparql: SparqlEndpoint) -> None:
+                     metrics: Metrics, known: KnownQueries, sparql: Any) -> None:
     """The node's parts, where the handlers find them (`request.app.state`, see `semreg.http.routes`)."""
     shard = node.shard
     state.node = node
@@ -285,7 +307,7 @@ def hand_to_handlers(state: State, node: Node, settings: Settings, *, tokens: To
     state.ready = lambda: node.ready
     state.starting = node.starting
     state.readiness = lambda: {"instances": len(shard.registry.instances),
-                               "ontologies": len(node.knowledge.ontologies), "replica_pending": node.replica.pending}
+                               "ontologies": len(node.knowledge.ontologies), "replica_pending": node.replica_pending}
     state.cluster = node.cluster
     state.changelog = node.changelog
     state.cluster_secret = node.cluster.secret if node.cluster is not None else ""

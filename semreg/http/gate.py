@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from semreg.access.failures import FailureThrottle
 from semreg.access.ratelimit import RateLimiter, retry_after_s
-from semreg.access.tokens import Tokens
+from semreg.access.tokens import Principal, Tokens
 from semreg.errors import SemregError, TooManyRequests
 from semreg.http.endpoints import ScopeTable
 from semreg.http.responses import JSONResponse
@@ -28,20 +28,9 @@ class AccessMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        needed = self.scopes.required(scope["method"], scope["path"])
         try:
-            principal = None
-            if needed is not None:
-                principal = self.failures.authenticate(self.tokens, _header(scope, b"authorization"), _client(scope),
-                                                       self.clock())
-                principal.require(needed)
-                if principal.bound and self.scopes.every_environment(scope["method"], scope["path"]):
-                    principal.require_every_environment(scope["path"])
-            if self.limiter.enabled and needed is not None:
-                key = principal.name if self.tokens.enabled and principal else _client(scope)
-                refusal = over_rate(self.limiter, key, self.clock())
-                if refusal is not None:
-                    raise refusal
+            principal = admit(self.tokens, self.scopes, self.limiter, self.failures, scope["method"], scope["path"],
+                              _header(scope, b"authorization"), _client(scope), self.clock())
         except SemregError as exc:
             response = JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
             if exc.status == 401:
@@ -50,6 +39,25 @@ class AccessMiddleware:
             return
         scope.setdefault("state", {})["principal"] = principal
         await self.app(scope, receive, send)
+
+
+def admit(tokens: Tokens, scopes: ScopeTable, limiter: RateLimiter, failures: FailureThrottle, method: str, path: str,
+          authorization: str | None, client: str, now: float) -> Principal | None:
+    """The caller of a request for `method path`, once it may make it: its token known (failures counted
+    against `client`), its scope, an unbound token where the route reads every environment, its rate.
+    Raises the 401, 403 or 429 otherwise; None for a route open to anyone."""
+    needed = scopes.required(method, path)
+    if needed is None:
+        return None
+    principal = failures.authenticate(tokens, authorization, client, now)
+    principal.require(needed)
+    if principal.bound and scopes.every_environment(method, path):
+        principal.require_every_environment(path)
+    if limiter.enabled:
+        refusal = over_rate(limiter, principal.name if tokens.enabled else client, now)
+        if refusal is not None:
+            raise refusal
+    return principal
 
 
 def over_rate(limiter: RateLimiter, key: str, now: float) -> TooManyRequests | None:

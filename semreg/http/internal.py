@@ -21,6 +21,7 @@ from semreg.errors import BadRequest, NotFound, Unauthorized
 from semreg.http.endpoints import Endpoints
 from semreg.http.requests import read_body
 from semreg.http.responses import JSONResponse
+from semreg.http.sparql_forward import MAX_FORWARDED_BYTES, answer_forwarded
 from semreg.rdf.terms import Tag
 from semreg.registry.instances import Registration
 from semreg.registry.local_shard import LocalShard
@@ -248,6 +249,19 @@ async def arc_digests(request: Request) -> Response:
         return JSONResponse({"error": "this node's ring is another one."}, status_code=409)
     found = digests(cluster.ring, shard.inventory(), [int(a) for a in body["arcs"]])
     return JSONResponse({"digests": {str(arc): list(d) for arc, d in found.items()}})
+
+
+@route("POST", "/sparql")
+async def sparql(request: Request) -> Response:
+    """A `/sparql` request a member without the replica forwarded (`semreg.http.sparql_forward`): the caller's
+    token is checked here again, as on this node's public port."""
+    guarded(request)
+    raw = await read_body(request, MAX_FORWARDED_BYTES, "a forwarded SPARQL request")
+    try:
+        fields = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"the body is not JSON: {exc}") from exc
+    return await answer_forwarded(request.app.state, fields, request.app.state.node.clock.monotonic())
 
 
 @route("GET", "/ontologies/{name}")

@@ -49,6 +49,7 @@ class Sources:
     pool: Pool | None = None
     at_rest: Any = None  # semreg.storage.at_rest.AtRest, with a data directory
     cluster: Any = None  # semreg.cluster.cluster.Cluster, in a cluster
+    forward: Any = None  # semreg.cluster.sparql_forward.SparqlForward, on a ring member started with --no-sparql
 
 
 class Metrics:
@@ -102,14 +103,7 @@ class _Collector(Collector):
                                     "directory is not yet written", value=src.at_rest.pending)
             yield CounterMetricFamily("semreg_store_rdf_written", "registrations written or removed as RDF in the "
                                       "data directory", value=src.at_rest.written)
-        pool = src.pool
-        if pool is not None:
-            yield GaugeMetricFamily("semreg_sparql_processes", "SPARQL query processes ready or busy", value=pool.workers)
-            yield GaugeMetricFamily("semreg_sparql_running", "SPARQL queries being evaluated", value=pool.busy)
-            yield GaugeMetricFamily("semreg_sparql_waiting", "SPARQL queries waiting for a process", value=pool.waiting)
-            yield CounterMetricFamily("semreg_sparql_stopped", "SPARQL queries stopped at their time limit "
-                                      "(their process killed)", value=pool.killed)
-            yield CounterMetricFamily("semreg_sparql_forks", "SPARQL query processes forked", value=pool.forked)
+        yield from _sparql(src)
         cluster = src.cluster
         if cluster is not None:
             members = GaugeMetricFamily("semreg_cluster_members", "cluster members by status", labels=["status"])
@@ -162,3 +156,20 @@ class MetricsMiddleware:
             template = getattr(route, "path", "unmatched")
             self.metrics.requests.labels(template, scope["method"], str(status[0])).inc()
             self.metrics.latency.labels(template).observe(time.perf_counter() - started)
+
+
+def _sparql(src: Sources) -> Iterator:
+    """The query processes' figures (none without them), and the forward's (on a ring member without them)."""
+    pool = src.pool
+    if pool is not None:
+        yield GaugeMetricFamily("semreg_sparql_processes", "SPARQL query processes ready or busy", value=pool.workers)
+        yield GaugeMetricFamily("semreg_sparql_running", "SPARQL queries being evaluated", value=pool.busy)
+        yield GaugeMetricFamily("semreg_sparql_waiting", "SPARQL queries waiting for a process", value=pool.waiting)
+        yield CounterMetricFamily("semreg_sparql_stopped", "SPARQL queries stopped at their time limit "
+                                  "(their process killed)", value=pool.killed)
+        yield CounterMetricFamily("semreg_sparql_forks", "SPARQL query processes forked", value=pool.forked)
+    if src.forward is not None:
+        yield CounterMetricFamily("semreg_sparql_forwarded", "/sparql requests a member that serves SPARQL "
+                                  "answered for this one (--no-sparql)", value=src.forward.forwarded)
+        yield CounterMetricFamily("semreg_sparql_forward_passed_over", "members serving SPARQL passed over for "
+                                  "the next: no answer, or not serving it", value=src.forward.passed_over)

@@ -384,6 +384,8 @@ class MemberView(BaseModel):
     id: str
     address: str
     status: Literal["alive", "suspect", "faulty", "left"]
+    sparql: bool = Field(True, description="whether the member serves /sparql itself (the others forward to one "
+                         "that does)")
 
 
 class ClusterView(BaseModel):

@@ -82,6 +82,7 @@ async def read_query_request(request: Request, max_body_bytes: int) -> QueryRequ
 
 
 MiB = 1024 * 1024
+MAX_BODY_BYTES = 1 * MiB  # a POST's body (the query, or the form)
 
 
 class SparqlEndpoint:
@@ -89,7 +90,7 @@ class SparqlEndpoint:
 
     def __init__(self, pool: QueryPool, *, time_limit_s: float = 10.0, result_limit: int | None = 100_000,
                  prefixes: Prefixes | None = None, before_query: Callable[[], Awaitable[None]] | None = None,
-                 endpoint_url: str | None = None, max_body_bytes: int = 1 * MiB, cache_bytes: int = 64 * MiB) -> None:
+                 endpoint_url: str | None = None, max_body_bytes: int = MAX_BODY_BYTES, cache_bytes: int = 64 * MiB) -> None:
         """`prefixes` are known to every query without PREFIX (a query's own PREFIX wins) and used in
         Turtle output; `before_query` is awaited before each query (a write barrier); `endpoint_url`
         is the `sd:endpoint` of the description (default: the request's URL)."""
@@ -112,8 +113,11 @@ class SparqlEndpoint:
         """Answer one protocol request; raises `semreg.errors.SemregError` for the app to map."""
         deadline = time.monotonic() + self.time_limit_s
         operation = await read_query_request(request, self.max_body_bytes)
-        accept = request.headers.get("accept")
-        url = self._url(request.scope, request.headers.get("host"))
+        return await self.respond(operation, request.headers.get("accept"),
+                                  self._url(request.scope, request.headers.get("host")), deadline)
+
+    async def respond(self, operation: QueryRequest, accept: str | None, url: str, deadline: float) -> Response:
+        """The answer to a parsed request at the endpoint URL `url`: the service description without a query."""
         if operation.query is None:
             return self._describe(url, accept)
         output = await self.answer(operation, accept, url, deadline)
@@ -186,10 +190,13 @@ class SparqlEndpoint:
 
     def _url(self, scope: Scope, host: str | None) -> str:
         """The endpoint's URL: configured, or rebuilt from the request (the base IRI of its queries)."""
-        if self.endpoint_url is not None:
-            return self.endpoint_url
-        host = host or "{}:{}".format(*scope.get("server") or ("localhost", 80))
-        return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}{scope['path']}"
+        return self.endpoint_url if self.endpoint_url is not None else request_url(scope, host)
+
+
+def request_url(scope: Scope, host: str | None) -> str:
+    """The URL a request was sent to, rebuilt from its scope and `Host`."""
+    host = host or "{}:{}".format(*scope.get("server") or ("localhost", 80))
+    return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}{scope['path']}"
 
 
 async def _no_body() -> dict:

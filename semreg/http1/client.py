@@ -24,13 +24,14 @@ skipped. HTTP/1.1 connections stay open unless `Connection: close`; HTTP/1.0 one
 `Connection: keep-alive`.
 
     ResponseError (ValueError)     the answer is not an HTTP/1.1 response this reader can frame
-    └── ClosedEarly                the connection ended before the response did
+    ├── ClosedEarly                the connection ended before the response did
+    └── TooLarge                   the body is longer than the reader's limit
 """
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import NamedTuple
 
 MAX_HEADER_LINES = 100
@@ -44,6 +45,10 @@ class ResponseError(ValueError):
 
 class ClosedEarly(ResponseError):
     """The connection ended before the response did."""
+
+
+class TooLarge(ResponseError):
+    """The body is longer than the reader's limit."""
 
 
 class Head(NamedTuple):
@@ -162,6 +167,46 @@ async def read_body(reader: asyncio.StreamReader, head: Head, limit: int | None 
 
 async def _read_chunks(reader: asyncio.StreamReader, limit: int | None) -> bytes | None:
     chunks: list[bytes] = []
+    try:
+        async for data in _iter_chunks(reader, limit if limit is not None else 1 << 62, 1 << 20):
+            chunks.append(data)
+    except TooLarge:
+        return None
+    return b"".join(chunks)
+
+
+async def iter_body(reader: asyncio.StreamReader, head: Head, limit: int, piece: int = 1 << 16
+                    ) -> AsyncIterator[bytes]:
+    """The body `head` announces, piece by piece as it arrives (at most `piece` bytes each): what `read_body`
+    reads whole, for a body passed on while it is read. Past `limit` bytes, `ResponseError`."""
+    if not head.has_body:
+        return
+    if head.length is not None and head.length > limit:
+        raise TooLarge(f"a response of more than {limit} bytes")
+    try:
+        if head.chunked:
+            async for data in _iter_chunks(reader, limit, piece):
+                yield data
+            return
+        left = head.length
+        size = 0
+        while left is None or left > 0:
+            data = await reader.read(piece if left is None else min(piece, left))
+            if not data:
+                if left is None:
+                    return
+                raise ClosedEarly("the connection closed in the middle of the response body")
+            size += len(data)
+            if size > limit:
+                raise TooLarge(f"a response of more than {limit} bytes")
+            if left is not None:
+                left -= len(data)
+            yield data
+    except asyncio.IncompleteReadError:
+        raise ClosedEarly("the connection closed in the middle of the response body") from None
+
+
+async def _iter_chunks(reader: asyncio.StreamReader, limit: int, piece: int) -> AsyncIterator[bytes]:
     size = 0
     while True:
         line = await reader.readline()
@@ -170,19 +215,21 @@ async def _read_chunks(reader: asyncio.StreamReader, limit: int | None) -> bytes
         digits = line.split(b";", 1)[0].strip()
         if not _HEX.fullmatch(digits):
             raise ResponseError(f"malformed chunk size line {line[:40]!r}")
-        chunk_size = int(digits, 16)
-        if chunk_size == 0:
+        left = int(digits, 16)
+        if left == 0:
             for _ in range(MAX_HEADER_LINES + 1):  # trailer fields, then a blank line
                 trailer = await reader.readline()
                 if trailer in (b"\r\n", b"\n"):
-                    return b"".join(chunks)
+                    return
                 if not trailer.endswith(b"\n"):
                     raise asyncio.IncompleteReadError(trailer, None)
             raise ResponseError(f"more than {MAX_HEADER_LINES} trailer lines")
-        size += chunk_size
-        if limit is not None and size > limit:
-            return None
-        data = await reader.readexactly(chunk_size)
+        size += left
+        if size > limit:
+            raise TooLarge(f"a response of more than {limit} bytes")
+        while left > 0:
+            data = await reader.readexactly(min(piece, left))
+            left -= len(data)
+            yield data
         if (await reader.readline()).rstrip(b"\r\n"):
             raise ResponseError("a chunk is longer than its size line says")
-        chunks.append(data)

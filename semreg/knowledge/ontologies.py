@@ -66,6 +66,23 @@ class PublishedTo:
         return [sink.patch_inferred(added, removed, state) for sink in self.sinks][0]
 
 
+class Unpublished:
+    """Publishes nowhere: a node with neither the SPARQL replica (`--no-sparql`) nor a data directory. Its
+    tickets are 0 (nothing waits on them)."""
+
+    def put_ontology(self, name: str, triples: list[ox.Triple], sha256: str = "") -> int:
+        return 0
+
+    def remove_ontology(self, name: str) -> int:
+        return 0
+
+    def put_inferred(self, triples: list[ox.Triple], state: str = "") -> int:
+        return 0
+
+    def patch_inferred(self, added: Iterable[ox.Triple], removed: Iterable[ox.Triple], state: str = "") -> int:
+        return 0
+
+
 class _ReadOnce:
     """An iterable read by several threads, converted once, by whichever reads it first."""
 

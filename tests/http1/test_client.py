@@ -9,7 +9,9 @@ from semreg.http1.client import (
     MAX_HEADER_LINES,
     ClosedEarly,
     ResponseError,
+    TooLarge,
     encode_request,
+    iter_body,
     parse_head,
     read_body,
     read_head,
@@ -158,3 +160,46 @@ def test_a_body_past_the_limit_is_none(raw, limit):
 def test_responses_that_break_off_or_are_malformed(raw, error, message):
     with pytest.raises(error, match=message):
         read(raw)
+
+
+def stream(raw: bytes, limit: int = 1 << 20, piece: int = 3) -> tuple[list[bytes], Exception | None]:
+    """The pieces `iter_body` yields for the first response of `raw` (then EOF), and the error it ended with."""
+    async def go():
+        reader = asyncio.StreamReader()
+        reader.feed_data(raw)
+        reader.feed_eof()
+        head = await read_head(reader)
+        pieces: list[bytes] = []
+        try:
+            async for data in iter_body(reader, head, limit, piece):
+                pieces.append(data)
+        except ResponseError as exc:
+            return pieces, exc
+        return pieces, None
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("raw", [
+    b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nabcdefgh",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n5;ext=1\r\ndefgh\r\n0\r\nX-T: 1\r\n\r\n",
+    b"HTTP/1.0 200 OK\r\n\r\nuntil close",
+    b"HTTP/1.1 204 No Content\r\n\r\n",
+])
+def test_a_streamed_body_is_the_body_read_whole_in_pieces_no_longer_than_asked(raw):
+    pieces, error = stream(raw)
+    assert error is None and all(0 < len(p) <= 3 for p in pieces)
+    assert b"".join(pieces) == read(raw)[0][1]
+
+
+@pytest.mark.parametrize("raw, error", [
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", ClosedEarly),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", ClosedEarly),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", ResponseError),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n", ResponseError),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n", TooLarge),  # past the limit of 10, known from the head
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nabcdef\r\n6\r\nabcdef\r\n0\r\n\r\n", TooLarge),
+    (b"HTTP/1.0 200 OK\r\n\r\n" + b"x" * 11, TooLarge),
+])
+def test_a_streamed_body_that_breaks_off_or_runs_past_its_limit_ends_in_an_error(raw, error):
+    _, ended = stream(raw, limit=10)
+    assert isinstance(ended, error)

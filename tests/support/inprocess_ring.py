@@ -163,6 +163,16 @@ class InProcessRing:
             moved += step
             self.settle()
 
+    def answered(self, node: RingNode, method: str, url: str, **kw: Any) -> httpx.Response:
+        """The answer to a request that waits on the ring's clock (an ontology change answers once every member
+        applied it), the clock moving meanwhile."""
+        pending = self.start(node.http.request(method, url, **kw))
+        while not pending.done():
+            self.advance(0.1, step=0.1)
+            if not pending.done():
+                concurrent.futures.wait([pending], timeout=0.05)
+        return pending.result()
+
     def converged(self) -> bool:
         checksums = {n.cluster.ring.checksum for n in self.nodes.values()}
         return len(checksums) == 1 and all(

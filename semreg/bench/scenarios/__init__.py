@@ -6,7 +6,8 @@ numbers (or small dicts/lists of numbers) by name; wrk results under `"peers"` b
 that compares servers reports a ratio. Targets (`Target`) are checked by the runner and shown, never
 asserted. To add a scenario, write it in the module of its family (or a new one), decorate it, and
 name it in `SCENARIOS` below; `--only NAME` selects it. A scenario in `ONLY_WHEN_NAMED` is left out of
-a run that names none (the soak takes half an hour by default; scale is as long as --instances makes it).
+a run that names none (the soak takes half an hour by default; scale and no-sparql are as long as --instances
+makes them).
 
     common.py        `Scenario` and `@scenario`, and the steps several scenarios share
     discovery.py     discovery, many-tags, cold-discovery: GET /v1/discover against etcd and SPARQL
@@ -22,6 +23,7 @@ a run that names none (the soak takes half an hour by default; scale is as long 
     thesis.py        cluster: the thesis's tables on rings of 2 and 5 nodes (`semreg bench cluster`)
     dns.py           dns: SRV answers over UDP for a saved query against the same question over HTTP
     owlstc.py        owlstc: OWLS-TC 3's development half (P, R, AP of 14 requests, logic alone and with similar)
+    replica.py       no-sparql: what the SPARQL replica costs a node, as what --no-sparql saves (scale's readings)
     soak.py          soak: memory per minute of the server, the SPARQL template and the query processes under
                      steady churn (heartbeats, watches, discoveries, SPARQL, registrations and removals)
 
@@ -37,6 +39,7 @@ from semreg.bench.scenarios import (
     owlstc,
     paused,
     registration,
+    replica,
     ring,
     scale,
     soak,
@@ -65,9 +68,10 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     soak.soak,
     scale.scale,
     owlstc.owlstc,
+    replica.no_sparql,
 )}
 
-ONLY_WHEN_NAMED = frozenset({"soak", "scale"})
+ONLY_WHEN_NAMED = frozenset({"soak", "scale", "no-sparql"})
 
 
 def default_names() -> list[str]:

@@ -71,7 +71,7 @@ async def cluster(request: Request) -> Response:
     settings = request.app.state.settings
     me = settings.node_id or f"{settings.host}:{settings.port}"
     members = [{"id": me, "address": settings.advertise or f"http://{settings.host}:{settings.port}",
-                "status": "alive"}]
+                "status": "alive", "sparql": settings.sparql}]
     return JSONResponse({"node": me, "members": members, "replicas": 1, "checksum": Ring([me]).checksum,
                          "revision": 0, "degraded": False})
 

@@ -19,7 +19,7 @@ SPARQL_PARAMS = (Param("query", description="a SPARQL 1.1 query (without it: the
 
 @API.route("GET", "/sparql", scope=READ, summary="SPARQL 1.1 Protocol query (GET)", params=SPARQL_PARAMS,
            open_query=True, replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)],
-           errors=(406, 503), every_environment=True)
+           errors=(406, 501, 503), every_environment=True)
 async def sparql_get(request: Request) -> Response:
     return await request.app.state.sparql.handle(request)
 
@@ -28,7 +28,7 @@ async def sparql_get(request: Request) -> Response:
            params=SPARQL_PARAMS[1:], body={"application/x-www-form-urlencoded": {"type": "string"},
                                            "application/sparql-query": {"type": "string"}}, body_required=False,
            open_query=True, replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)],
-           errors=(406, 413, 415, 503), every_environment=True)
+           errors=(406, 413, 415, 501, 503), every_environment=True)
 async def sparql_post(request: Request) -> Response:
     return await request.app.state.sparql.handle(request)
 
