@@ -36,6 +36,7 @@ def _settings(*argv: str):
     return from_args(parser.parse_args(list(argv)), tuple(SCENARIOS))
 
 
+@pytest.mark.process
 def test_pss_and_the_process_tree_from_proc():
     rollup = ("55762b243000-7ffc0e698000 ---p 00000000 00:00 0                          [rollup]\n"
               "Rss:                1728 kB\nPss:                 567 kB\nPss_Dirty:           112 kB\n")
