@@ -152,6 +152,8 @@ class QueryPool(ConnectionPlacement, ReplicaStream, PoolLifecycle):
         elif kind == "flush":  # a query waits for the changes up to this ticket
             process.wants = max(process.wants, message[1])
             process.send_deferred()
+        elif kind == "rebuilt" and process is self._template:
+            self._template_rebuilt(message[1])
         elif kind == "ask":
             assert self._loop is not None
             self._loop.create_task(self._ask(process, message[1], message[2]))

@@ -129,6 +129,14 @@ class ReplicaStream(PoolState):
         return not any(w.retiring or w.state == "starting" for w in self._workers.values()
                        if w is not worker and w.state != "dead")
 
+    def _template_rebuilt(self, size: int) -> None:
+        """The template made its copy anew (`size` bytes of snapshot): the workers forked from the old one
+        hold its pages alone now, so each is worn and leaves in turn for a fork of the new one."""
+        self._snapshot_bytes = size
+        for worker in self._workers.values():
+            worker.changed_bytes = max(worker.changed_bytes, size + replica.WEAR_FLOOR_BYTES + 1)
+        self._replace_worn()
+
     def _replace_worn(self) -> None:
         """Replace the first worn worker not waiting for changes (after a bulk load the changes stop coming,
         and a worker worn by them would otherwise keep its copy: 100,000 registrations left two of 587 MB)."""

@@ -74,6 +74,7 @@ def main(argv: list[str]) -> int:
             wear.add(replica.weight(message[1]))
             if wear.worn:
                 store = _rebuilt(store, wear)
+                write_message(sock, ("rebuilt", wear.size))  # its forks no longer share the old copy's pages
         elif kind == "fork":
             _, worker_id, memory_limit, slot = message
             gc.freeze()  # a fork's collections skip what it inherits, and so leave those pages shared

@@ -480,3 +480,31 @@ def test_every_worker_worn_by_a_burst_is_replaced_after_it_one_at_a_time(monkeyp
         finally:
             await pool.close()
     run(main())
+
+
+def test_a_template_that_rebuilt_its_copy_has_its_workers_forked_anew(monkeypatch):
+    """Past `WEAR_FLOOR_BYTES` of changes the template rebuilds its copy and says so: the workers forked
+    from the old copy hold its pages alone from then on, so they leave for forks of the new one, one at a
+    time, and answers hold every change throughout. (The pool's own wear check is put out of reach here: only
+    the template's word replaces them.)"""
+    total = replica.WEAR_FLOOR_BYTES // 2000 + 200  # 2,000-byte changes past the template's floor
+    monkeypatch.setattr("semreg.sparql.replica.WEAR_FLOOR_BYTES", 1 << 40)
+
+    async def main():
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=2, max_workers=2)
+        try:
+            query = f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}"
+            assert count(await ask(pool, query)) == 0
+            await until(lambda: len(pool.pids()) == 3, what="two workers")
+            first = set(pool.pids()[1:])
+            for k in range(total):
+                added = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:i{k}"), n("p"), ox.Literal("x" * 2000), REGISTRY)]
+                pool.note_requested(k + 1)
+                pool.publish(("changes", [replica.instances_change([], added)]))
+                pool.publish(("ticket", k + 1))
+            await until(lambda: not first & set(pool.pids()) and len(pool.pids()) == 3, timeout_s=60,
+                        what="both workers forked anew")
+            assert count(await ask(pool, query)) == total
+        finally:
+            await pool.close()
+    run(main())
