@@ -19,6 +19,7 @@ from semreg.storage.store import RECORDS, REGISTRY
 pytestmark = pytest.mark.process
 
 EX = "http://ex.org/"
+COUNT_REGISTRY = f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}"  # the instances' quads
 RUNAWAY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }"
 
 
@@ -149,7 +150,7 @@ def test_an_idle_worker_takes_in_every_change_that_came_while_it_waited():
             [worker] = pool.pids()[1:]
             forked = pool.forked
             publish_instances(pool, 100)  # more batches than a worker keeps unapplied: it applies them while idle
-            answer = await ask(pool, f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}")
+            answer = await ask(pool, COUNT_REGISTRY)
             assert count(answer) == 100
             assert pool.pids()[1:] == [worker] and pool.forked == forked  # the same process, caught up
         finally:
@@ -169,7 +170,7 @@ def test_an_idle_worker_far_behind_is_replaced_by_a_fork_that_sees_every_change(
             publish_instances(pool, 40)  # each change held for the idle worker until it has fallen too far behind
             await until(lambda: pool.forked > forked, what="a fresh fork")
             await until(lambda: not alive(worker), what="the stale worker gone")
-            answer = await ask(pool, f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}")
+            answer = await ask(pool, COUNT_REGISTRY)
             assert count(answer) == 40
         finally:
             await pool.close()
@@ -411,7 +412,7 @@ def test_a_worker_worn_by_changes_is_replaced_while_queried_and_answers_stay_who
     async def main():
         pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=1)
         try:
-            query = f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}"
+            query = COUNT_REGISTRY
             assert count(await ask(pool, query)) == 0
             [worker] = pool.pids()[1:]
             forked = pool.forked
@@ -442,7 +443,7 @@ def test_forks_turned_away_while_starting_give_their_slots_back(monkeypatch):
     async def main():
         pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=1)
         try:
-            query = f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}"
+            query = COUNT_REGISTRY
             assert count(await ask(pool, query)) == 0
             published = 0
             for _ in range(2 * 1 + 2 + 5):  # more rounds than the pool has slots (two a worker, and two)
@@ -466,7 +467,7 @@ def test_every_worker_worn_by_a_burst_is_replaced_after_it_one_at_a_time(monkeyp
     async def main():
         pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=2, max_workers=2)
         try:
-            query = f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}"
+            query = COUNT_REGISTRY
             assert count(await ask(pool, query)) == 0
             await until(lambda: len(pool.pids()) == 3, what="two workers")
             first = set(pool.pids()[1:])
@@ -493,7 +494,7 @@ def test_a_template_that_rebuilt_its_copy_has_its_workers_forked_anew(monkeypatc
     async def main():
         pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=2, max_workers=2)
         try:
-            query = f"SELECT (COUNT(*) AS ?n) {{ GRAPH <{REGISTRY.value}> {{ ?s ?p ?o }} }}"
+            query = COUNT_REGISTRY
             assert count(await ask(pool, query)) == 0
             await until(lambda: len(pool.pids()) == 3, what="two workers")
             first = set(pool.pids()[1:])
