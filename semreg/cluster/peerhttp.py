@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 from urllib.parse import urlencode, urlsplit
 
 from semreg.http1.client import ClosedEarly, Head, ResponseError, encode_request, iter_body, read_body, read_head
+
+T = TypeVar("T")
 
 MAX_IDLE = 32  # kept-alive connections per peer
 MAX_BODY_BYTES = 512 * 1024 * 1024
@@ -77,15 +80,22 @@ class PeerConnections:
         return head, self._pieces(reader, writer, head, idle_timeout_s, limit)
 
     async def _sent(self, raw: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, Head]:
-        """`raw` written on a kept-alive connection (one the peer closed while idle: the next) or a new one,
-        and the response's head read."""
+        """`raw` written on a kept-alive connection or a new one (`_reusing`), and the response's head read."""
+        async def head(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                       raw: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, Head]:
+            return reader, writer, await self._head(reader, writer, raw)
+        return await self._reusing(raw, head)
+
+    async def _reusing(self, raw: bytes, attempt: Callable[[asyncio.StreamReader, asyncio.StreamWriter, bytes],
+                                                           Awaitable[T]]) -> T:
+        """`attempt` on a kept-alive connection (one the peer closed while idle: the next) or a new one."""
         while self._idle:
             reader, writer = self._idle.pop()
             if writer.is_closing() or reader.at_eof():
                 writer.close()
                 continue
             try:
-                return reader, writer, await self._head(reader, writer, raw)
+                return await attempt(reader, writer, raw)
             except ClosedEarly as exc:
                 if exc.args and "before a response" in str(exc):
                     continue  # closed by the peer while idle: nothing was read, try another
@@ -93,7 +103,7 @@ class PeerConnections:
             except ConnectionError:
                 continue
         reader, writer = await asyncio.open_connection(self.host, self.port, ssl=self._ssl, limit=4 * 1024 * 1024)
-        return reader, writer, await self._head(reader, writer, raw)
+        return await attempt(reader, writer, raw)
 
     @staticmethod
     async def _head(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, raw: bytes) -> Head:
@@ -128,22 +138,7 @@ class PeerConnections:
                 writer.close()
 
     async def _exchange(self, raw: bytes) -> tuple[Head, bytes]:
-        while self._idle:
-            reader, writer = self._idle.pop()
-            if writer.is_closing() or reader.at_eof():
-                writer.close()
-                continue
-            try:
-                return await self._once(reader, writer, raw)
-            except ClosedEarly as exc:
-                if exc.args and "before a response" in str(exc):
-                    continue  # closed by the peer while idle: nothing was read, try another
-                raise
-            except ConnectionError:
-                continue
-        reader, writer = await asyncio.open_connection(self.host, self.port, ssl=self._ssl,
-                                                       limit=4 * 1024 * 1024)
-        return await self._once(reader, writer, raw)
+        return await self._reusing(raw, self._once)
 
     async def _once(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                     raw: bytes) -> tuple[Head, bytes]:
