@@ -14,7 +14,7 @@ UP, BLOCKED, DRAINING, CRITICAL = "up", "blocked", "draining", "critical"
 STATUSES = (UP, BLOCKED, DRAINING, CRITICAL)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Registration:
     """What a client registered: immutable; a replacement is a new Registration."""
 
@@ -50,7 +50,7 @@ class Registration:
                    environment=rec.get("environment") or DEFAULT_ENVIRONMENT)
 
 
-@dataclass
+@dataclass(slots=True)
 class Instance:
     """A registration with its live state. Mutated only by `semreg.registry.registry.Registry`.
 

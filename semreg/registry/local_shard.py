@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from semreg.clock import Cancellable, Clock
@@ -351,7 +351,7 @@ class LocalShard:
     async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]:
         return self.registry.catalogue.expand(query, match)
 
-    async def tag_holders(self, selector: Selector) -> Held[dict[Tag, set[str]]]:
+    async def tag_holders(self, selector: Selector) -> Held[Mapping[Tag, Collection[str]]]:
         """Every tag of this shard with the ids of its instances the selector admits (read, do not keep)."""
         return Held(self.registry.tag_holders(selector), self.removals.current())
 

@@ -11,7 +11,7 @@ Only this module mutates an `Instance`.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from semreg.clock import Clock
@@ -292,7 +292,7 @@ class Registry:
             ids = self.by_service.get(service, ())
         return [self.instances[i] for i in sorted(ids)]
 
-    def tag_holders(self, selector: Selector = EVERYTHING) -> dict[Tag, set[str]]:
+    def tag_holders(self, selector: Selector = EVERYTHING) -> Mapping[Tag, Collection[str]]:
         """Every tag with the ids of its instances that `selector` admits: the catalogue's live index (read,
         do not keep) when it admits every instance, else a new map, made from the selected environment's
         instances."""

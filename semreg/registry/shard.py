@@ -9,7 +9,7 @@ when it does not answer, or `StaleRing` when it refuses a write sent on a ring i
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
@@ -81,7 +81,7 @@ class Shard(Protocol):
 
     async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]: ...
 
-    async def tag_holders(self, selector: Selector) -> Held[dict[Tag, set[str]]]: ...
+    async def tag_holders(self, selector: Selector) -> Held[Mapping[Tag, Collection[str]]]: ...
 
     async def names_term(self, iri: str) -> bool: ...
 

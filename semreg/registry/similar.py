@@ -8,7 +8,7 @@ those, the tags that match logically in any degree are left out (they are not ne
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import Protocol
 
 from semreg.rdf.terms import ANY, Tag
@@ -24,8 +24,10 @@ class Registered(Protocol):
 
     hierarchy: Hierarchy
     by_position: tuple[dict[str, set[Tag]], ...]
-    holders: dict[Tag, set[str]]
     terms_version: int
+
+    @property
+    def holders(self) -> Mapping[Tag, Collection[str]]: ...
 
 
 def similar_matches(catalogue: Registered, query: Tag, floor: float) -> list[Match]:

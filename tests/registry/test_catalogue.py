@@ -6,6 +6,8 @@ import random
 
 import pyoxigraph as ox
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from semreg.rdf.terms import ANY, RDF_TYPE, Tag
 from semreg.reasoning.matching import DEGREES, rank_key, tag_match
@@ -72,7 +74,29 @@ def test_cache_follows_tags_coming_and_going(hierarchy):
     assert len(cat.expand(query, match)) == 2  # c still carries it
     cat.remove("c", [Tag(EX + "Filme", EX + "temGeneroPrincipal", EX + "Gore")])
     assert [m[0].s for m in cat.expand(query, match)] == [EX + "Livro"]
-    assert cat.holders == {Tag(EX + "Livro", EX + "temUmGenero", EX + "Terror"): {"a"}}
+    assert {t: set(ids) for t, ids in cat.holders.items()} == {Tag(EX + "Livro", EX + "temUmGenero", EX + "Terror"): {"a"}}
+
+
+OPS = st.lists(st.tuples(st.booleans(), st.sampled_from("abcd"), st.lists(st.integers(0, 5), max_size=4)), max_size=40)
+
+
+@given(OPS)
+@settings(max_examples=200, deadline=None)
+def test_holders_are_exact_through_any_adds_and_removes(ops):
+    """A tag's holders, a 1-tuple or a set by count, are always exactly the instances that carry it; the
+    terms index holds exactly the tags someone carries."""
+    tags = [Tag(EX + "Livro", EX + "temUmGenero", TERMS[k]) for k in range(6)]
+    cat, model = Catalogue(), {}
+    for adding, iid, picks in ops:
+        chosen = [tags[k] for k in picks]
+        (cat.add if adding else cat.remove)(iid, chosen)
+        for tag in chosen:
+            (model.setdefault(tag, set()).add if adding else model.get(tag, set()).discard)(iid)
+    model = {t: ids for t, ids in model.items() if ids}
+    assert {t: set(ids) for t, ids in cat.holders.items()} == model
+    assert all(len(ids) == len(set(ids)) for ids in cat.holders.values())
+    assert {t: cat.holder_ids(t) for t in model} == {t: tuple(sorted(ids)) for t, ids in model.items()}
+    assert set().union(*cat.by_position[2].values()) == set(model)
 
 
 def test_individual_and_equivalent_terms(hierarchy):
