@@ -77,21 +77,34 @@ def test_cache_follows_tags_coming_and_going(hierarchy):
     assert {t: set(ids) for t, ids in cat.holders.items()} == {Tag(EX + "Livro", EX + "temUmGenero", EX + "Terror"): {"a"}}
 
 
-OPS = st.lists(st.tuples(st.booleans(), st.sampled_from("abcd"), st.lists(st.integers(0, 5), max_size=4)), max_size=40)
+OPS = st.lists(st.tuples(st.booleans(), st.sampled_from("abcd"), st.lists(st.integers(0, 11), max_size=4),
+                         st.integers(0, 7)), max_size=40)
+POOL = [Tag(EX + s, p, o) for s in ("Livro", "Romance", "Filme") for p, o in (
+    (EX + "temUmGenero", EX + "Terror"), (EX + "temGeneroPrincipal", EX + "Gore"),
+    (EX + "temUmGenero", ANY), (RDF_TYPE, EX + "Obra"))]
+QUESTIONS = [Tag(EX + "Obra", EX + "temUmGenero", EX + "Genero"), Tag(EX + "Romance", ANY, ANY),
+             Tag(ANY, EX + "temGeneroPrincipal", ANY), Tag(EX + "Livro", EX + "temUmGenero", EX + "Gore"),
+             Tag(ANY, ANY, ANY), Tag(EX + "Book", ANY, EX + "Terror"), Tag(EX + "Filme", RDF_TYPE, EX + "Livro"),
+             Tag(ANY, EX + "temUmGenero", EX + "Terror")]
 
 
 @given(OPS)
 @settings(max_examples=200, deadline=None)
-def test_holders_are_exact_through_any_adds_and_removes(ops):
+def test_holders_and_answers_are_exact_through_any_adds_and_removes(hierarchy, ops):
     """A tag's holders, a 1-tuple or a set by count, are always exactly the instances that carry it; the
-    terms index holds exactly the tags someone carries."""
-    tags = [Tag(EX + "Livro", EX + "temUmGenero", TERMS[k]) for k in range(6)]
+    terms index holds exactly the tags someone carries; every answer, asked between the changes (so that
+    components and answers are kept across them), is the pure matching functions' over the tags carried."""
     cat, model = Catalogue(), {}
-    for adding, iid, picks in ops:
-        chosen = [tags[k] for k in picks]
+    cat.set_hierarchy(hierarchy)
+    degrees = frozenset(DEGREES)
+    for adding, iid, picks, asked in ops:
+        chosen = [POOL[k] for k in picks]
         (cat.add if adding else cat.remove)(iid, chosen)
         for tag in chosen:
             (model.setdefault(tag, set()).add if adding else model.get(tag, set()).discard)(iid)
+        carried = [t for t, ids in model.items() if ids]
+        question = QUESTIONS[asked]
+        assert cat.expand(question, degrees) == brute_force(carried, question, degrees, hierarchy)
     model = {t: ids for t, ids in model.items() if ids}
     assert {t: set(ids) for t, ids in cat.holders.items()} == model
     assert all(len(ids) == len(set(ids)) for ids in cat.holders.values())
