@@ -57,7 +57,7 @@ class Node:
         # the SPARQL replica's feed; none with --no-sparql (no views kept, no copies from the other members)
         self.replica = ReplicaFeed(foreign=self.store.foreign_quads) if settings.sparql else None
         # the data directory as RDF, behind the records (none for a store in memory: nobody could read it)
-        self.at_rest = AtRest(self.store) if self.store.path is not None else None
+        self.at_rest = AtRest(self.store, self.clock.monotonic) if self.store.path is not None else None
         if self.at_rest is not None:
             self.store.on_written = self.at_rest.records_written
         published = published_to(self.replica, self.at_rest)

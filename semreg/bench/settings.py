@@ -55,6 +55,7 @@ class BenchSettings:
     token: str | None = None
     shared_data: Path = dataclasses.field(default_factory=default_shared_data)
     keep_temp: bool = False
+    sparql: bool = True  # the servers scale starts serve /sparql (False: `semreg serve --no-sparql`)
 
     @property
     def wrk(self) -> WrkSettings:
@@ -121,6 +122,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shared-data", metavar="DIR", type=Path, default=None,
                         help=f"directory of the real ontologies (default {default_shared_data()})")
     parser.add_argument("--keep-temp", action="store_true", help="keep the peers' data directories and logs")
+    parser.add_argument("--no-sparql", dest="sparql", action="store_false",
+                        help="scale: start the server with --no-sparql (no replica, no query processes)")
 
 
 def from_args(args: argparse.Namespace, scenario_names: tuple[str, ...]) -> BenchSettings:
@@ -143,4 +146,5 @@ def from_args(args: argparse.Namespace, scenario_names: tuple[str, ...]) -> Benc
     if url and not url.startswith(("http://", "https://")):
         raise ValueError(f"--semreg-url must be an http(s) URL, got {args.semreg_url!r}")
     return BenchSettings(**values, only=only, quick=args.quick, json=args.json, semreg_url=url, token=args.token,
-                         shared_data=args.shared_data or default_shared_data(), keep_temp=args.keep_temp)
+                         shared_data=args.shared_data or default_shared_data(), keep_temp=args.keep_temp,
+                         sparql=getattr(args, "sparql", True))

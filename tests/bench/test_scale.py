@@ -19,15 +19,19 @@ def test_scale_runs_only_when_named_and_has_its_targets():
 
 @pytest.mark.timeout(300)
 @pytest.mark.process
-def test_quick_scale_reports_memory_speed_expiry_and_start_up():
+@pytest.mark.parametrize("sparql", [True, False], ids=["sparql", "no-sparql"])
+def test_quick_scale_reports_memory_speed_expiry_and_start_up(sparql):
     done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", "scale", "--instances", "3000",
-                           "--json"], cwd=ROOT, capture_output=True, text=True, timeout=290, check=False)
+                           "--json", *(() if sparql else ("--no-sparql",))],
+                          cwd=ROOT, capture_output=True, text=True, timeout=290, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     scale = json.loads(done.stdout)["scenarios"]["scale"]
     assert "error" not in scale, scale["error"]
-    assert scale["instances"] == 3000 and scale["register_per_s"] > 0
+    assert scale["instances"] == 3000 and scale["register_per_s"] > 0 and scale["sparql"] is sparql
     memory, empty = scale["memory"], scale["memory_empty"]
-    assert memory["server_pss_mib"] > 0 and memory["template_pss_mib"] > 0
+    # a server started --no-sparql has no template nor query processes, before and after its restart
+    assert memory["server_pss_mib"] > 0 and (memory["template_pss_mib"] > 0) is sparql
+    assert (scale["memory_restarted"]["template_pss_mib"] > 0) is sparql
     assert memory["total_pss_mib"] > empty["total_pss_mib"] and scale["pss_total_per_instance_kib"] > 0
     for figure in ("hot_discovery", "cold_discovery", "register_1000_tags"):
         assert scale[figure]["n"] > 0 and scale[figure]["median_ms"] > 0

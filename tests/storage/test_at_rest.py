@@ -9,7 +9,8 @@ import logging
 import pyoxigraph as ox
 import pytest
 
-from semreg.storage.at_rest import AtRest
+from semreg.clock import FakeClock
+from semreg.storage.at_rest import FLUSH_EVERY_S, AtRest
 from semreg.storage.rdf_writes import REVISION
 from semreg.storage.registrations import Reader
 from semreg.storage.store import INFERRED, RECORDS, REGISTRY, Store, instance_node, ontology_graph
@@ -142,6 +143,25 @@ def test_a_stop_that_cannot_wait_leaves_the_rest_to_the_next_start(tmp_path):
     del store, at_rest
     store, at_rest = opened(tmp_path / "d", small_transactions=False)
     assert registrations(store) == expected
+    at_rest.stop()
+
+
+def test_a_trickle_of_writes_is_flushed_once_a_minute(tmp_path):
+    """Under steady churn the count of quads is reached only after many minutes: time flushes too."""
+    clock = FakeClock()
+    store = Store(tmp_path / "d")
+    at_rest = AtRest(store, clock.monotonic)
+    store.on_written = at_rest.records_written
+    at_rest.start()
+    assert at_rest.wait(60)
+    store.save_records([(rec("i0", 0), 1)])
+    assert at_rest.wait(60) and at_rest.flushes == 0  # a moment after the last flush: not yet
+    clock.advance(FLUSH_EVERY_S)
+    store.save_records([(rec("i1", 1), 2)])
+    assert at_rest.wait(60) and at_rest.flushes == 1
+    store.save_records([(rec("i2", 2), 3)])
+    assert at_rest.wait(60) and at_rest.flushes == 1  # the minute starts again at the flush
+    assert set(registrations(store)) == {"i0", "i1", "i2"}
     at_rest.stop()
 
 

@@ -67,7 +67,7 @@ def scale(ctx: BenchContext) -> dict:
     n = ctx.dataset.instances
     try:
         with ctx.ui.step("starting a fresh semreg"):
-            peer, _ = start(ctx, servers)
+            peer, _ = start(ctx, servers, extra=serve_options(ctx))
         ctx.upload_ontology(peer.url)
         with ctx.client(peer.url, timeout_s=600) as http:
             empty = tree_memory(peer)
@@ -80,7 +80,7 @@ def scale(ctx: BenchContext) -> dict:
                 time.sleep(wait_s)
             full = tree_memory(peer)
             figures: dict[str, Any] = {
-                "instances": n, "tags_per_instance": ctx.dataset.tags_per_instance,
+                "instances": n, "tags_per_instance": ctx.dataset.tags_per_instance, "sparql": ctx.settings.sparql,
                 "register_s": round(register_s, 1), "register_per_s": round(n / register_s),
                 "settled_s": settled_s, "memory_empty": empty, "memory_settled": settled, "memory": full,
                 "pss_per_instance_kib": round((full["total_pss_mib"] - empty["total_pss_mib"]) * 1024 / n, 2),
@@ -102,6 +102,11 @@ def scale(ctx: BenchContext) -> dict:
                f"hot {figures['hot_discovery']['median_ms']} ms, cold {figures['cold_discovery']['median_ms']} ms, "
                f"{figures['heartbeats']['per_s']:,} heartbeats/s, longest stall {figures['expiry']['max_ms']} ms")
     return figures
+
+
+def serve_options(ctx: BenchContext) -> tuple[str, ...]:
+    """`semreg serve` options of the scenario's server: `--no-sparql` when the run asked for it."""
+    return () if ctx.settings.sparql else ("--no-sparql",)
 
 
 def tree_memory(peer: PeerProcess) -> dict[str, Any]:
@@ -234,7 +239,7 @@ def restart(ctx: BenchContext, servers: list[PeerProcess], peer: PeerProcess, n:
     with ctx.ui.step(f"stopping semreg (SIGTERM) and starting it on its data directory ({n:,} instances)"):
         stop_s = stop(peer)
         started = time.perf_counter()
-        fresh = ctx.peers.semreg(data=peer.data_dir, poll_s=0.05, ready_timeout_s=START_TIMEOUT_S)
+        fresh = ctx.peers.semreg(*serve_options(ctx), data=peer.data_dir, poll_s=0.05, ready_timeout_s=START_TIMEOUT_S)
         startup_s = round(time.perf_counter() - started, 2)
         servers.append(fresh)
     with ctx.client(fresh.url, timeout_s=600) as http:

@@ -56,10 +56,11 @@ def storage(ctx: BenchContext) -> dict:
     return figures
 
 
-def start(ctx: BenchContext, servers: list[PeerProcess], data: Path | None = None) -> tuple[PeerProcess, float]:
+def start(ctx: BenchContext, servers: list[PeerProcess], data: Path | None = None,
+          extra: tuple[str, ...] = ()) -> tuple[PeerProcess, float]:
     """A semreg server on a new data directory, or on `data`: it, and the seconds from its start to /readyz 200."""
     started = time.perf_counter()
-    peer = ctx.peers.semreg(data=data, poll_s=POLL_S)
+    peer = ctx.peers.semreg(*extra, data=data, poll_s=POLL_S)
     elapsed = time.perf_counter() - started
     servers.append(peer)
     return peer, round(elapsed, 3)
