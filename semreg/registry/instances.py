@@ -43,7 +43,7 @@ class Registration:
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> "Registration":
         return cls(id=rec["id"], service=rec["service"], address=rec["address"], port=int(rec["port"]),
-                   scheme=rec.get("scheme", "http"), tags=tuple(Tag(*t) for t in rec.get("tags", ())),
+                   scheme=rec.get("scheme", "http"), tags=tuple(map(Tag._make, rec.get("tags", ()))),
                    weight=int(rec.get("weight", 1)), capacity=rec.get("capacity"),
                    ttl_s=float(rec.get("ttl", 30)), deregister_after_s=float(rec.get("deregister_after", 90)),
                    check=rec.get("check"), meta=dict(rec.get("meta") or {}), owner=rec.get("owner"),

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from semreg.clock import Cancellable, Clock
 from semreg.errors import BadRequest
 from semreg.rdf.terms import Tag
-from semreg.registry import discovery, questions
+from semreg.registry import discovery, questions, restore
 from semreg.registry.catalogue import Match
 from semreg.registry.health import HealthChecker
 from semreg.registry.instances import Instance, Registration
@@ -76,38 +77,24 @@ class LocalShard:
         """Restore the recorded instances (each with one fresh ttl) and tombstones, and start the checks
         and the lease timer. `post(fn)` runs `fn` on the node's event loop from another thread."""
         self.health.post = post
+        started = time.perf_counter()
         records = await self._write(self.store.load_records)
-        regs, revs, statuses, walls = [], [], [], []
-        expired_tombstones = []
-        keep_after = self.clock.wall() - TOMBSTONE_KEEP_S
-        for rec, rev in records:
+        for _, rev in records:
             self.revisions.observe(rev)
-            if rec.get("deleted"):
-                at = float(rec.get("deleted_at") or 0)
-                if at < keep_after:
-                    expired_tombstones.append(rec["id"])
-                else:
-                    self.registry.tombstones[rec["id"]] = (rev, at)
-                continue
-            try:
-                regs.append(Registration.from_record(rec))
-            except (KeyError, TypeError, ValueError):
-                log.warning("ignored an unreadable instance record", extra={"record": str(rec)[:200]})
-                continue
-            revs.append(rev)
-            status = rec.get("admin_status")
-            statuses.append(status if status in ("blocked", "draining") else None)
-            at = rec.get("registered_at")
-            walls.append(float(at) if isinstance(at, (int, float)) else None)
-        for iid in expired_tombstones:
+        recorded = restore.sort_out(records, self.clock.wall() - TOMBSTONE_KEEP_S)
+        del records
+        log.info("instance records read", extra={"records": len(recorded.regs), "tombstones": len(recorded.tombstones),
+                                                 "ms": round((time.perf_counter() - started) * 1000)})
+        self.registry.tombstones.update(recorded.tombstones)
+        for iid in recorded.expired:
             await self._write(self.store.delete_record, iid)
         self.health.start()
-        self.registry.put_many(regs, revs, admin_statuses=statuses, registered_at_wall=walls)
-        for reg in regs:
+        await restore.put_back(self.registry, recorded)
+        for reg in recorded.regs:
             if not self.primary(reg.id):
                 self.registry.set_leased(reg.id, False)
         self._arm_expiry()
-        return len(regs)
+        return len(recorded.regs)
 
     async def close(self) -> None:
         if self._expiry is not None:
