@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from semreg import kept_json
 from semreg.rdf.terms import Tag
 from semreg.registry import discovery
 from semreg.registry.balancer import priority_of
@@ -104,7 +105,7 @@ class RemoteMember:
         if not tags and self.tagged:
             return orjson.dumps({k: v for k, v in self.view.items() if k != "tags"})
         if self._bytes is None:
-            self._bytes = orjson.dumps(self._view)
+            self._bytes = kept_json.dumps(self._view)
         return self._bytes
 
     def expires_at_text(self) -> str | None:

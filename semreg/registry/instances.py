@@ -4,8 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
+from semreg import kept_json
 from semreg.rdf.terms import Tag
 from semreg.registry.selector import DEFAULT as DEFAULT_ENVIRONMENT
 from semreg.timefmt import rfc3339
@@ -115,9 +114,9 @@ class Instance:
         """The view, serialised once and kept until the instance changes (the discovery hot path)."""
         if tags:
             if self._view is None:
-                self._view = orjson.dumps(self.view())
+                self._view = kept_json.dumps(self.view())
             return self._view
         if self._view_untagged is None:
-            self._view_untagged = orjson.dumps(self.view(tags=False))
+            self._view_untagged = kept_json.dumps(self.view(tags=False))
         return self._view_untagged
 
