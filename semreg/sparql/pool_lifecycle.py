@@ -69,7 +69,7 @@ class PoolLifecycle(PoolState):
         env = {**os.environ, SECRET_ENV: self._secret}
         # Started from the event loop's thread: the template's death signal follows that thread.
         self._template_proc = subprocess.Popen([sys.executable, "-m", "semreg.sparql.worker",
-                                                os.path.join(self._dir, "s"), str(self._slots)],
+                                                os.path.join(self._dir, "s"), str(self._slots), str(self.settle_s)],
                                                env=env, stdin=subprocess.DEVNULL)
         template.pid = self._template_proc.pid
         template.state = "waiting"  # for its snapshot: changes published until then are in it

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from semreg.errors import SemregError
+from semreg.sparql import replica
 from semreg.sparql.pool_process import Conn, Pending, Process
 from semreg.sparql.service import Reply
 from semreg.sparql.shared_page import SharedPage
@@ -38,7 +39,7 @@ class PoolState:
     """The pool's state (see the module's doc); `QueryPool` is built on it."""
 
     def __init__(self, request_snapshot: Callable[[], None], *, min_workers: int = 2, max_workers: int = 8,
-                 memory_limit_mib: int = 2048, idle_s: float = 60.0) -> None:
+                 memory_limit_mib: int = 2048, idle_s: float = 60.0, settle_s: float = replica.SETTLE_S) -> None:
         if min_workers < 1 or max_workers < min_workers:
             raise ValueError("need 1 <= min_workers <= max_workers")
         self.request_snapshot = request_snapshot
@@ -46,6 +47,7 @@ class PoolState:
         self.max_workers = max_workers
         self.memory_limit_bytes = max(0, memory_limit_mib) * MiB
         self.idle_s = idle_s
+        self.settle_s = settle_s  # the template rebuilds a copy grown by changes once they stop this long
         self.generation = 0  # bumped by every published change: the result cache's key
         self.killed = 0
         self.forked = 0

@@ -24,6 +24,7 @@ import gc
 import logging
 import os
 import resource
+import select
 import signal
 import socket
 import sys
@@ -49,6 +50,7 @@ def main(argv: list[str]) -> int:
     path = argv[0]
     secret = os.environ.pop(SECRET_ENV, "")
     slots = int(argv[1])
+    settle_s = float(argv[2]) if len(argv) > 2 else replica.SETTLE_S
     _detach_from_terminal_signals()
     _die_with_parent()
     _lower_priority()
@@ -60,6 +62,11 @@ def main(argv: list[str]) -> int:
     state = _Stream()
     wear = replica.Wear()
     while True:
+        if wear.settled and not select.select([sock], [], [], settle_s)[0]:
+            store = _rebuilt(store, wear)  # no change came for a while: the load has ended
+            malloc.release()
+            write_message(sock, ("rebuilt", wear.size))
+            continue
         try:
             message = read_message(sock)
         except (EOFError, OSError):
@@ -74,6 +81,7 @@ def main(argv: list[str]) -> int:
             wear.add(replica.weight(message[1]))
             if wear.worn:
                 store = _rebuilt(store, wear)
+                malloc.release()  # the worn copy is gone only now
                 write_message(sock, ("rebuilt", wear.size))  # its forks no longer share the old copy's pages
         elif kind == "fork":
             _, worker_id, memory_limit, slot = message
@@ -96,7 +104,6 @@ def _rebuilt(store: ox.Store, wear: replica.Wear) -> ox.Store:
     before = wear.changed
     store, size = replica.rebuilt(store)
     wear.renew(size)
-    malloc.release()
     log.info("query replica rebuilt", extra={"changed_bytes": before, "snapshot_bytes": size})
     return store
 

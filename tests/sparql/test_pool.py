@@ -509,3 +509,33 @@ def test_a_template_that_rebuilt_its_copy_has_its_workers_forked_anew(monkeypatc
         finally:
             await pool.close()
     run(main())
+
+
+def test_a_copy_grown_by_a_load_is_rebuilt_once_the_changes_stop():
+    """Changes worth a tenth of the copy (past `WEAR_FLOOR_BYTES`), then none for `settle_s`: the template
+    rebuilds its copy from its snapshot (a store grown by changes holds a third more than one loaded) and the
+    workers leave for forks of the new one, one at a time; answers hold every change throughout."""
+    big = ox.Store()  # a 40 MiB snapshot: its tenth is past the floor, its half far from it
+    big.extend(ox.Quad(n(f"s{i}"), n("p"), ox.Literal("y" * 100), n("g")) for i in range(250_000))
+    changes = replica.WEAR_FLOOR_BYTES // 2000 + 200  # 2,000-byte changes: ~4.4 MiB
+
+    async def main():
+        pool = QueryPool.over_store(big, hidden=[RECORDS], min_workers=2, max_workers=2, settle_s=0.5)
+        try:
+            assert count(await ask(pool, COUNT_REGISTRY)) == 0
+            await until(lambda: len(pool.pids()) == 3, timeout_s=30, what="two workers")
+            first = set(pool.pids()[1:])
+            for k in range(changes):
+                added = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:i{k}"), n("p"), ox.Literal("x" * 2000), REGISTRY)]
+                pool.note_requested(k + 1)
+                pool.publish(("changes", [replica.instances_change([], added)]))
+                pool.publish(("ticket", k + 1))
+                if k % 500 == 0:  # a worker that asks keeps up, so none is replaced for falling behind
+                    assert count(await ask(pool, COUNT_REGISTRY)) == k + 1
+            assert count(await ask(pool, COUNT_REGISTRY)) == changes
+            await until(lambda: not first & set(pool.pids()) and len(pool.pids()) == 3, timeout_s=60,
+                        what="both workers forked anew")
+            assert count(await ask(pool, COUNT_REGISTRY)) == changes
+        finally:
+            await pool.close()
+    asyncio.run(asyncio.wait_for(main(), 120))

@@ -52,3 +52,14 @@ def test_a_copy_is_worn_past_half_its_size_and_never_below_the_floor():
     assert small.worn
     small.renew(size=20)
     assert not small.worn and small.changed == 0
+
+
+def test_a_copy_is_settled_past_a_tenth_of_its_size_and_never_below_the_floor():
+    big = replica.Wear(size=100 * replica.WEAR_FLOOR_BYTES)
+    big.add(10 * replica.WEAR_FLOOR_BYTES)
+    assert not big.settled
+    big.add(1)
+    assert big.settled and not big.worn  # rebuilt when the changes stop, not yet while they come
+    small = replica.Wear(size=10)
+    small.add(replica.WEAR_FLOOR_BYTES)
+    assert not small.settled
