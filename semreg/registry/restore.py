@@ -2,8 +2,9 @@
 
 The records are read in one pass (`semreg.storage.store.Store.load_records`) and sorted out here: live
 registrations, tombstones still kept, tombstones past their keep. The registrations then go into the
-registry `BATCH` at a time, the event loop turning between batches (so `/healthz` answers while a million
-instances come back), and a line goes to the log at most every `PROGRESS_S` seconds.
+registry `BATCH` at a time, the event loop turning between batches (so its timers and the replies of worker
+threads are not held up for the whole of a million instances), and a line goes to the log at most every
+`PROGRESS_S` seconds. (`semreg serve` listens only once the node is open: `/readyz` says when.)
 """
 from __future__ import annotations
 

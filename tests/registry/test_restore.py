@@ -40,7 +40,7 @@ def test_registrations_go_back_in_batches_the_loop_turning_between_them(monkeypa
     seen: list[int] = []
 
     async def main() -> None:
-        async def watch() -> None:  # what the loop runs meanwhile (a /healthz) sees the instances arrive
+        async def watch() -> None:  # what the loop runs meanwhile (a timer, a thread's reply) sees them arrive
             while len(seen) < 3:
                 seen.append(len(registry.instances))
                 await asyncio.sleep(0)
