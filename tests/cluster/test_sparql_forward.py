@@ -23,6 +23,7 @@ from support.paths import ONTOLOGIES, ROOT
 from support.raw import Raw
 from support.ring import load, new_ring, upload
 from support.server import wait_for
+from support.tokens import ADMIN, BOUND, READ, TOKENS
 
 from semreg.bench.scenarios.soak import read_memory
 from semreg.cluster.membership import Member, View
@@ -30,12 +31,6 @@ from semreg.cluster.ring import Ring
 from semreg.cluster.sparql_forward import SERVED_HEADER, serving_order
 from semreg.http.sparql_forward import FIELDS
 
-READ = "read-token-0123456789abcdef"
-ADMIN = "admin-token-0123456789abcdef"
-BOUND = "bound-token-0123456789abcdef"
-TOKENS = {"tokens": [{"name": "reader", "token": READ, "scopes": ["read"]},
-                     {"name": "ops", "token": ADMIN, "scopes": ["admin"]},
-                     {"name": "staging", "token": BOUND, "scopes": ["read"], "environments": ["staging"]}]}
 QUERIES = sorted((ROOT / "queries").glob("*.rq"))
 ACCEPTS = ["application/sparql-results+json", "application/sparql-results+xml", "text/csv",
            "text/tab-separated-values", "*/*", "application/json;q=0.5, text/csv"]

@@ -11,15 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.inprocess import InProcess
 from support.paths import ONTOLOGIES
+from support.tokens import ADMIN, BOUND, READ, TOKENS
 
 from semreg.http.sparql_forward import SparqlOff
 
-READ = "read-token-0123456789abcdef"
-ADMIN = "admin-token-0123456789abcdef"
-BOUND = "bound-token-0123456789abcdef"
-TOKENS = {"tokens": [{"name": "reader", "token": READ, "scopes": ["read"]},
-                     {"name": "ops", "token": ADMIN, "scopes": ["admin"]},
-                     {"name": "staging", "token": BOUND, "scopes": ["read"], "environments": ["staging"]}]}
 SENTENCE = "this node does not serve SPARQL: it was started with --no-sparql."
 
 

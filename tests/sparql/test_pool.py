@@ -427,9 +427,10 @@ def test_a_worker_worn_by_changes_is_replaced_while_queried_and_answers_stay_who
     run(main())
 
 
-def publish_instances_from(pool: QueryPool, k: int) -> None:
-    """Instance `k` (one quad) with the feed's ticket, as `publish_instances` does for the first `count`."""
-    added = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:i{k}"), n("p"), ox.Literal("x" * 50), REGISTRY)]
+def publish_instances_from(pool: QueryPool, k: int, size: int = 50) -> None:
+    """Instance `k` (one quad of a `size`-character literal) with the feed's ticket, as `publish_instances`
+    does for the first `count`."""
+    added = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:i{k}"), n("p"), ox.Literal("x" * size), REGISTRY)]
     pool.note_requested(k + 1)
     pool.publish(("changes", [replica.instances_change([], added)]))
     pool.publish(("ticket", k + 1))
@@ -483,14 +484,6 @@ def test_every_worker_worn_by_a_burst_is_replaced_after_it_one_at_a_time(monkeyp
     run(main())
 
 
-def publish_instance(pool: QueryPool, k: int) -> None:
-    """The `k`-th change (0-based) of a stream of 2,000-byte instances, with its ticket."""
-    added = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:i{k}"), n("p"), ox.Literal("x" * 2000), REGISTRY)]
-    pool.note_requested(k + 1)
-    pool.publish(("changes", [replica.instances_change([], added)]))
-    pool.publish(("ticket", k + 1))
-
-
 def test_a_template_that_rebuilt_its_copy_has_its_workers_forked_anew(monkeypatch):
     """Past `WEAR_FLOOR_BYTES` of changes the template rebuilds its copy and says so: the workers forked
     from the old copy hold its pages alone from then on, so they leave for forks of the new one, one at a
@@ -507,7 +500,7 @@ def test_a_template_that_rebuilt_its_copy_has_its_workers_forked_anew(monkeypatc
             await until(lambda: len(pool.pids()) == 3, what="two workers")
             first = set(pool.pids()[1:])
             for k in range(total):
-                publish_instance(pool, k)
+                publish_instances_from(pool, k, size=2000)
             await until(lambda: not first & set(pool.pids()) and len(pool.pids()) == 3, timeout_s=60,
                         what="both workers forked anew")
             assert count(await ask(pool, query)) == total
@@ -531,7 +524,7 @@ def test_a_copy_grown_by_a_load_is_rebuilt_once_the_changes_stop():
             await until(lambda: len(pool.pids()) == 3, timeout_s=30, what="two workers")
             first = set(pool.pids()[1:])
             for k in range(changes):
-                publish_instance(pool, k)
+                publish_instances_from(pool, k, size=2000)
                 if k % 500 == 0:  # a worker that asks keeps up, so none is replaced for falling behind
                     assert count(await ask(pool, COUNT_REGISTRY)) == k + 1
             assert count(await ask(pool, COUNT_REGISTRY)) == changes
