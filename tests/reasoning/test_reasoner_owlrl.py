@@ -13,10 +13,13 @@ import owlrl
 import pytest
 import rdflib
 from hypothesis import HealthCheck, given, settings
-from support.owlrl_reference import COMPARED, compare, differences, load, ontologies
+from support.owlrl_reference import COMPARED, DT_EQ, EX, PREFIXES, XSD, compare, differences, load, ontologies, owlrl_closure
 from support.paths import DATA, ONTOLOGIES, SHARED
 
 from semreg.reasoning.hierarchy import EQUIVALENCES, SUB_CLASS, SUB_PROPERTY, TYPE, excluded
+from semreg.reasoning.rules.triggers import OWL
+
+SAME_AS = OWL + "sameAs"
 
 REAL = {
     "obras": [ONTOLOGIES / "obras.ttl"],
@@ -122,6 +125,22 @@ def test_the_issue_example_agrees_with_owlrl():
     x:Beach a owl:Class ; owl:intersectionOf ( x:Destination x:Family ) .
     """
     assert differences(turtle) == []
+
+
+def test_what_owlrl_misses_for_want_of_dt_eq_is_listed_not_failed():
+    """A generated case: `1` of `xsd:integer` (a functional property's value, so `i0`'s) and the `1` of
+    a cardinality, an `xsd:nonNegativeInteger`, are one data value; RL types `i0` by both datatypes."""
+    turtle = (PREFIXES + ':p0 a owl:FunctionalProperty . :i2 :p0 :i0 . :i2 :p0 "1"^^xsd:integer .\n'
+              ':C0 rdfs:subClassOf [ a owl:Restriction ; owl:onProperty :p1 ; owl:maxCardinality '
+              '"1"^^xsd:nonNegativeInteger ] .\n').encode()
+    triples, asserted = load([(turtle, "turtle")])
+    disagreements, excused, _ = compare(triples, asserted, owlrl_closure(turtle, "turtle"))
+    assert disagreements == []
+    assert excused[DT_EQ] == [(EX + "i0", TYPE, XSD + "nonNegativeInteger")]
+    numbers = PREFIXES.encode() + b':w owl:sameAs 42 . :v owl:sameAs 42.0 .'
+    triples, asserted = load([(numbers, "turtle")])
+    _, excused, _ = compare(triples, asserted, owlrl_closure(numbers, "turtle"))
+    assert (EX + "w", SAME_AS, EX + "v") in excused[DT_EQ]
 
 
 GENERATED = 560  # examples drawn; some repeat, and at least 500 must be distinct

@@ -196,6 +196,8 @@ BEYOND_OWLRL = [
     ("dt-eq: 3.141 and +03.1410 (owlrl has no dt-eq; rdflib keeps decimals apart)",
      ":w owl:sameAs 3.141 . :v owl:sameAs +03.1410 .", ":w owl:sameAs :v"),
     ("dt-eq across datatypes: 42 and 42.0", ":w owl:sameAs 42 . :v owl:sameAs 42.0 .", ":w owl:sameAs :v"),
+    ("dt-eq across datatypes, dt-type2, eq-rep-s: 1 of xsd:integer is a nonNegativeInteger",
+     ':w owl:sameAs 1 . :v :p "1"^^xsd:nonNegativeInteger .', ":w a xsd:nonNegativeInteger"),
 ]
 
 
