@@ -106,7 +106,8 @@ class Node:
         if self.replica is not None:
             self.replica.start()
         await self.knowledge.open(self.settings.ontologies)
-        instances = await self.shard.open(self.post)
+        with heap.paused():  # a million restored objects, all kept: `_settle_heap` below collects once
+            instances = await self.shard.open(self.post)
         if self.at_rest is not None:
             self.at_rest.keep_ontologies(self.knowledge.ontologies.metas)
             self.at_rest.start()

@@ -1,9 +1,10 @@
 """The collector kept out of the way: what piles up is frozen before a full collection has to walk it."""
 from __future__ import annotations
 
+import contextlib
 import gc
 
-from semreg.heap import HeapSettler
+from semreg.heap import HeapSettler, paused
 
 
 def _frozen(objects: list[list[int]]) -> bool:
@@ -31,3 +32,31 @@ def test_objects_made_by_registrations_are_frozen_once_enough_piled_up():
     assert settler.freezes == 1
     fresh = [[n] for n in range(10)]
     assert not _frozen(fresh)
+
+
+def test_the_collector_is_paused_for_a_restore_and_comes_back_after_the_last_of_overlapping_ones():
+    assert gc.isenabled()
+    first, second = paused(), paused()
+    first.__enter__()
+    assert not gc.isenabled()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert not gc.isenabled()  # the second restore is still going
+    second.__exit__(None, None, None)
+    assert gc.isenabled()
+
+
+def test_a_pause_leaves_a_collector_switched_off_elsewhere_off():
+    gc.disable()
+    try:
+        with paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_collector_comes_back_when_a_restore_fails():
+    with contextlib.suppress(RuntimeError), paused():
+        raise RuntimeError("the data directory is unreadable")
+    assert gc.isenabled()
