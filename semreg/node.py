@@ -106,7 +106,8 @@ class Node:
         if self.replica is not None:
             self.replica.start()
         await self.knowledge.open(self.settings.ontologies)
-        with heap.paused():  # a million restored objects, all kept: `_settle_heap` below collects once
+        heap.settle()  # what the ontologies' restore left, collected while the heap is still small
+        with heap.paused():  # a million restored objects, all kept and acyclic: frozen below, never walked
             instances = await self.shard.open(self.post)
         if self.at_rest is not None:
             self.at_rest.keep_ontologies(self.knowledge.ontologies.metas)
@@ -115,7 +116,9 @@ class Node:
         if self.cluster is None:
             self._trim_tombstones()
             self.ready = True
-        self._settle_heap()
+        heap.freeze()
+        self.heap.settled()
+        self._release_soon()
         self._release_memory()
         log.info("node open", extra={"instances": instances, "ontologies": len(self.knowledge.ontologies),
                                       "concepts": self.knowledge.hierarchy.size,

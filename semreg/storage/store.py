@@ -16,8 +16,10 @@ missing any of its three triples is garbage and discarded too.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,7 @@ import orjson
 import pyoxigraph as ox
 
 from semreg.rdf.terms import RDF, SR, XSD
+from semreg.storage import documents
 from semreg.timefmt import now_rfc3339 as now_rfc3339  # semreg.knowledge.ontologies stamps uploads with it
 
 log = logging.getLogger("semreg.store")
@@ -40,7 +43,7 @@ OWNED_PREFIXES = ("urn:semreg:",)
 TYPE = ox.NamedNode(RDF + "type")
 RECORD_OF = ox.NamedNode(SR + "recordOf")
 REVISION = ox.NamedNode(SR + "revision")
-JSON = ox.NamedNode(SR + "json")
+JSON = documents.OLD_DOCUMENT  # an ontology record's or a saved query's document (and instance records' before)
 NAME = ox.NamedNode(SR + "name")
 ONTOLOGY = ox.NamedNode(SR + "Ontology")
 PREFIX = ox.NamedNode(SR + "Prefix")
@@ -62,6 +65,7 @@ class StoreError(Exception):
 
 
 INSTANCE_PREFIX = "urn:semreg:instance:"  # an instance's IRI: this and its id
+_LINKED = f"SELECT ?r WHERE {{ GRAPH <{RECORDS.value}> {{ ?r <{RECORD_OF.value}> ?i }} }}"
 
 
 def instance_node(instance_id: str) -> ox.NamedNode:
@@ -116,39 +120,33 @@ class Store:
     def load_records(self) -> list[tuple[dict[str, Any], int]]:
         """Every instance record, newest revision per id; removes superseded and partial ones.
 
-        Two scans of the records graph (which records are linked, then their documents), the revision read
-        from the IRI (`urn:semreg:record:{id}:{revision}`) and each document parsed as it comes: reading
-        every quad of the graph took 14 s for 100,000 records, a SPARQL join of the two 2-3 s, and the
-        scans 1.3 s each. A record losing its `sr:recordOf` is being removed (it goes first, its document
-        last), so one without is garbage."""
-        linked = {_text(q.subject) for q in self.ox.quads_for_pattern(None, RECORD_OF, None, RECORDS)}
+        The documents are read (`semreg.storage.documents`) while another thread has the store list the
+        linked records (its query runs in pyoxigraph without Python's lock, so on a second core): a record
+        losing its `sr:recordOf` is being removed (it goes first, its document last), so one without is
+        garbage. At 1,000,000 records the links take 11 s, beside the documents."""
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="semreg-records") as pool:
+            links = pool.submit(lambda: cast(ox.QuerySolutions, self.ox.query(_LINKED)).serialize(
+                format=ox.QueryResultsFormat.TSV))
+            found, garbage, old_ones = documents.read_all(self.ox, RECORDS)
+            linked = set(cast(bytes, links.result()).split(b"\n"))
         best: dict[str, tuple[int, str, dict[str, Any]]] = {}
-        garbage: list[str] = []
-        for q in self.ox.quads_for_pattern(None, JSON, None, RECORDS):
-            subj = _text(q.subject)
-            if not subj.startswith("urn:semreg:record:"):
-                continue
-            try:
-                rev = int(subj.rsplit(":", 1)[1])
-                rec = orjson.loads(_text(q.object)) if subj in linked else None
-            except (ValueError, orjson.JSONDecodeError):
-                rec = None
-            if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
-                garbage.append(subj)
-                continue
-            iid = rec["id"]
-            prev = best.get(iid)
-            if prev is None or prev[0] < rev:
-                if prev is not None:
-                    garbage.append(prev[1])
-                best[iid] = (rev, subj, rec)
-            else:
-                garbage.append(subj)
-        del linked
+        for iid, docs in found.items():
+            for doc in (sorted(docs, key=lambda d: -d[0]) if isinstance(docs, list) else (docs,)):
+                if iid not in best and f"<{doc[1]}>".encode() in linked:
+                    best[iid] = doc
+                else:
+                    garbage.append(doc[1])
+        del linked, found
         for subj in garbage:
             self._remove_subject(ox.NamedNode(subj), RECORDS)
         if garbage:
             log.warning("discarded stale or partial records", extra={"count": len(garbage)})
+        if old_ones:
+            started = time.perf_counter()
+            rewrite = [doc for doc in best.values() if doc[1] in old_ones]
+            documents.rewrite_old(self.ox, RECORDS, rewrite)
+            log.info("instance records of an earlier version rewritten in this one's form (read faster)",
+                     extra={"records": len(rewrite), "ms": round((time.perf_counter() - started) * 1000)})
         self._revisions = {iid: rev for iid, (rev, _, _) in best.items()}
         return [(rec, rev) for rev, _, rec in best.values()]
 
@@ -160,10 +158,10 @@ class Store:
         with self._lock:
             for rec, rev in items:
                 iid = rec["id"]
-                node = ox.NamedNode(f"urn:semreg:record:{iid}:{rev}")
+                node = ox.NamedNode(documents.record_iri(iid, rev))
                 quads += [ox.Quad(node, RECORD_OF, instance_node(iid), RECORDS),
                           ox.Quad(node, REVISION, ox.Literal(str(rev), datatype=XSD_INTEGER), RECORDS),
-                          ox.Quad(node, JSON, ox.Literal(orjson.dumps(rec).decode()), RECORDS)]
+                          ox.Quad(node, documents.DOCUMENT, documents.document(rec, rev), RECORDS)]
                 old = self._revisions.get(iid)
                 if old is not None and old != rev:
                     superseded.append((iid, old))
@@ -171,7 +169,7 @@ class Store:
             for rec, rev in items:
                 self._revisions[rec["id"]] = rev
             for iid, old in superseded:
-                self._remove_subject(ox.NamedNode(f"urn:semreg:record:{iid}:{old}"), RECORDS)
+                self._remove_subject(ox.NamedNode(documents.record_iri(iid, old)), RECORDS)
             if self.on_written is not None:
                 self.on_written([(rec["id"], rec, rev) for rec, rev in items])
 
@@ -185,7 +183,11 @@ class Store:
         rev = self._revisions.get(instance_id)
         if rev is None:
             return None
-        for q in self.ox.quads_for_pattern(ox.NamedNode(f"urn:semreg:record:{instance_id}:{rev}"), JSON, None, RECORDS):
+        node = ox.NamedNode(documents.record_iri(instance_id, rev))
+        for q in self.ox.quads_for_pattern(node, documents.DOCUMENT, None, RECORDS):
+            found = documents.read(_text(q.object))
+            return (found[0], rev) if found is not None else None
+        for q in self.ox.quads_for_pattern(node, JSON, None, RECORDS):  # written by an earlier version
             try:
                 return orjson.loads(_text(q.object)), rev
             except orjson.JSONDecodeError:
@@ -196,7 +198,7 @@ class Store:
         with self._lock:
             rev = self._revisions.pop(instance_id, None)
             if rev is not None:
-                self._remove_subject(ox.NamedNode(f"urn:semreg:record:{instance_id}:{rev}"), RECORDS)
+                self._remove_subject(ox.NamedNode(documents.record_iri(instance_id, rev)), RECORDS)
                 if self.on_written is not None:
                     self.on_written([(instance_id, None, rev)])
 
@@ -204,7 +206,7 @@ class Store:
         # record removal order: the link first and the document last, so a crash midway leaves a document
         # without its link, which start-up finds and discards
         quads = list(self.ox.quads_for_pattern(subject, None, None, graph))
-        quads.sort(key=lambda q: (q.predicate != RECORD_OF, q.predicate == JSON))
+        quads.sort(key=lambda q: (q.predicate != RECORD_OF, q.predicate in (JSON, documents.DOCUMENT)))
         for q in quads:
             self.ox.remove(q)
 

@@ -1,0 +1,123 @@
+"""Instance records' documents, and reading all of them back at start-up (`semreg.storage.store.Store`).
+
+An instance record is `urn:semreg:record:{id}:{revision}` in `urn:semreg:records`, with `sr:recordOf` the
+instance, `sr:revision` and its document: the registration as accepted, as JSON. The document says its
+own id and revision (`sr:document`), so that start-up reads only the documents: what reading costs is
+the store turning long strings (IRIs, documents) back from their ids, and the record's IRI was the
+longer half of it. At 1,000,000 records: the documents alone 7.4 s (parsed too), the documents with their
+IRIs 20 s, every quad as Python objects 24 s.
+
+Documents written before (`sr:json`, the revision only in the IRI) are still read, with their IRIs.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any, cast
+
+import orjson
+import pyoxigraph as ox
+
+from semreg.rdf.terms import SR
+
+log = logging.getLogger("semreg.store")
+
+RECORD_PREFIX = "urn:semreg:record:"
+DOCUMENT = ox.NamedNode(SR + "document")  # the document, with "revision" (this version on)
+OLD_DOCUMENT = ox.NamedNode(SR + "json")  # the document alone (earlier versions; ontology records still use it)
+Document = tuple[int, str, dict[str, Any]]  # an instance record's revision, IRI and document
+Documents = dict[str, "Document | list[Document]"]  # by instance id; a list when an id has more than one
+
+
+def record_iri(instance_id: str, revision: int) -> str:
+    return f"{RECORD_PREFIX}{instance_id}:{revision}"
+
+
+def document(rec: dict[str, Any], revision: int) -> ox.Literal:
+    return ox.Literal(orjson.dumps({**rec, "revision": revision}).decode())
+
+
+def read(text: str) -> tuple[dict[str, Any], int] | None:
+    """A document's record and revision, or None when it is not a readable document of this version."""
+    try:
+        rec = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
+        return None
+    rev = rec.pop("revision", None)
+    return (rec, rev) if isinstance(rev, int) and not isinstance(rev, bool) else None
+
+
+def read_all(store: ox.Store, graph: ox.NamedNode) -> tuple[Documents, list[str], set[str]]:
+    """Every instance record's document in `graph` by id, the IRIs of unreadable ones, and the IRIs of
+    records an earlier version wrote (`rewrite_old` puts them in this version's form)."""
+    documents: Documents = {}
+    garbage: list[str] = []
+    old_ones: set[str] = set()
+    unreadable = 0
+    query = f"SELECT ?j WHERE {{ GRAPH <{graph.value}> {{ ?r <{DOCUMENT.value}> ?j }} }}"
+    for row in cast(ox.QuerySolutions, store.query(query)):
+        found = read(_text(row[0]))
+        if found is None:
+            unreadable += 1
+            continue
+        rec, rev = found
+        _keep(documents, (rev, record_iri(rec["id"], rev), rec))
+    if unreadable:  # rare (a damaged directory): their IRIs, to remove them
+        for q in store.quads_for_pattern(None, DOCUMENT, None, graph):
+            if read(_text(q.object)) is None:
+                garbage.append(_text(q.subject))
+    for subj, old, rev in _old_documents(store, graph):
+        if old is None:
+            garbage.append(subj)
+        else:
+            _keep(documents, (rev, subj, old))
+            old_ones.add(subj)
+    return documents, garbage, old_ones
+
+
+def rewrite_old(store: ox.Store, graph: ox.NamedNode, kept: list[Document], batch: int = 5_000) -> None:
+    """Records an earlier version wrote, in this version's form: a batch's new documents in and old ones out
+    in one SPARQL update, so one transaction (quad by quad, a million took 129 s)."""
+    g, new, old = graph.value, DOCUMENT.value, OLD_DOCUMENT.value
+    for first in range(0, len(kept), batch):
+        chunk = kept[first:first + batch]
+        inserted = " ".join(f"<{subj}> <{new}> {document(rec, rev)} ." for rev, subj, rec in chunk)
+        values = " ".join(f"<{subj}>" for _, subj, _ in chunk)
+        store.update(f"DELETE {{ GRAPH <{g}> {{ ?r <{old}> ?j }} }} WHERE {{ VALUES ?r {{ {values} }} "
+                     f"GRAPH <{g}> {{ ?r <{old}> ?j }} }} ; INSERT DATA {{ GRAPH <{g}> {{ {inserted} }} }}")
+
+
+def _old_documents(store: ox.Store, graph: ox.NamedNode) -> Iterator[tuple[str, dict[str, Any] | None, int]]:
+    """Instance records written by earlier versions: (IRI, record or None when unreadable, revision)."""
+    for q in store.quads_for_pattern(None, OLD_DOCUMENT, None, graph):
+        subj = _text(q.subject)
+        if not subj.startswith(RECORD_PREFIX):
+            continue  # an ontology's record, a saved query
+        try:
+            rev = int(subj.rsplit(":", 1)[1])
+            rec = orjson.loads(_text(q.object))
+        except (ValueError, orjson.JSONDecodeError):
+            rec = None
+        if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
+            yield subj, None, 0
+        else:
+            yield subj, rec, rev
+
+
+def _keep(documents: Documents, doc: Document) -> bool:
+    """`doc` among its instance's documents; False when that record's document is there already (a record
+    with both forms is read once)."""
+    iid = doc[2]["id"]
+    found = documents.setdefault(iid, doc)
+    if found is doc:
+        return True
+    if any(d[1] == doc[1] for d in (found if isinstance(found, list) else (found,))):
+        return False
+    documents[iid] = [*found, doc] if isinstance(found, list) else [found, doc]
+    return True
+
+
+def _text(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple) -> str:
+    return str(term) if isinstance(term, ox.Triple) else term.value
