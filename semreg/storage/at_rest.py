@@ -38,7 +38,7 @@ import pyoxigraph as ox
 from semreg import malloc
 from semreg.rdf.terms import SR
 from semreg.storage.rdf_writes import RdfWrites
-from semreg.storage.store import INFERRED, INSTANCE_PREFIX, ONTOLOGY_PREFIX, REGISTRY, TYPE, Store, ontology_graph
+from semreg.storage.store import INFERRED, ONTOLOGY_PREFIX, Store, ontology_graph
 
 log = logging.getLogger("semreg.at_rest")
 
@@ -49,7 +49,6 @@ FLUSH_QUADS = 200_000  # quads written between two flushes of the store's memtab
 FLUSH_EVERY_S = 60.0  # ... and the longest what was written waits for a flush (checked as the thread writes)
 SHA256 = ox.NamedNode(SR + "sha256")
 STATE = ox.NamedNode(SR + "state")
-INSTANCE = ox.NamedNode(SR + "Instance")
 
 Registration = tuple[dict[str, Any] | None, int]  # the record (None: removed) and its revision
 
@@ -145,9 +144,7 @@ class AtRest:
         removal of triples no record holds. Writes made meanwhile are queued already and win."""
         started = time.perf_counter()
         markers = self.writes.markers()
-        typed = {q.subject.value[len(INSTANCE_PREFIX):]
-                 for q in self.store.ox.quads_for_pattern(None, TYPE, INSTANCE, REGISTRY)
-                 if isinstance(q.subject, ox.NamedNode)}
+        typed = self.writes.typed()
         revisions = self.store.revisions()
         queued: dict[str, Registration] = {}
         for iid, rev in revisions.items():

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 
+import pyoxigraph as ox
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semreg.storage import rdf_writes
 from semreg.storage.rdf_writes import MAX_WAIT_S, POLL_S, RdfWrites
-from semreg.storage.store import Store
+from semreg.storage.store import RECORDS, REGISTRY, Store, instance_node
 from semreg.storage.vocabulary import record_nquads
 
 LABEL = re.compile(r"_:[A-Za-z0-9]+")
@@ -64,3 +65,35 @@ def test_a_node_that_never_pauses_still_gets_its_rdf_written():
     writes = RdfWrites(store, clock=lambda: clock.now, sleep=clock.sleep)
     writes.quiet()
     assert MAX_WAIT_S <= sum(clock.slept) < MAX_WAIT_S + 2 * POLL_S
+
+
+def _iri_safe(iid: str) -> bool:
+    try:
+        ox.NamedNode("urn:semreg:instance:" + iid)
+    except ValueError:
+        return False
+    return True
+
+
+IDS = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zs", "Zl", "Zp"), blacklist_characters='<>"{}|^`\\'),
+              min_size=1, max_size=12).filter(_iri_safe)
+
+
+@settings(max_examples=40, deadline=None)
+@given(marked=st.dictionaries(IDS, st.one_of(st.integers(1, 10**12), st.just("x")), max_size=6),
+       typed=st.sets(IDS, max_size=6))
+def test_markers_and_typed_registrations_read_through_the_stores_tsv_as_quad_by_quad(tmp_path_factory, marked, typed):
+    """Any id an IRI can hold (non-ASCII, percent signs, colons), an unreadable marker as -1, and the
+    record nodes' own revisions (not markers) left out."""
+    store = Store(tmp_path_factory.mktemp("d"))
+    for iid, rev in marked.items():
+        value = ox.Literal(str(rev), datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")) \
+            if isinstance(rev, int) else ox.Literal(rev)
+        store.ox.add(ox.Quad(instance_node(iid), rdf_writes.REVISION, value, RECORDS))
+        store.ox.add(ox.Quad(ox.NamedNode(f"urn:semreg:record:{iid}:7"), rdf_writes.REVISION, value, RECORDS))
+    for iid in typed:
+        store.ox.add(ox.Quad(instance_node(iid), ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"),
+                             ox.NamedNode(rdf_writes.SR + "Instance"), REGISTRY))
+    writes = RdfWrites(store)
+    assert writes.markers() == {iid: rev if isinstance(rev, int) else -1 for iid, rev in marked.items()}
+    assert writes.typed() == typed
