@@ -8,7 +8,10 @@ written their RDF held 3.09 GB RSS, of which `malloc_trim(0)` gave back 1.67 GB 
 
 - `cap_arenas()` at start, before threads start: fewer arenas, less memory stranded in them;
 - `release()` after large passes and at a steady interval: `malloc_trim(0)` returns every free page of
-  every arena (it runs without Python's lock, through ctypes).
+  every arena (it runs without Python's lock, through ctypes);
+- `usage()` for `/metrics`: what malloc has handed out and what it keeps free (`mallinfo2`), so that a
+  node's growth can be told apart: Python's own objects (`sys.getallocatedblocks`, in pymalloc's arenas,
+  which malloc does not see below 512 bytes) against the rest (the store's RocksDB, large buffers).
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import ctypes.util
 import functools
 import logging
 import sys
+from dataclasses import dataclass
 
 log = logging.getLogger("semreg.malloc")
 
@@ -52,3 +56,25 @@ def release() -> bool:
     """Return every free page of the heap to the system; True when some memory was returned."""
     libc = _libc()
     return bool(libc is not None and libc.malloc_trim(0) == 1)
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                      "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+@dataclass(frozen=True)
+class Usage:
+    in_use: int  # bytes handed out by malloc and not freed (mapped chunks included)
+    free_kept: int  # bytes freed but kept in its arenas
+
+
+def usage() -> Usage | None:
+    """glibc's account of the heap (`mallinfo2`, glibc 2.33 on), or None elsewhere."""
+    libc = _libc()
+    info = getattr(libc, "mallinfo2", None) if libc is not None else None
+    if info is None:
+        return None
+    info.restype = _MallInfo2
+    got = info()
+    return Usage(in_use=got.uordblks + got.hblkhd, free_kept=got.fordblks)

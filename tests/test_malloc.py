@@ -83,3 +83,33 @@ def test_a_running_node_gives_freed_memory_back_at_every_interval(monkeypatch):
         assert released.wait(10) and len(calls) == 2
     finally:
         server.stop()
+
+
+def test_the_heap_in_use_and_freed_but_kept_are_read_from_glibc():
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    before = malloc.usage()
+    assert before is not None and before.in_use > 0
+    blocks = [libc.malloc(BLOCK) for _ in range(5_000)]  # 20 MiB in small chunks, held
+    during = malloc.usage()
+    kept = blocks.pop()
+    for block in blocks:
+        libc.free(block)
+    after = malloc.usage()
+    libc.free(kept)
+    assert during is not None and after is not None
+    assert during.in_use - before.in_use >= BLOCK * 5_000
+    assert during.in_use - after.in_use >= BLOCK * 4_000  # freed...
+    assert after.free_kept - during.free_kept >= BLOCK * 4_000  # ...and kept below the last block
+
+
+def test_metrics_say_where_a_nodes_memory_is(in_process):
+    text = in_process().client().get("/metrics").text
+    lines = {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines() if line.startswith("semreg_")
+             and " " in line}
+    assert lines["semreg_python_allocated_blocks"] > 10_000
+    assert lines["semreg_python_frozen_objects"] > 0  # the node settled its heap when it opened
+    assert lines['semreg_malloc_bytes{state="in_use"}'] > 1_000_000
+    assert 'semreg_malloc_bytes{state="free_kept"}' in lines

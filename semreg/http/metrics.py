@@ -2,6 +2,8 @@
 routes by policy, closure rebuilds. Exposed at `GET /metrics` in the Prometheus text format."""
 from __future__ import annotations
 
+import gc
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -10,6 +12,8 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from semreg import malloc
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 
@@ -104,6 +108,7 @@ class _Collector(Collector):
             yield CounterMetricFamily("semreg_store_rdf_written", "registrations written or removed as RDF in the "
                                       "data directory", value=src.at_rest.written)
         yield from _sparql(src)
+        yield from _memory()
         cluster = src.cluster
         if cluster is not None:
             members = GaugeMetricFamily("semreg_cluster_members", "cluster members by status", labels=["status"])
@@ -156,6 +161,21 @@ class MetricsMiddleware:
             template = getattr(route, "path", "unmatched")
             self.metrics.requests.labels(template, scope["method"], str(status[0])).inc()
             self.metrics.latency.labels(template).observe(time.perf_counter() - started)
+
+
+def _memory() -> Iterator:
+    """Where this process's memory is, as far as it can tell cheaply (`semreg.malloc`)."""
+    yield GaugeMetricFamily("semreg_python_allocated_blocks", "memory blocks Python's allocator has handed out "
+                            "(its objects; a count, not bytes)", value=sys.getallocatedblocks())
+    yield GaugeMetricFamily("semreg_python_frozen_objects", "objects frozen out of the collector's walks "
+                            "(semreg.heap)", value=gc.get_freeze_count())
+    heap = malloc.usage()
+    if heap is not None:
+        g = GaugeMetricFamily("semreg_malloc_bytes", "bytes of the C heap (glibc's mallinfo2): in use, and freed "
+                              "but kept by its arenas", labels=["state"])
+        g.add_metric(["in_use"], heap.in_use)
+        g.add_metric(["free_kept"], heap.free_kept)
+        yield g
 
 
 def _sparql(src: Sources) -> Iterator:

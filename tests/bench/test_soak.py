@@ -22,6 +22,7 @@ from semreg.bench.scenarios.soak import (
     growth,
     minute_row,
     render,
+    server_heap,
     sparql_request,
     tree_kinds,
 )
@@ -79,9 +80,14 @@ def test_the_table_per_minute_and_the_growth_from_minute_five():
     assert (short["from_minute"], short["to_minute"], short["growth_mib"]) == (1, 3, 6.0)
     assert growth(rows[:2])["mib_per_min"] == 0.0
     header, *lines = render({"per_minute": rows[:2]})
-    assert header[0] == "minute" and lines[1] == ["1", "3,001", "202.0", "50.0", "81.0 (2)", "333.0", "485.0", "0"]
+    assert header[0] == "minute" and lines[1] == ["1", "3,001", "202.0", "50.0", "81.0 (2)", "333.0", "485.0", "0",
+                                                  "0 / 0 / 0"]
     counted = [{**row, "heartbeats": 1000 * row["minute"] ** 2} for row in rows[:3]]
-    assert [line[-1] for line in render({"per_minute": counted})[1:]] == ["0", "1,000", "3,000"]  # in each minute
+    assert [line[-2] for line in render({"per_minute": counted})[1:]] == ["0", "1,000", "3,000"]  # in each minute
+    heaped = {**rows[1], **server_heap({"semreg_python_allocated_blocks": 1_234_567.0,
+                                       'semreg_malloc_bytes{state="in_use"}': 300 * MIB,
+                                       'semreg_malloc_bytes{state="free_kept"}': 12.5 * MIB})}
+    assert render({"per_minute": [heaped]})[1][-1] == "1234.6 / 300.0 / 12.5"
 
 
 def test_the_load_keeps_about_a_thousand_heartbeats_a_second_and_three_thousand_live():
@@ -127,6 +133,7 @@ def test_quick_soak_reads_every_kind_of_process_for_a_minute():
     assert [row["minute"] for row in soak["per_minute"]] == [0, 1]
     last = soak["per_minute"][-1]
     assert last["server_pss_mib"] > 0 and last["template_pss_mib"] > 0 and last["total_pss_mib"] > 0
+    assert last["python_kblocks"] > 10 and last["c_heap_in_use_mib"] > 1  # read off the server's /metrics
     assert 250 <= last["instances"] <= 320
     assert soak["heartbeats_ok"] > 0 and soak["heartbeats_failed"] == 0 and soak["errors_5xx"] == 0
     assert soak["requests"].get("sparql 2xx", 0) > 0 and soak["requests"].get("churn 2xx", 0) > 0

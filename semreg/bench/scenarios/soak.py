@@ -80,11 +80,12 @@ def render(figures: dict) -> list[list[str]]:
     """The per-minute table: PSS of each kind, the whole tree's PSS and RSS, the instances held and the
     heartbeats answered in the minute (a minute far under the load's rate measured a different load)."""
     header = ["minute", "instances", "server PSS MiB", "template PSS MiB", "queries PSS MiB (n)", "total PSS MiB",
-              "total RSS MiB", "heartbeats"]
+              "total RSS MiB", "heartbeats", "server: Python blocks (k) / C heap in use / kept MiB"]
     rows = figures.get("per_minute", [])
     lines = [[str(r["minute"]), f"{r['instances']:,}", f"{r['server_pss_mib']}", f"{r['template_pss_mib']}",
               f"{r['queries_pss_mib']} ({r['query_processes']})", f"{r['total_pss_mib']}", f"{r['total_rss_mib']}",
-              f"{r.get('heartbeats', 0) - (rows[n - 1].get('heartbeats', 0) if n else 0):,}"]
+              f"{r.get('heartbeats', 0) - (rows[n - 1].get('heartbeats', 0) if n else 0):,}",
+              f"{r.get('python_kblocks', 0)} / {r.get('c_heap_in_use_mib', 0)} / {r.get('c_heap_kept_mib', 0)}"]
              for n, r in enumerate(rows)]
     return [header, *lines]
 
@@ -290,6 +291,15 @@ def minute_row(minute: int, memory: Mapping[str, tuple[int, int, int]], instance
     return row
 
 
+def server_heap(metrics: Mapping[str, float]) -> dict[str, Any]:
+    """Where the server's memory is, from its `/metrics`: Python's allocated blocks (thousands), the C heap
+    in use and freed but kept (MiB); what PSS has beyond those is the store's own mappings and pymalloc's
+    arenas."""
+    return {"python_kblocks": round(metrics.get("semreg_python_allocated_blocks", 0) / 1000, 1),
+            "c_heap_in_use_mib": round(metrics.get('semreg_malloc_bytes{state="in_use"}', 0) / MiB, 1),
+            "c_heap_kept_mib": round(metrics.get('semreg_malloc_bytes{state="free_kept"}', 0) / MiB, 1)}
+
+
 def growth(rows: list[dict[str, Any]], key: str = "total_pss_mib") -> dict[str, Any]:
     """`key` from minute `FROM_MINUTE` (the first minute after 0 when the run is shorter) to the last row:
     in MiB, in % and in MiB a minute."""
@@ -311,9 +321,10 @@ def run_minutes(ctx: BenchContext, http, pid: int | None, minutes: int, tally: C
         raise BenchError("the soak's server has no process to read")
 
     def row(minute: int) -> dict[str, Any]:
-        held = sum(v for series, v in ctx.metrics(http).items() if series.startswith("semreg_instances{"))
-        return {**minute_row(minute, read_memory(pid), int(held)), "heartbeats": beater.stats.ok,
-                "heartbeats_failed": beater.stats.failed}
+        metrics = ctx.metrics(http)
+        held = sum(v for series, v in metrics.items() if series.startswith("semreg_instances{"))
+        return {**minute_row(minute, read_memory(pid), int(held)), **server_heap(metrics),
+                "heartbeats": beater.stats.ok, "heartbeats_failed": beater.stats.failed}
 
     rows = [row(0)]
     started = time.perf_counter()
