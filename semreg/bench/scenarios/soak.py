@@ -335,7 +335,9 @@ def run_minutes(ctx: BenchContext, http, pid: int | None, minutes: int, tally: C
             r = rows[-1]
             advance(1)
             ctx.ui.log(f"  minute {minute}: PSS server {r['server_pss_mib']}, template {r['template_pss_mib']}, "
-                       f"queries {r['queries_pss_mib']} ({r['query_processes']}), total {r['total_pss_mib']} MiB; "
+                       f"queries {r['queries_pss_mib']} ({r['query_processes']}), total {r['total_pss_mib']} MiB "
+                       f"(server: {r['python_kblocks']}k Python blocks, C heap {r['c_heap_in_use_mib']} MiB in use, "
+                       f"{r['c_heap_kept_mib']} kept); "
                        f"{r['instances']:,} instances; {beater.stats.ok:,} heartbeats "
                        f"({beater.stats.failed} failed); {tally['watch wakes']:,} wakes")
     return rows
