@@ -11,7 +11,6 @@ Documents written before (`sr:json`, the revision only in the IRI) are still rea
 """
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -19,8 +18,6 @@ import orjson
 import pyoxigraph as ox
 
 from semreg.rdf.terms import SR
-
-log = logging.getLogger("semreg.store")
 
 RECORD_PREFIX = "urn:semreg:record:"
 DOCUMENT = ox.NamedNode(SR + "document")  # the document, with "revision" (this version on)
