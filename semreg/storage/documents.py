@@ -55,7 +55,7 @@ def read_all(store: ox.Store, graph: ox.NamedNode) -> tuple[Documents, list[str]
     unreadable = 0
     query = f"SELECT ?j WHERE {{ GRAPH <{graph.value}> {{ ?r <{DOCUMENT.value}> ?j }} }}"
     for row in cast(ox.QuerySolutions, store.query(query)):
-        found = read(_text(row[0]))
+        found = read(text(row[0]))
         if found is None:
             unreadable += 1
             continue
@@ -63,8 +63,8 @@ def read_all(store: ox.Store, graph: ox.NamedNode) -> tuple[Documents, list[str]
         _keep(documents, (rev, record_iri(rec["id"], rev), rec))
     if unreadable:  # rare (a damaged directory): their IRIs, to remove them
         for q in store.quads_for_pattern(None, DOCUMENT, None, graph):
-            if read(_text(q.object)) is None:
-                garbage.append(_text(q.subject))
+            if read(text(q.object)) is None:
+                garbage.append(text(q.subject))
     for subj, old, rev in _old_documents(store, graph):
         if old is None:
             garbage.append(subj)
@@ -89,12 +89,12 @@ def rewrite_old(store: ox.Store, graph: ox.NamedNode, kept: list[Document], batc
 def _old_documents(store: ox.Store, graph: ox.NamedNode) -> Iterator[tuple[str, dict[str, Any] | None, int]]:
     """Instance records written by earlier versions: (IRI, record or None when unreadable, revision)."""
     for q in store.quads_for_pattern(None, OLD_DOCUMENT, None, graph):
-        subj = _text(q.subject)
+        subj = text(q.subject)
         if not subj.startswith(RECORD_PREFIX):
             continue  # an ontology's record, a saved query
         try:
             rev = int(subj.rsplit(":", 1)[1])
-            rec = orjson.loads(_text(q.object))
+            rec = orjson.loads(text(q.object))
         except (ValueError, orjson.JSONDecodeError):
             rec = None
         if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
@@ -116,5 +116,6 @@ def _keep(documents: Documents, doc: Document) -> bool:
     return True
 
 
-def _text(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple) -> str:
+def text(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple) -> str:
+    """The lexical value of a term (records never hold RDF-star triples)."""
     return str(term) if isinstance(term, ox.Triple) else term.value

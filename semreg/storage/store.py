@@ -30,6 +30,7 @@ import pyoxigraph as ox
 
 from semreg.rdf.terms import RDF, SR, XSD
 from semreg.storage import documents
+from semreg.storage.documents import text as _text
 from semreg.timefmt import now_rfc3339 as now_rfc3339  # semreg.knowledge.ontologies stamps uploads with it
 
 log = logging.getLogger("semreg.store")
@@ -357,9 +358,6 @@ class Store:
             self.ox.flush()
 
 
-def _text(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple) -> str:
-    """The lexical value of a term (records never hold RDF-star triples)."""
-    return str(term) if isinstance(term, ox.Triple) else term.value
 
 
 def _explain_open_error(path: Path | None, exc: Exception) -> str:
