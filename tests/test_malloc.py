@@ -113,3 +113,8 @@ def test_metrics_say_where_a_nodes_memory_is(in_process):
     assert lines["semreg_python_frozen_objects"] > 0  # the node settled its heap when it opened
     assert lines['semreg_malloc_bytes{state="in_use"}'] > 1_000_000
     assert 'semreg_malloc_bytes{state="free_kept"}' in lines
+
+
+def test_metrics_count_the_stores_reopenings(in_process, tmp_path):
+    text = in_process(data_dir=tmp_path / "data").client().get("/metrics").text
+    assert "semreg_store_reopens_total 0.0" in text.splitlines()

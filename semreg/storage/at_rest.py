@@ -23,6 +23,9 @@ RSS, 489 MB once `flush()` had written the memtables out. So the thread flushes 
 `FLUSH_QUADS` quads it writes, and at most `FLUSH_EVERY_S` after any write, and gives the freed memory back
 (`semreg.malloc`): under steady churn (ten registrations and removals a second) the count alone let the
 memtables grow by ~12 MB a minute for twelve minutes at a time, the server's memory a saw with no plateau.
+RocksDB's block caches fill up to 160 MiB as strings are read back, and only closing the store empties
+them (`semreg.storage.handle`): after a flush, once the C heap has grown by `REOPEN_GROWTH` since the store
+was opened, and at most once every `REOPEN_MIN_S`, the thread opens it again.
 """
 from __future__ import annotations
 
@@ -47,6 +50,8 @@ GROUP_QUADS = 20_000  # registrations are written in groups of about this many q
 GROUP_S = 30.0  # the longest a stop waits for the group being written
 FLUSH_QUADS = 200_000  # quads written between two flushes of the store's memtables (about 140 MB of them)
 FLUSH_EVERY_S = 60.0  # ... and the longest what was written waits for a flush (checked as the thread writes)
+REOPEN_GROWTH = 16 << 20  # bytes of C heap grown since the store was opened that have it opened again
+REOPEN_MIN_S = 60.0  # ... and the least time between two openings (at a flush)
 SHA256 = ox.NamedNode(SR + "sha256")
 STATE = ox.NamedNode(SR + "state")
 
@@ -55,9 +60,12 @@ Registration = tuple[dict[str, Any] | None, int]  # the record (None: removed) a
 class AtRest:
     """One background thread writing the RDF form of records and graphs; `wait()` for what is asked."""
 
-    def __init__(self, store: Store, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, store: Store, monotonic: Callable[[], float] = time.monotonic,
+                 heap: Callable[[], int | None] = lambda: getattr(malloc.usage(), "in_use", None)) -> None:
+        """`heap`: the bytes of C heap in use (None where unknown: the store is then never reopened)."""
         self.store = store
         self._monotonic = monotonic
+        self._heap = heap
         self.writes = RdfWrites(store, stopping=lambda: self._abandon)
         self._cond = threading.Condition()
         self._instances: dict[str, Registration] = {}
@@ -72,6 +80,9 @@ class AtRest:
         self.flushes = 0
         self._unflushed = 0  # quads written since the store's memtables were last flushed
         self._flushed_at = monotonic()
+        self.reopens = 0  # times the store was closed and opened again
+        self._opened_at = monotonic()
+        self._heap_at_open: int | None = None  # the C heap after the first flush or the last reopening
         self.last_error: Exception | None = None
 
     def start(self) -> None:
@@ -171,7 +182,9 @@ class AtRest:
     def keep_ontologies(self, names: Iterable[str]) -> None:
         """Remove the graphs of ontologies no longer recorded (after a crash, or an older version's)."""
         keep = {ontology_graph(n) for n in names}
-        for graph in self.store.ox.named_graphs():
+        with self.store.reading() as store:
+            graphs = list(store.named_graphs())
+        for graph in graphs:
             if isinstance(graph, ox.NamedNode) and graph.value.startswith(ONTOLOGY_PREFIX) and graph not in keep:
                 self.remove_ontology(graph.value[len(ONTOLOGY_PREFIX):])
 
@@ -251,6 +264,27 @@ class AtRest:
                                               "ms": round((time.perf_counter() - started) * 1000)})
             self._unflushed = 0
             self._flushed_at = now
+            self._reopen_if_grown(now)
+
+    def _reopen_if_grown(self, now: float) -> None:
+        heap = self._heap()
+        if heap is None or self._heap_at_open is None:
+            self._heap_at_open = heap
+            return
+        if heap - self._heap_at_open < REOPEN_GROWTH or now - self._opened_at < REOPEN_MIN_S:
+            return
+        started = time.perf_counter()
+        if not self.store.reopen():
+            log.debug("store not reopened: a reader is using it; tried again at the next flush")
+            return
+        malloc.release()
+        after = self._heap()
+        self.reopens += 1
+        self._opened_at = now
+        self._heap_at_open = after
+        log.info("store reopened, RocksDB's block caches given back",
+                 extra={"heap_mib_before": round(heap / 2**20, 1), "heap_mib_after": round((after or 0) / 2**20, 1),
+                        "ms": round((time.perf_counter() - started) * 1000)})
 
 
 def _groups(items: list[tuple[str, Registration]]) -> Iterator[tuple[list[tuple[str, Registration]], int]]:

@@ -1,6 +1,6 @@
 """Durable truth in pyoxigraph: the submitted documents, written before a request is acknowledged.
 
-`urn:semreg:records`: one record per instance (`sr:json`, the registration as accepted, with a
+`urn:semreg:records`: one record per instance (`sr:document`, the registration as accepted, with its
 revision), one per ontology (its metadata and the uploaded document, `sr:source`), client-set prefixes,
 saved queries (`<urn:semreg:query:NAME> a sr:SavedQuery ; sr:name ; sr:owner ; sr:json`).
 Written synchronously, transactionally, before a request is acknowledged; start-up reads them.
@@ -17,6 +17,7 @@ missing any of its three triples is garbage and discarded too.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
@@ -31,6 +32,7 @@ import pyoxigraph as ox
 from semreg.rdf.terms import RDF, SR, XSD
 from semreg.storage import documents
 from semreg.storage.documents import text as _text
+from semreg.storage.handle import Handle, reads
 from semreg.timefmt import now_rfc3339 as now_rfc3339  # semreg.knowledge.ontologies stamps uploads with it
 
 log = logging.getLogger("semreg.store")
@@ -100,11 +102,10 @@ class Store:
         if path is not None and path.exists() and not path.is_dir():
             raise StoreError(f"the data directory {path} is a file, not a directory; give --data-dir a directory.")
         try:
-            if path is None:
-                self.ox = ox.Store()
-            else:
+            if path is not None:
                 path.mkdir(parents=True, exist_ok=True)
-                self.ox = ox.Store(str(path))
+            self._handle = Handle(path)
+            self.ox = self._handle.ox
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(_explain_open_error(path, exc)) from exc
         self._lock = threading.Lock()
@@ -117,7 +118,23 @@ class Store:
         self._ontology_revisions: dict[str, int] = {}
         self._max_ontology_revision = 0
 
+    def reading(self) -> contextlib.AbstractContextManager[ox.Store]:
+        """`ox`, not closed under a caller that reads it without the lock while it reads."""
+        return self._handle.reading()
+
+    def reopen(self) -> bool:
+        """Close the store and open it again, giving RocksDB's block caches back (`semreg.storage.handle`);
+        False when that could not be done now. Only from the thread writing the RDF (the one user of `ox`
+        holding neither the lock nor `reading()`)."""
+        with self._lock:
+            self.ox = None  # type: ignore[assignment]  # the handle's reference must be the last one
+            try:
+                return self._handle.reopen()
+            finally:
+                self.ox = self._handle.ox
+
     # -- instance records --------------------------------------------------------------------------
+    @reads
     def load_records(self) -> list[tuple[dict[str, Any], int]]:
         """Every instance record, newest revision per id; removes superseded and partial ones.
 
@@ -179,6 +196,7 @@ class Store:
         with self._lock:
             return dict(self._revisions)
 
+    @reads
     def read_record(self, instance_id: str) -> tuple[dict[str, Any], int] | None:
         """One instance's current record and revision, read from the store."""
         rev = self._revisions.get(instance_id)
@@ -234,6 +252,7 @@ class Store:
             if rev is not None:
                 self._remove_subject(ox.NamedNode(f"urn:semreg:ontology-record:{name}:{rev}"), RECORDS)
 
+    @reads
     def load_ontologies(self) -> list[tuple[OntologyMeta, str]]:
         """Each ontology's newest complete record (metadata, source); older and partial ones removed."""
         parts: dict[str, dict[str, Any]] = {}
@@ -271,11 +290,12 @@ class Store:
     def foreign_quads(self) -> Iterable[ox.Quad]:
         """The quads of the graphs semreg does not own (put in the data directory by other tools): the
         default graph and any named graph outside `urn:semreg:`. `/sparql` serves them as they are."""
-        graphs: list[Any] = [ox.DefaultGraph()]
-        graphs += [g for g in self.ox.named_graphs()
-                   if not (isinstance(g, ox.NamedNode) and g.value.startswith(OWNED_PREFIXES))]
-        for graph in graphs:
-            yield from self.ox.quads_for_pattern(None, None, None, graph)
+        with self._handle.reading() as store:
+            graphs: list[Any] = [ox.DefaultGraph()]
+            graphs += [g for g in store.named_graphs()
+                       if not (isinstance(g, ox.NamedNode) and g.value.startswith(OWNED_PREFIXES))]
+            for graph in graphs:
+                yield from store.quads_for_pattern(None, None, None, graph)
 
     def drop_derived_graphs(self) -> list[str]:
         """Remove graphs of semreg's that are none of the records, the registry, the closure or an ontology's
@@ -295,6 +315,7 @@ class Store:
         return dropped
 
     # -- this node in a ring ------------------------------------------------------------------------
+    @reads
     def load_last_on_ring(self) -> float | None:
         for q in self.ox.quads_for_pattern(THIS_NODE, LAST_ON_RING, None, RECORDS):
             try:
@@ -309,6 +330,7 @@ class Store:
             self.ox.add(ox.Quad(THIS_NODE, LAST_ON_RING, ox.Literal(repr(float(wall)), datatype=XSD_DOUBLE), RECORDS))
 
     # -- prefixes ----------------------------------------------------------------------------------
+    @reads
     def load_prefixes(self) -> dict[str, str]:
         out = {}
         for q in self.ox.quads_for_pattern(None, NAMESPACE, None, RECORDS):
@@ -328,6 +350,7 @@ class Store:
             self._remove_subject(ox.NamedNode(f"urn:semreg:prefix:{prefix}"), RECORDS)
 
     # -- saved queries ------------------------------------------------------------------------------
+    @reads
     def load_queries(self) -> list[tuple[str, str | None, dict[str, Any]]]:
         """Every saved query: (name, owner, its JSON); an unreadable one is left out and logged."""
         out = []
@@ -356,8 +379,6 @@ class Store:
     def flush(self) -> None:
         if self.path is not None:
             self.ox.flush()
-
-
 
 
 def _explain_open_error(path: Path | None, exc: Exception) -> str:

@@ -10,7 +10,7 @@ import pyoxigraph as ox
 import pytest
 
 from semreg.clock import FakeClock
-from semreg.storage.at_rest import FLUSH_EVERY_S, AtRest
+from semreg.storage.at_rest import FLUSH_EVERY_S, REOPEN_GROWTH, REOPEN_MIN_S, AtRest
 from semreg.storage.rdf_writes import REVISION
 from semreg.storage.registrations import Reader
 from semreg.storage.store import INFERRED, RECORDS, REGISTRY, Store, instance_node, ontology_graph
@@ -162,6 +162,59 @@ def test_a_trickle_of_writes_is_flushed_once_a_minute(tmp_path):
     store.save_records([(rec("i2", 2), 3)])
     assert at_rest.wait(60) and at_rest.flushes == 1  # the minute starts again at the flush
     assert set(registrations(store)) == {"i0", "i1", "i2"}
+    at_rest.stop()
+
+
+def test_the_store_is_opened_again_after_a_flush_once_the_heap_grew(tmp_path):
+    """RocksDB's block caches fill as strings are read back: past `REOPEN_GROWTH` of C heap since the store
+    was opened, and no sooner than `REOPEN_MIN_S`, a flush is followed by closing and opening the store."""
+    clock = FakeClock()
+    heap = [100 << 20]
+    store = Store(tmp_path / "d")
+    store.load_records()
+    at_rest = AtRest(store, clock.monotonic, heap=lambda: heap[0])
+    store.on_written = at_rest.records_written
+    at_rest.start()
+    n = 0
+
+    def minute_of_writes() -> None:
+        nonlocal n
+        clock.advance(FLUSH_EVERY_S)
+        n += 1
+        store.save_records([(rec(f"i{n}", n), n)])
+        assert at_rest.wait(60)
+
+    minute_of_writes()  # the first flush: the heap as it is now is the mark
+    heap[0] += REOPEN_GROWTH - 1
+    minute_of_writes()
+    assert at_rest.flushes == 2 and at_rest.reopens == 0  # grown, but not enough
+    heap[0] += 1
+    minute_of_writes()
+    assert at_rest.reopens == 1
+    heap[0] += 2 * REOPEN_GROWTH  # the heap after the reopening is the new mark
+    with store.reading():  # a reader is iterating: tried again at the next flush
+        minute_of_writes()
+    assert at_rest.reopens == 1
+    if FLUSH_EVERY_S < REOPEN_MIN_S:
+        clock.advance(REOPEN_MIN_S)
+    minute_of_writes()
+    assert at_rest.reopens == 2
+    assert set(registrations(store)) == {f"i{k}" for k in range(1, n + 1)}
+    assert {r["id"] for r, _ in store.load_records()} == {f"i{k}" for k in range(1, n + 1)}
+    at_rest.stop()
+
+
+def test_a_store_is_not_opened_again_where_the_heap_is_not_known(tmp_path):
+    clock = FakeClock()
+    store = Store(tmp_path / "d")
+    at_rest = AtRest(store, clock.monotonic, heap=lambda: None)
+    store.on_written = at_rest.records_written
+    at_rest.start()
+    for n in range(3):
+        clock.advance(max(FLUSH_EVERY_S, REOPEN_MIN_S))
+        store.save_records([(rec(f"i{n}", n), n + 1)])
+        assert at_rest.wait(60)
+    assert at_rest.flushes == 3 and at_rest.reopens == 0
     at_rest.stop()
 
 
