@@ -20,6 +20,7 @@ from semreg.bench.scenarios.soak import (
     SoakLoad,
     churn_request,
     growth,
+    trend,
     minute_row,
     render,
     server_heap,
@@ -65,6 +66,19 @@ def test_the_kinds_of_process_are_told_by_parentage_and_command_line():
 def _memory(server: float, template: float, queries: float, n: int = 2) -> dict[str, tuple[int, int, int]]:
     return {"server": (int(server * MIB), int(2 * server * MIB), 1), "template": (int(template * MIB), 0, 1),
             "queries": (int(queries * MIB), int(queries * MIB), n)}
+
+
+def test_the_trend_compares_the_means_of_five_minutes_so_a_saw_tooth_is_flat():
+    saw = [minute_row(m, _memory(200, 50 + 10 * (m % 5), 80), 3000) for m in range(31)]  # rebuilt every 5 min
+    assert growth(saw)["growth_pct"] == pytest.approx(100 * 0 / 330)  # minutes 5 and 30: same phase by luck
+    assert growth(saw[:29])["growth_pct"] == pytest.approx(100 * 30 / 330, abs=0.1)  # minute 28: the top
+    flat = trend(saw[:29])
+    assert flat is not None and flat["growth_pct"] == 0.0
+    assert (flat["from_minutes"], flat["to_minutes"]) == ([5, 9], [24, 28])
+    rising = trend([minute_row(m, _memory(200 + m, 50, 80), 3000) for m in range(31)])
+    assert rising is not None and rising["from_mib"] == 337.0 and rising["to_mib"] == 358.0
+    assert trend([minute_row(m, _memory(200, 50, 80), 3000) for m in range(14)]) is None  # windows overlap
+    assert trend([minute_row(m, _memory(200, 50, 80), 3000) for m in range(15)]) is not None
 
 
 def test_the_table_per_minute_and_the_growth_from_minute_five():

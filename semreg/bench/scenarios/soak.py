@@ -42,6 +42,7 @@ from semreg.bench.stats import latency_stats
 KINDS = ("server", "template", "queries")
 TEMPLATE_MODULE = "semreg.sparql.worker"  # the template's argv: `python -m semreg.sparql.worker ...`
 FROM_MINUTE = 5  # growth is measured from this minute (the first minute in a shorter run) to the end
+TREND_WINDOW = 5  # minutes averaged at each end for the trend (`trend`)
 DISCOVERY_CLASSES = 200  # the discoveries cycle over this many questions, so their caches can level off
 WATCH_WAIT_S = 60
 CHURN_LIFE_S = 10  # a churned instance is deregistered this long after its registration (under its ttl)
@@ -129,6 +130,11 @@ def soak(ctx: BenchContext) -> dict:
     g = figures["growth"]
     ctx.ui.log(f"  total PSS {g['from_mib']} → {g['to_mib']} MiB from minute {g['from_minute']} to "
                f"{g['to_minute']} ({g['growth_pct']:+}%, {g['mib_per_min']:+} MiB/min)")
+    if figures["trend"] is not None:
+        t = figures["trend"]
+        ctx.ui.log(f"  mean total PSS of minutes {t['to_minutes'][0]}-{t['to_minutes'][1]} against "
+                   f"{t['from_minutes'][0]}-{t['from_minutes'][1]}: {t['from_mib']} → {t['to_mib']} MiB "
+                   f"({t['growth_pct']:+}%; server {figures['trend_by_kind']['server']['growth_pct']:+}%)")
     return figures
 
 
@@ -313,6 +319,20 @@ def growth(rows: list[dict[str, Any]], key: str = "total_pss_mib") -> dict[str, 
             "mib_per_min": round(change / minutes, 2) if minutes else 0.0}
 
 
+def trend(rows: list[dict[str, Any]], key: str = "total_pss_mib", window: int = TREND_WINDOW) -> dict[str, Any] | None:
+    """`key`'s mean over the last `window` minutes against its mean over the `window` from minute `FROM_MINUTE`:
+    growth that a process rebuilt now and then (the SPARQL replicas' saw-tooth) does not hide or fake at
+    a single minute. None when the run is too short for two windows apart."""
+    first = [row[key] for row in rows if FROM_MINUTE <= row["minute"] < FROM_MINUTE + window]
+    last_minute = rows[-1]["minute"]
+    last = [row[key] for row in rows if row["minute"] > last_minute - window]
+    if len(first) < window or len(last) < window or last_minute - window + 1 < FROM_MINUTE + window:
+        return None
+    base, end = sum(first) / window, sum(last) / window
+    return {"from_minutes": [FROM_MINUTE, FROM_MINUTE + window - 1], "to_minutes": [last_minute - window + 1, last_minute],
+            "from_mib": round(base, 1), "to_mib": round(end, 1), "growth_pct": round(100 * (end - base) / base, 1)}
+
+
 def run_minutes(ctx: BenchContext, http, pid: int | None, minutes: int, tally: Counter[str],
                 beater: Heartbeater) -> list[dict[str, Any]]:
     """A row at the start (minute 0) and at the end of every minute, until `minutes` have passed, with the
@@ -351,6 +371,7 @@ def summary(rows: list[dict[str, Any]], load: SoakLoad, beater: Heartbeater, tal
     return {
         "per_minute": rows, "growth": total, "growth_pct": total["growth_pct"],
         "growth_by_kind": {kind: growth(rows, f"{kind}_pss_mib") for kind in KINDS},
+        "trend": trend(rows), "trend_by_kind": {kind: trend(rows, f"{kind}_pss_mib") for kind in KINDS},
         "load": {"instances": load.instances, "ttl_s": load.ttl_s, "heartbeat_period_s": round(load.period_s, 3),
                  "watches": load.watches, "discoveries_per_s": load.discoveries_per_s,
                  "sparql_per_s": load.sparql_per_s, "churn_per_s": load.churn_per_s},
