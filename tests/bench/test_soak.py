@@ -20,12 +20,12 @@ from semreg.bench.scenarios.soak import (
     SoakLoad,
     churn_request,
     growth,
-    trend,
     minute_row,
     render,
     server_heap,
     sparql_request,
     tree_kinds,
+    trend,
 )
 from semreg.bench.settings import from_args
 
