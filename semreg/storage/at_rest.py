@@ -275,7 +275,7 @@ class AtRest:
             return
         started = time.perf_counter()
         if not self.store.reopen():
-            log.debug("store not reopened: a reader is using it; tried again at the next flush")
+            log.debug("store not reopened now (a reader, or little free disk); tried again at the next flush")
             return
         malloc.release()
         after = self._heap()

@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import logging
+import shutil
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -26,8 +28,11 @@ from typing import Any, TypeVar
 
 import pyoxigraph as ox
 
-OPEN_ATTEMPTS = 20  # the closed store may still be held by an iterator in a reference cycle: collect and retry
-OPEN_RETRY_S = 0.1
+FREE_BYTES = 64 << 20  # free disk below which the store is not closed (opening writes a manifest, options, a log)
+OPEN_RETRY_S = 0.05  # the first pause before opening again after a failure, doubled up to RETRY_MAX_S
+RETRY_MAX_S = 30.0
+QUIET_ATTEMPTS = 4  # failures before each is logged as an error (a collected iterator usually lets go first)
+log = logging.getLogger("semreg.store")
 _T = TypeVar("_T")
 
 
@@ -51,17 +56,19 @@ class Handle:
             with self._gate:
                 self._readers -= 1
 
-    def reopen(self) -> bool:
-        """Close the store and open it again; the caller holds writers off. False when that cannot be done
-        now: a store in memory (closing it would lose it), a reader iterating, or the store referenced
-        elsewhere (closing would then not happen)."""
-        if self.path is None:
+    def reopen(self, let_go: Callable[[], None] = lambda: None) -> bool:
+        """Close the store and open it again; the caller holds writers off, and `let_go` drops the caller's
+        own references once no reader is left. False when that cannot be done now: a store in memory
+        (closing it would lose it), a reader iterating, too little free disk for RocksDB's new files, or
+        the store referenced elsewhere (closing would then not happen)."""
+        if self.path is None or shutil.disk_usage(self.path).free < FREE_BYTES:
             return False
         with self._gate:
             if self._readers:
                 return False
             self._closing = True
         try:
+            let_go()
             if sys.getrefcount(self.ox) > 2:  # this attribute and the call's argument
                 return False
             self.ox = None  # type: ignore[assignment]  # the last reference: RocksDB closes here
@@ -74,14 +81,20 @@ class Handle:
 
 
 def _open_again(path: Path) -> ox.Store:
+    """The store at `path`, opened again however long that takes: a closed store that cannot be opened
+    leaves writers waiting (reads are served from memory) rather than failing them."""
     pause = threading.Event()
-    for _ in range(OPEN_ATTEMPTS - 1):
+    attempt = 0
+    while True:
         try:
             return ox.Store(str(path))
-        except OSError:
-            gc.collect()
-            pause.wait(OPEN_RETRY_S)
-    return ox.Store(str(path))
+        except OSError as exc:
+            attempt += 1
+            if attempt >= QUIET_ATTEMPTS:
+                log.error("the data directory's store could not be opened again; writes wait, retrying",
+                          extra={"path": str(path), "error": str(exc), "attempt": attempt})
+            gc.collect()  # an iterator in a reference cycle may still hold the closed store's files
+            pause.wait(min(RETRY_MAX_S, OPEN_RETRY_S * 2 ** min(attempt, 10)))
 
 
 def reads(method: Callable[..., _T]) -> Callable[..., _T]:

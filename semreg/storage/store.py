@@ -126,10 +126,12 @@ class Store:
         """Close the store and open it again, giving RocksDB's block caches back (`semreg.storage.handle`);
         False when that could not be done now. Only from the thread writing the RDF (the one user of `ox`
         holding neither the lock nor `reading()`)."""
-        with self._lock:
+        def let_go() -> None:
             self.ox = None  # type: ignore[assignment]  # the handle's reference must be the last one
+
+        with self._lock:
             try:
-                return self._handle.reopen()
+                return self._handle.reopen(let_go)
             finally:
                 self.ox = self._handle.ox
 

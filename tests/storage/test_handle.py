@@ -2,6 +2,7 @@
 back, what the store holds stays, and a reader or a stray reference makes it wait for a later try."""
 from __future__ import annotations
 
+import shutil
 import threading
 
 import pyoxigraph as ox
@@ -120,3 +121,35 @@ def test_a_reader_arriving_during_a_reopening_waits_for_the_new_store(tmp_path, 
     reader.join(30)
     assert got == [({"id": "a"}, 1)]
     assert len(list(store.ox.quads_for_pattern(None, None, None, RECORDS))) == 3
+
+
+def test_a_store_that_cannot_be_opened_again_at_once_is_retried_until_it_opens(tmp_path, monkeypatch, caplog):
+    store = Store(tmp_path / "d")
+    store.save_records([({"id": "a"}, 1)])
+    real = ox.Store
+    failures = iter([OSError("IO error: lock hold by current process")] * 5)
+
+    def flaky(*args):
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return real(*args)
+
+    monkeypatch.setattr("semreg.storage.handle.OPEN_RETRY_S", 0.0)
+    monkeypatch.setattr("semreg.storage.handle.ox.Store", flaky)
+    assert store.reopen()
+    assert store.read_record("a") == ({"id": "a"}, 1)
+    said = [r for r in caplog.records if r.getMessage().startswith("the data directory's store could not be opened")]
+    assert [r.attempt for r in said] == [4, 5]  # the first few are an iterator letting go; then each is told
+
+
+def test_a_store_on_a_nearly_full_disk_is_not_closed(tmp_path, monkeypatch):
+    store = Store(tmp_path / "d")
+    store.save_records([({"id": "a"}, 1)])
+    kept = store.ox
+    monkeypatch.setattr("semreg.storage.handle.shutil.disk_usage", lambda path: shutil._ntuple_diskusage(100, 99, 1))
+    assert not store.reopen()  # opening writes new files: a full disk would leave it closed
+    assert store.ox is kept
+    del kept
+    monkeypatch.undo()
+    assert store.reopen()
