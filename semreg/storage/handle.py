@@ -88,7 +88,7 @@ def _open_again(path: Path) -> ox.Store:
     while True:
         try:
             return ox.Store(str(path))
-        except OSError as exc:
+        except (OSError, RuntimeError, ValueError) as exc:  # what pyoxigraph raises on open (`Store.__init__`)
             attempt += 1
             if attempt >= QUIET_ATTEMPTS:
                 log.error("the data directory's store could not be opened again; writes wait, retrying",

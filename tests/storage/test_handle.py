@@ -127,7 +127,7 @@ def test_a_store_that_cannot_be_opened_again_at_once_is_retried_until_it_opens(t
     store = Store(tmp_path / "d")
     store.save_records([({"id": "a"}, 1)])
     real = ox.Store
-    failures = iter([OSError("IO error: lock hold by current process")] * 5)
+    failures = iter([OSError("IO error: lock hold by current process")] * 4 + [RuntimeError("IO error: Input/output error")])
 
     def flaky(*args):
         failure = next(failures, None)
