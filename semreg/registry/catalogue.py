@@ -221,14 +221,31 @@ class Catalogue:
     def _walked(self, components: list[Component | None]) -> Iterable[Tag]:
         """The tags a question's components may match: those of the component whose terms hold the fewest
         tags (the others are tested term by term, so no set of all the tags a broad term reaches is ever made:
-        at 300,000 tags that made a new question 5 ms); every tag when all three positions are wildcards."""
+        at 300,000 tags that made a new question 5 ms), kept only where the other components reach their terms;
+        every tag when all three positions are wildcards.
+
+        The test against the other components is a comprehension over each term's tags: at a million
+        instances of random tags a leaf class and its ancestors hold ~4,000 tags, of which a handful also
+        match the other positions, and grading each of them in `_logical`'s loop took ~4 ms a question."""
         present = [(pos, c) for pos, c in enumerate(components) if c is not None]
         if not present:
             return self.holders.keys()
         by_position = self.by_position
         pos, component = min(present, key=lambda pc: sum(len(by_position[pc[0]][t]) for t in pc[1]))
         registered = by_position[pos]
-        return (tag for term in component for tag in registered[term])
+        others = [(p, c) for p, c in present if p != pos]
+        if not others:
+            return (tag for term in component for tag in registered[term])
+        out: list[Tag] = []
+        if len(others) == 1:
+            (a, ca), = others
+            for term in component:
+                out += [t for t in registered[term] if t[a] in ca]
+        else:
+            (a, ca), (b, cb) = others
+            for term in component:
+                out += [t for t in registered[term] if t[a] in ca and t[b] in cb]
+        return out
 
     def holder_ids(self, tag: Tag) -> tuple[str, ...]:
         """The ids of the instances carrying `tag`, sorted (kept until they change)."""
