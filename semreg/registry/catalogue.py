@@ -56,12 +56,22 @@ class Catalogue:
         self._components: OrderedDict[tuple[int, str, bool, bool], Component] = OrderedDict()
         self._component_terms = 0
         self._sorted: dict[Tag, tuple[str, ...]] = {}  # tag → its holders' ids, sorted
+        self._terms: dict[str, str] = {}  # each term of a registered tag → the one string object kept for it
         self.hierarchy: Hierarchy = Hierarchy()
         # names this catalogue's registered terms as they are (similar's cache key, in an index that every
         # catalogue of one hierarchy shares): drawn from one counter, so no two catalogues' states share one
         self.terms_version = next(_TERMS_VERSIONS)
 
     # -- maintenance -----------------------------------------------------------------------------
+    def shared(self, tags: Iterable[Tag]) -> tuple[Tag, ...]:
+        """`tags` made of the string objects the catalogue already keeps for their terms, where it has one.
+
+        Every registration parsed from JSON brings strings of its own; a million instances of 3 tags over a
+        few thousand terms held 9,000,000 copies of them (~700 bytes an instance, measured with tracemalloc).
+        The strings kept are those of the registered tags, so a term is let go with its last tag."""
+        terms = self._terms
+        return tuple([tuple.__new__(Tag, (terms.get(s, s), terms.get(p, p), terms.get(o, o))) for s, p, o in tags])
+
     def add(self, instance_id: str, tags: Iterable[Tag]) -> list[Tag]:
         """Record that an instance carries `tags`; returns the tags that are new to the catalogue."""
         new = []
@@ -75,6 +85,7 @@ class Catalogue:
                     bucket = self.by_position[pos].get(term)
                     if bucket is None:
                         self.by_position[pos][term] = {tag}
+                        self._terms.setdefault(term, term)
                         terms_changed = True
                     else:
                         bucket.add(tag)
@@ -110,6 +121,8 @@ class Catalogue:
                     bucket.discard(tag)
                     if not bucket:
                         del self.by_position[pos][term]
+                        if all(term not in at for at in self.by_position):
+                            del self._terms[term]
                         terms_changed = True
                 gone.append(tag)
                 self.terms_version = next(_TERMS_VERSIONS)

@@ -87,6 +87,7 @@ class Registry:
             old = self.instances.get(reg.id)
             if revision is not None and not self.newer(reg.id, revision):
                 continue  # a copy older than what this shard holds, or than its removal
+            reg.share_tags(self.catalogue.shared(reg.tags))
             expires = now + reg.ttl_s if reg.ttl_s > 0 else None
             inst = Instance(reg=reg, registered_at=now, last_heartbeat=now, expires_at=expires,
                             registered_at_wall=at_wall or wall,

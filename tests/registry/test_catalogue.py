@@ -110,6 +110,12 @@ def test_holders_and_answers_are_exact_through_any_adds_and_removes(hierarchy, o
     assert all(len(ids) == len(set(ids)) for ids in cat.holders.values())
     assert {t: cat.holder_ids(t) for t in model} == {t: tuple(sorted(ids)) for t, ids in model.items()}
     assert set().union(*cat.by_position[2].values()) == set(model)
+    carried_terms = {term for tag in model for term in tag}
+    for term in TERMS + PROPS:
+        fresh = "".join(list(term))  # an equal string, another object
+        kept = cat.shared([Tag(fresh, fresh, fresh)])[0]
+        assert kept == (term, term, term)
+        assert (kept.s is not fresh) == (term in carried_terms), term  # kept while a tag carries it, let go after
 
 
 def test_individual_and_equivalent_terms(hierarchy):
@@ -119,3 +125,26 @@ def test_individual_and_equivalent_terms(hierarchy):
     cat.add("b", [Tag(EX + "Book")])
     got = {m[0].s: (m[1], m[2]) for m in cat.expand(Tag(EX + "Livro"), frozenset({"exact", "narrower"}))}
     assert got == {EX + "Book": ("exact", 0), EX + "dracula": ("narrower", 2)}
+
+
+def copy(text: str) -> str:
+    return "".join(list(text))
+
+
+def test_registrations_share_the_strings_of_their_terms(hierarchy):
+    """Equal tags of two instances, parsed separately, end up made of one set of string objects; a term's
+    string is kept while some tag carries it at any position, and a tag made of it is equal to the one given."""
+    cat = Catalogue()
+    cat.set_hierarchy(hierarchy)
+    first = Tag(copy(EX + "Livro"), copy(EX + "temUmGenero"), copy(EX + "Terror"))
+    cat.add("a", cat.shared([first]))
+    second = cat.shared([Tag(copy(EX + "Terror"), copy(EX + "temUmGenero"), copy(EX + "Livro"))])[0]
+    assert second == Tag(EX + "Terror", EX + "temUmGenero", EX + "Livro")
+    assert second.s is first.o and second.p is first.p and second.o is first.s
+    cat.add("b", [second])
+    cat.remove("a", [first])  # Livro and Terror still carried by b, at other positions
+    third = cat.shared([Tag(copy(EX + "Livro"), copy(EX + "temUmGenero"), copy(EX + "Terror"))])[0]
+    assert third.s is first.s and third.o is first.o
+    cat.remove("b", [second])
+    fourth = Tag(copy(EX + "Livro"), ANY, ANY)
+    assert cat.shared([fourth])[0].s is fourth.s  # nothing carries Livro any more: its string was let go

@@ -149,3 +149,17 @@ def test_leases_lapsing_at_once_are_handled_a_batch_at_a_time_until_none_is_due(
     assert len(rest) == 15 and registry.expire(limit=10) == []
     assert {c.id for c in first + rest} == {f"i{k:02d}" for k in range(25)}
     assert all(registry.get(f"i{k:02d}").status == CRITICAL for k in range(25))
+
+
+def test_registrations_of_equal_tags_hold_one_copy_of_each_term(registry):
+    """Each registration parses its own strings; once registered, equal terms are one object (a million
+    instances of 3 tags over a few thousand terms held 9,000,000 strings), and the tags read back as given."""
+    def parsed(iid):
+        return Registration(id=iid, service="svc", address="10.0.0.1", port=80, tags=(Tag(
+            "".join(["http://x/", "A"]), "".join(["http://x/", "p"]), "".join(["http://x/", "B"])),))
+
+    first, _ = registry.put(parsed("a"))
+    second, _ = registry.put(parsed("b"))
+    assert second.reg.tags == (Tag("http://x/A", "http://x/p", "http://x/B"),)
+    assert all(x is y for x, y in zip(first.reg.tags[0], second.reg.tags[0]))
+    assert second.view()["tags"] == [{"s": "http://x/A", "p": "http://x/p", "o": "http://x/B"}]
