@@ -145,17 +145,21 @@ class Dataset:
 
     def instance(self, index: int) -> dict:
         """The registration of instance `index`: ttl 0 so it never expires during a run."""
+        tags = [{"s": class_iri(s), "p": property_iri(p), "o": class_iri(o)} for s, p, o in self.tag_indexes(index)]
+        return {"id": self.instance_id(index), "service": f"bench-svc-{index % 50:02d}",
+                "address": f"10.{index // 65536 % 256}.{index // 256 % 256}.{index % 256}",
+                "port": 8000 + index % 1000, "tags": tags, "weight": 1 + index % 10, "ttl": 0,
+                "meta": {"bench": "discovery"}}
+
+    def tag_indexes(self, index: int) -> list[tuple[int, int, int]]:
+        """The tags of instance `index` as (subject class, property, object class) indexes."""
         rng = random.Random(self.seed * 1_000_003 + index)
         inside, outside = self._subject_pools
         tags = []
         for t in range(self.tags_per_instance):
             pool = inside if t == 0 and index in self.answer_indexes else outside
-            tags.append({"s": class_iri(rng.choice(pool)), "p": property_iri(rng.randrange(self.properties)),
-                         "o": class_iri(rng.randrange(self.classes))})
-        return {"id": self.instance_id(index), "service": f"bench-svc-{index % 50:02d}",
-                "address": f"10.{index // 65536 % 256}.{index // 256 % 256}.{index % 256}",
-                "port": 8000 + index % 1000, "tags": tags, "weight": 1 + index % 10, "ttl": 0,
-                "meta": {"bench": "discovery"}}
+            tags.append((rng.choice(pool), rng.randrange(self.properties), rng.randrange(self.classes)))
+        return tags
 
     def instances_iter(self) -> Iterator[dict]:
         return (self.instance(i) for i in range(self.instances))

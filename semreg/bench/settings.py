@@ -111,8 +111,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", metavar="NAME[,NAME]", default="",
                         help="run only these scenarios (comma list of discovery, many-tags, cold-discovery, "
                              "sparql, register-1000-tags, closure, storage, watches, health-checks, heartbeat-load, ring, "
-                             "paused-owner, dns, cluster, soak, scale, owlstc, no-sparql; an unknown name lists every scenario; "
-                             "soak, scale and no-sparql run only when named)")
+                             "paused-owner, dns, cluster, soak, scale, scale-ring, owlstc, no-sparql; an unknown name lists "
+                             "every scenario; soak, scale, scale-ring and no-sparql run only when named)")
     for flag, dest, kind, text in _SIZES:
         parser.add_argument(flag, dest=dest, type=kind, default=None, metavar="N", help=text)
     parser.add_argument("--semreg-url", metavar="URL", default=None,

@@ -6,8 +6,8 @@ numbers (or small dicts/lists of numbers) by name; wrk results under `"peers"` b
 that compares servers reports a ratio. Targets (`Target`) are checked by the runner and shown, never
 asserted. To add a scenario, write it in the module of its family (or a new one), decorate it, and
 name it in `SCENARIOS` below; `--only NAME` selects it. A scenario in `ONLY_WHEN_NAMED` is left out of
-a run that names none (the soak takes half an hour by default; scale and no-sparql are as long as --instances
-makes them).
+a run that names none (the soak takes half an hour by default; scale, scale-ring and no-sparql are as long as
+--instances makes them).
 
     common.py        `Scenario` and `@scenario`, and the steps several scenarios share
     discovery.py     discovery, many-tags, cold-discovery: GET /v1/discover against etcd and SPARQL
@@ -23,6 +23,8 @@ makes them).
     thesis.py        cluster: the thesis's tables on rings of 2 and 5 nodes (`semreg bench cluster`)
     dns.py           dns: SRV answers over UDP for a saved query against the same question over HTTP
     owlstc.py        owlstc: OWLS-TC 3's development half (P, R, AP of 14 requests, logic alone and with similar)
+    scale_ring.py    scale-ring: the same instances on a ring of three (k=2): memory per member, answers the same
+                     at every member and as one node's, discovery, heartbeats, a member's start-up after SIGKILL
     replica.py       no-sparql: what the SPARQL replica costs a node, as what --no-sparql saves (scale's readings)
     soak.py          soak: memory per minute of the server, the SPARQL template and the query processes under
                      steady churn (heartbeats, watches, discoveries, SPARQL, registrations and removals)
@@ -42,6 +44,7 @@ from semreg.bench.scenarios import (
     replica,
     ring,
     scale,
+    scale_ring,
     soak,
     sparql,
     storage,
@@ -67,11 +70,12 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     thesis.cluster,
     soak.soak,
     scale.scale,
+    scale_ring.scale_ring,
     owlstc.owlstc,
     replica.no_sparql,
 )}
 
-ONLY_WHEN_NAMED = frozenset({"soak", "scale", "no-sparql"})
+ONLY_WHEN_NAMED = frozenset({"soak", "scale", "scale-ring", "no-sparql"})
 
 
 def default_names() -> list[str]:

@@ -1,0 +1,39 @@
+"""The scale-ring scenario end to end at a smoke size: three real members and a real etcd on loopback ports."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from support.paths import ROOT
+
+from semreg.bench.scenarios import SCENARIOS, default_names
+
+
+def test_scale_ring_runs_only_when_named_and_has_its_targets():
+    assert "scale-ring" in SCENARIOS and "scale-ring" not in default_names()
+    assert SCENARIOS["scale-ring"].needs == ("etcd",)
+    assert [t.label for t in SCENARIOS["scale-ring"].targets] == ["PSS of the largest member", "answers differing"]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.process
+def test_quick_scale_ring_reports_members_answers_and_a_restart():
+    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", "scale-ring", "--instances",
+                           "2000", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=290, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ring = json.loads(done.stdout)["scenarios"]["scale-ring"]
+    assert "error" not in ring, ring["error"]
+    assert ring["instances"] == 2000 and ring["members"] == 3 and ring["replicas"] == 2
+    assert sum(ring["records_per_member"].values()) == 2 * 2000  # each record on two members
+    memory = ring["memory"]
+    assert memory["n1"]["template_pss_mib"] > 0  # the first member serves SPARQL ...
+    assert memory["n2"]["template_pss_mib"] == memory["n3"]["template_pss_mib"] == 0  # ... the others forward
+    assert ring["largest_member_pss_mib"] == max(m["total_pss_mib"] for m in memory.values())
+    assert ring["answers"]["differing"] == 0 and ring["answers"]["compared"] == 3 * 200 + 3
+    for figure in ("hot_discovery", "cold_discovery", "register_1000_tags"):
+        assert ring[figure]["n"] > 0 and ring[figure]["median_ms"] > 0
+    assert ring["heartbeats"]["per_s"] > 0 and ring["heartbeats"]["failed"] == 0
+    assert ring["restart"]["startup_s"] > 0 and ring["restart"]["records"] > 0
+    assert [t["met"] for t in ring["targets"]] == [True, True]
