@@ -68,9 +68,9 @@ class Node:
         self.questions = Questions(self.knowledge)  # what each saved query asks, parsed once per change
         self.shard.subscribe(self.coordinator.changed)
         self.changelog = ChangeLog(epoch=int(self.clock.wall() * 1_000_000))
-        self.shard.subscribe(self.changelog.append)
         self.cluster: Cluster | None = None
-        if settings.etcd:
+        if settings.etcd:  # other members follow this log; a node alone keeps no one's changes
+            self.shard.subscribe(self.changelog.append)
             kv = kv if kv is not None else EtcdKV(parse_endpoints(settings.etcd), clock=self.clock,
                                                   client=client_factory(etcd_access(settings)))
             self.cluster = Cluster(kv=kv, cluster=settings.cluster,

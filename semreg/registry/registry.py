@@ -64,6 +64,9 @@ class Registry:
         self.catalogue = Catalogue()
         self.on_change = on_change
         self._deadlines: list[tuple[float, str]] = []  # (when, id): lazily checked lease deadlines
+        # the instances of each status, kept as they change: /metrics asks on every scrape, and counting a
+        # million instances held the event loop 0.3-0.9 s
+        self._statuses: dict[str, int] = dict.fromkeys((UP, "blocked", "draining", CRITICAL), 0)
 
     # -- writes ------------------------------------------------------------------------------------
     def put(self, reg: Registration, *, revision: int | None = None) -> tuple[Instance, bool]:
@@ -103,6 +106,7 @@ class Registry:
                 inst.admin_status = status
             self.tombstones.pop(reg.id, None)
             self.instances[reg.id] = inst
+            self._statuses[inst.status] += 1
             self.by_service.setdefault(reg.service, set()).add(reg.id)
             self.by_environment.setdefault(reg.environment, set()).add(reg.id)
             self.catalogue.add(reg.id, reg.tags)
@@ -171,7 +175,7 @@ class Registry:
             inst.admin_status = status
         if revision is not None:
             inst.revision = revision
-        membership = inst.status != before
+        membership = self._restatus(inst, before)
         # every renewal is newer state (lease, load): a copy elsewhere that was not renewed is older
         inst.state_version = max(inst.state_version + 1, state_version)
         inst.invalidate_view()
@@ -190,7 +194,7 @@ class Registry:
             inst.last_heartbeat = max(inst.last_heartbeat, self.clock.monotonic())
         inst.invalidate_view()
         self._schedule(inst)
-        self._emit([_change(inst, CHECK, inst.status != before)])
+        self._emit([_change(inst, CHECK, self._restatus(inst, before))])
         return inst
 
     def apply_state(self, instance_id: str, revision: int, state_version: int, admin_status: str, expired: bool,
@@ -203,7 +207,7 @@ class Registry:
         inst.admin_status, inst.expired, inst.check_passing = admin_status, expired, check_passing
         inst.state_version = state_version
         inst.invalidate_view()
-        self._emit([_change(inst, STATUS, inst.status != before)])
+        self._emit([_change(inst, STATUS, self._restatus(inst, before))])
         return inst
 
     def set_leased(self, instance_id: str, leased: bool) -> None:
@@ -267,7 +271,9 @@ class Registry:
             if inst is None or self._deadline(inst) != when:
                 continue
             if inst.status != CRITICAL:
+                before = inst.status
                 inst.expired = True
+                self._restatus(inst, before)
                 inst.state_version += 1
                 inst.invalidate_view()
                 changes.append(_change(inst, EXPIRED, True))
@@ -311,13 +317,21 @@ class Registry:
         return out
 
     def counts_by_status(self) -> dict[str, int]:
-        out = dict.fromkeys((UP, "blocked", "draining", CRITICAL), 0)
-        for inst in self.instances.values():
-            out[inst.status] += 1
-        return out
+        return dict(self._statuses)
 
     # -- internals ---------------------------------------------------------------------------------
+    def _restatus(self, inst: Instance, before: str) -> bool:
+        """Count `inst` under its status now instead of `before`; whether it changed."""
+        after = inst.status
+        if after == before:
+            return False
+        self._statuses[before] -= 1
+        self._statuses[after] += 1
+        return True
+
     def _unindex(self, inst: Instance) -> None:
+        """Forget a removed instance (or the copy a newer one replaces) in every index and count."""
+        self._statuses[inst.status] -= 1
         self.catalogue.remove(inst.id, inst.reg.tags)
         for index, key in ((self.by_service, inst.reg.service), (self.by_environment, inst.reg.environment)):
             ids = index.get(key)

@@ -4,11 +4,13 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from semreg.clock import FakeClock
 from semreg.errors import NotFound
 from semreg.rdf.terms import Tag
-from semreg.registry.instances import CRITICAL, UP, Registration
+from semreg.registry.instances import BLOCKED, CRITICAL, DRAINING, STATUSES, UP, Registration
 from semreg.registry.registry import Change, Registry
 
 T = Tag("http://x/A")
@@ -163,3 +165,51 @@ def test_registrations_of_equal_tags_hold_one_copy_of_each_term(registry):
     assert second.reg.tags == (Tag("http://x/A", "http://x/p", "http://x/B"),)
     assert all(x is y for x, y in zip(first.reg.tags[0], second.reg.tags[0]))
     assert second.view()["tags"] == [{"s": "http://x/A", "p": "http://x/p", "o": "http://x/B"}]
+
+
+IDS = st.sampled_from("abcde")
+STEPS = st.lists(st.one_of(
+    st.tuples(st.just("put"), IDS, st.sampled_from([0.0, 5.0]), st.sampled_from([None, UP, BLOCKED, DRAINING])),
+    st.tuples(st.just("heartbeat"), IDS, st.sampled_from([None, UP, BLOCKED, DRAINING])),
+    st.tuples(st.just("check"), IDS, st.booleans()),
+    st.tuples(st.just("state"), IDS, st.sampled_from([UP, BLOCKED, DRAINING]), st.booleans(), st.booleans()),
+    st.tuples(st.just("delete"), IDS), st.tuples(st.just("drop"), IDS),
+    st.tuples(st.just("advance"), st.sampled_from([1.0, 6.0, 40.0]))), max_size=60)
+
+
+@given(STEPS)
+@settings(max_examples=300, deadline=None)
+def test_counts_by_status_are_kept_exact_through_any_changes(steps):
+    """The counts /metrics reads are kept as statuses change (a million instances were counted on every
+    scrape); whatever happens to the instances, they are what counting them gives."""
+    clock = FakeClock(monotonic=0.0, wall=1_800_000_000.0)
+    registry = Registry(clock)
+    for step in steps:
+        kind, *args = step
+        try:
+            if kind == "put":
+                iid, ttl, status = args
+                registry.put_many([reg(iid, ttl=ttl, dereg=10.0)], admin_statuses=[status])
+            elif kind == "heartbeat":
+                registry.heartbeat(args[0], status=args[1])
+            elif kind == "check":
+                registry.set_check_result(args[0], args[1])
+            elif kind == "state":
+                iid, status, expired, passing = args
+                inst = registry.instances.get(iid)
+                if inst is not None:
+                    registry.apply_state(iid, inst.revision, inst.state_version + 1, status, expired, passing)
+            elif kind == "delete":
+                registry.delete(args[0])
+            elif kind == "drop":
+                registry.drop(args[0])
+            else:
+                clock.advance(args[0])
+                while registry.expire():
+                    pass
+        except NotFound:
+            pass
+        counted = dict.fromkeys(STATUSES, 0)
+        for inst in registry.instances.values():
+            counted[inst.status] += 1
+        assert registry.counts_by_status() == counted, step
