@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from semreg.clock import FakeClock
 from semreg.errors import NotFound
 from semreg.rdf.terms import Tag
+from semreg.registry import listing
 from semreg.registry.instances import BLOCKED, CRITICAL, DRAINING, STATUSES, UP, Registration
 from semreg.registry.registry import Change, Registry
 
@@ -169,7 +170,8 @@ def test_registrations_of_equal_tags_hold_one_copy_of_each_term(registry):
 
 IDS = st.sampled_from("abcde")
 STEPS = st.lists(st.one_of(
-    st.tuples(st.just("put"), IDS, st.sampled_from([0.0, 5.0]), st.sampled_from([None, UP, BLOCKED, DRAINING])),
+    st.tuples(st.just("put"), IDS, st.sampled_from([0.0, 5.0]), st.sampled_from([None, UP, BLOCKED, DRAINING]),
+              st.sampled_from(["s1", "s2"]), st.sampled_from(["default", "prod"]), st.sampled_from(["A", "B"])),
     st.tuples(st.just("heartbeat"), IDS, st.sampled_from([None, UP, BLOCKED, DRAINING])),
     st.tuples(st.just("check"), IDS, st.booleans()),
     st.tuples(st.just("state"), IDS, st.sampled_from([UP, BLOCKED, DRAINING]), st.booleans(), st.booleans()),
@@ -180,16 +182,18 @@ STEPS = st.lists(st.one_of(
 @given(STEPS)
 @settings(max_examples=300, deadline=None)
 def test_counts_by_status_are_kept_exact_through_any_changes(steps):
-    """The counts /metrics reads are kept as statuses change (a million instances were counted on every
-    scrape); whatever happens to the instances, they are what counting them gives."""
+    """The counts /metrics and a node alone's overview read are kept as instances change (a million instances
+    were counted on every scrape); whatever happens to the instances, they are what counting them gives."""
     clock = FakeClock(monotonic=0.0, wall=1_800_000_000.0)
     registry = Registry(clock)
     for step in steps:
         kind, *args = step
         try:
             if kind == "put":
-                iid, ttl, status = args
-                registry.put_many([reg(iid, ttl=ttl, dereg=10.0)], admin_statuses=[status])
+                iid, ttl, status, service, environment, term = args
+                registry.put_many([Registration(id=iid, service=service, address="h", port=1, ttl_s=ttl,
+                                                deregister_after_s=10.0, environment=environment,
+                                                tags=(Tag("http://x/" + term),))], admin_statuses=[status])
             elif kind == "heartbeat":
                 registry.heartbeat(args[0], status=args[1])
             elif kind == "check":
@@ -213,3 +217,4 @@ def test_counts_by_status_are_kept_exact_through_any_changes(steps):
         for inst in registry.instances.values():
             counted[inst.status] += 1
         assert registry.counts_by_status() == counted, step
+        assert listing.alone(registry) == listing.counted(registry.instances.values(), None), step  # the overview
