@@ -45,13 +45,18 @@ class Registration:
                 "check": self.check, "meta": self.meta, "owner": self.owner, "environment": self.environment}
 
     @classmethod
-    def from_record(cls, rec: dict[str, Any]) -> "Registration":
-        return cls(id=rec["id"], service=rec["service"], address=rec["address"], port=int(rec["port"]),
-                   scheme=rec.get("scheme", "http"), tags=tuple(map(Tag._make, rec.get("tags", ()))),
+    def from_record(cls, rec: dict[str, Any], terms: dict[str, str] | None = None) -> "Registration":
+        """The registration a record holds. With `terms`, the strings of its tags' terms, service, scheme and
+        environment are those already in `terms` (the others are added): a million records read at once
+        then share a few thousand strings, and each record's own go with it."""
+        same = (lambda x: x) if terms is None else (lambda x: terms.setdefault(x, x))
+        tags = tuple([tuple.__new__(Tag, (same(s), same(p), same(o))) for s, p, o in rec.get("tags", ())])
+        return cls(id=rec["id"], service=same(rec["service"]), address=rec["address"], port=int(rec["port"]),
+                   scheme=same(rec.get("scheme", "http")), tags=tags,
                    weight=int(rec.get("weight", 1)), capacity=rec.get("capacity"),
                    ttl_s=float(rec.get("ttl", 30)), deregister_after_s=float(rec.get("deregister_after", 90)),
                    check=rec.get("check"), meta=dict(rec.get("meta") or {}), owner=rec.get("owner"),
-                   environment=rec.get("environment") or DEFAULT_ENVIRONMENT)
+                   environment=same(rec.get("environment") or DEFAULT_ENVIRONMENT))
 
 
 @dataclass(slots=True)

@@ -42,6 +42,7 @@ def sort_out(records: Iterable[tuple[dict[str, Any], int]], keep_after: float) -
     """`records` (record, revision) sorted out; a tombstone removed before `keep_after` (wall) is expired, an
     unreadable record is skipped with a warning."""
     out = Recorded()
+    terms: dict[str, str] = {}  # one string a term, service and scheme: the records' own are let go at once
     for rec, rev in records:
         if rec.get("deleted"):
             at = float(rec.get("deleted_at") or 0)
@@ -51,7 +52,7 @@ def sort_out(records: Iterable[tuple[dict[str, Any], int]], keep_after: float) -
                 out.tombstones[rec["id"]] = (rev, at)
             continue
         try:
-            out.regs.append(Registration.from_record(rec))
+            out.regs.append(Registration.from_record(rec, terms))
         except (KeyError, TypeError, ValueError):
             log.warning("ignored an unreadable instance record", extra={"record": str(rec)[:200]})
             continue

@@ -54,3 +54,24 @@ def test_registrations_go_back_in_batches_the_loop_turning_between_them(monkeypa
     assert [registry.instances[f"i{n}"].revision for n in range(10)] == list(range(1, 11))
     assert seen == [4, 8, 10]  # a turn after each batch
     assert [(r.done, r.of) for r in caplog.records if r.msg == "restoring instances"] == [(4, 10), (8, 10)]
+
+
+def test_records_read_at_once_share_one_string_a_term():
+    """Each record decoded from JSON has strings of its own; the registrations sorted out of many share one a
+    term, service, scheme and environment, and are equal to those each record holds."""
+    import orjson
+
+    records = [(orjson.loads(orjson.dumps(record(n, environment="prod"))), 1) for n in range(8)]
+    out = restore.sort_out(records, keep_after=0.0)
+    assert out.regs == [Registration.from_record(rec) for rec, _ in records]
+    first, later = out.regs[0], out.regs[4]  # the same tag: C0 p O
+    assert all(a is b for a, b in zip(first.tags[0], later.tags[0]))
+    assert out.regs[1].tags[0].p is first.tags[0].p and out.regs[1].tags[0].o is first.tags[0].o
+    for field in ("service", "scheme", "environment"):
+        assert getattr(first, field) is getattr(later, field)
+
+
+def test_a_record_whose_tag_is_not_three_terms_is_skipped():
+    bad = {**record(1), "tags": [["http://ex.org/only-two", "http://ex.org/p"]]}
+    out = restore.sort_out([(record(0), 1), (bad, 1)], keep_after=0.0)
+    assert [r.id for r in out.regs] == ["i0"]
