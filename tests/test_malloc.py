@@ -110,7 +110,7 @@ def test_metrics_say_where_a_nodes_memory_is(in_process):
     lines = {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines() if line.startswith("semreg_")
              and " " in line}
     assert lines["semreg_python_allocated_blocks"] > 10_000
-    assert lines["semreg_python_frozen_objects"] > 0  # the node settled its heap when it opened
+    assert not any(name.startswith("semreg_python_frozen") for name in lines)  # counting them walks them all
     assert lines['semreg_malloc_bytes{state="in_use"}'] > 1_000_000
     assert 'semreg_malloc_bytes{state="free_kept"}' in lines
 
