@@ -11,7 +11,7 @@ Everything is a pure function of the sizes and the seed.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -85,14 +85,11 @@ class Dataset:
 
     def descendants(self, index: int) -> set[int]:
         """Every class below `index` (not itself), through asserted subClassOf steps."""
-        seen: set[int] = set()
-        stack = list(self.children[index])
-        while stack:
-            node = stack.pop()
-            if node not in seen:
-                seen.add(node)
-                stack.extend(self.children[node])
-        return seen
+        return _reach(index, self.children)
+
+    def ancestors(self, index: int) -> set[int]:
+        """Every class above `index` (not itself), through asserted subClassOf steps."""
+        return _reach(index, self.parents)
 
     @cached_property
     def target_class(self) -> int:
@@ -182,3 +179,15 @@ class Dataset:
     def sparql_query(self) -> str:
         """One triple pattern; its rows are the subclasses of `sparql_class` (asserted and inferred)."""
         return f"SELECT ?s WHERE {{ ?s <{RDFS_SUBCLASSOF}> <{class_iri(self.sparql_class)}> }}"
+
+
+def _reach(index: int, step: Mapping[int, Iterable[int]]) -> set[int]:
+    """Every node `step` leads to from `index`, in any number of steps (not `index` itself unless a cycle)."""
+    seen: set[int] = set()
+    stack = list(step[index])
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            stack.extend(step[node])
+    return seen

@@ -47,14 +47,7 @@ class Oracle:
 @cache
 def _related_classes(data: Dataset, index: int) -> frozenset[int]:
     """The class, the classes below it and the classes above it."""
-    above: set[int] = set()
-    stack = list(data.parents[index])
-    while stack:
-        node = stack.pop()
-        if node not in above:
-            above.add(node)
-            stack.extend(data.parents[node])
-    return frozenset(above | data.descendants(index) | {index})
+    return frozenset(data.ancestors(index) | data.descendants(index) | {index})
 
 
 def _chain(index: int, parent_of) -> Iterable[int]:

@@ -9,13 +9,19 @@ from semreg.node import TRIM_EVERY_S
 from semreg.registry.local_shard import TOMBSTONE_KEEP_S
 
 
+def three_and_a_removal(server: InProcess):
+    """A client of `server`, which holds i0-i2 and has removed i0."""
+    c = server.client()
+    for n in range(3):
+        assert c.put(f"/v1/instances/i{n}", json={"service": "s", "address": "h", "port": 1, "ttl": 0}).status_code == 201
+    assert c.delete("/v1/instances/i0").status_code == 204
+    return c
+
+
 def test_tombstones_past_their_keep_are_forgotten_while_the_node_runs():
     server = InProcess().start()
     try:
-        c = server.client()
-        for n in range(3):
-            assert c.put(f"/v1/instances/i{n}", json={"service": "s", "address": "h", "port": 1, "ttl": 0}).status_code == 201
-        assert c.delete("/v1/instances/i0").status_code == 204
+        c = three_and_a_removal(server)
         shard = server.node.shard
         assert server.call(lambda: set(shard.registry.tombstones)) == {"i0"}
         server.call(lambda: server.clock.advance(TOMBSTONE_KEEP_S / 2))
@@ -36,10 +42,7 @@ def test_a_node_alone_keeps_no_change_log():
     never has."""
     server = InProcess().start()
     try:
-        c = server.client()
-        for n in range(3):
-            assert c.put(f"/v1/instances/i{n}", json={"service": "s", "address": "h", "port": 1, "ttl": 0}).status_code == 201
-        assert c.delete("/v1/instances/i0").status_code == 204
+        three_and_a_removal(server)
         assert server.call(lambda: server.node.changelog.since(0)) == (False, [])
     finally:
         server.stop()
