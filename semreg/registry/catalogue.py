@@ -64,13 +64,19 @@ class Catalogue:
 
     # -- maintenance -----------------------------------------------------------------------------
     def shared(self, tags: Iterable[Tag]) -> tuple[Tag, ...]:
-        """`tags` made of the string objects the catalogue already keeps for their terms, where it has one.
+        """`tags` made of the string objects the catalogue already keeps for their terms, where it has one; a
+        tag already made of them is itself (start-up reads records with shared strings already).
 
         Every registration parsed from JSON brings strings of its own; a million instances of 3 tags over a
         few thousand terms held 9,000,000 copies of them (~700 bytes an instance, measured with tracemalloc).
         The strings kept are those of the registered tags, so a term is let go with its last tag."""
         terms = self._terms
-        return tuple([tuple.__new__(Tag, (terms.get(s, s), terms.get(p, p), terms.get(o, o))) for s, p, o in tags])
+        out = []
+        for tag in tags:
+            s, p, o = tag
+            kept = terms.get(s, s), terms.get(p, p), terms.get(o, o)
+            out.append(tag if kept[0] is s and kept[1] is p and kept[2] is o else tuple.__new__(Tag, kept))
+        return tuple(out)
 
     def add(self, instance_id: str, tags: Iterable[Tag]) -> list[Tag]:
         """Record that an instance carries `tags`; returns the tags that are new to the catalogue."""

@@ -90,7 +90,9 @@ class Registry:
             old = self.instances.get(reg.id)
             if revision is not None and not self.newer(reg.id, revision):
                 continue  # a copy older than what this shard holds, or than its removal
-            reg.share_tags(self.catalogue.shared(reg.tags))
+            shared = self.catalogue.shared(reg.tags)
+            if any(a is not b for a, b in zip(shared, reg.tags)):
+                reg.share_tags(shared)
             expires = now + reg.ttl_s if reg.ttl_s > 0 else None
             inst = Instance(reg=reg, registered_at=now, last_heartbeat=now, expires_at=expires,
                             registered_at_wall=at_wall or wall,

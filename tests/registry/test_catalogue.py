@@ -138,6 +138,7 @@ def test_registrations_share_the_strings_of_their_terms(hierarchy):
     cat.set_hierarchy(hierarchy)
     first = Tag(copy(EX + "Livro"), copy(EX + "temUmGenero"), copy(EX + "Terror"))
     cat.add("a", cat.shared([first]))
+    assert cat.shared([first])[0] is first  # a tag already made of the kept strings is itself
     second = cat.shared([Tag(copy(EX + "Terror"), copy(EX + "temUmGenero"), copy(EX + "Livro"))])[0]
     assert second == Tag(EX + "Terror", EX + "temUmGenero", EX + "Livro")
     assert second.s is first.o and second.p is first.p and second.o is first.s

@@ -54,7 +54,7 @@ def one_server(ctx: BenchContext, extra: tuple[str, ...], n: int) -> dict[str, A
         ctx.upload_ontology(peer.url)
         with ctx.client(peer.url, timeout_s=600) as http:
             empty = tree_memory(peer)
-            register_s = register(ctx, http, ctx.dataset)
+            register_s = register(ctx, http, ctx.dataset).seconds
             ctx.wait_settled(http, SETTLE_S * max(1, n // 100_000))
             check_held(ctx, http, n, "after registering them")
             wait_s = 0.0 if ctx.settings.quick else RELEASE_WAIT_S

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Collection
 from typing import Any
 
 import httpx
@@ -71,7 +72,7 @@ def scale(ctx: BenchContext) -> dict:
         ctx.upload_ontology(peer.url)
         with ctx.client(peer.url, timeout_s=600) as http:
             empty = tree_memory(peer)
-            register_s = register(ctx, http, ctx.dataset)
+            register_s = register(ctx, http, ctx.dataset).seconds
             settled_s = ctx.wait_settled(http, SETTLE_S * max(1, n // 100_000))
             check_held(ctx, http, n, "after registering them")
             settled = tree_memory(peer)
@@ -133,19 +134,36 @@ def hot_discovery(ctx: BenchContext, http: httpx.Client) -> dict:
     return ms_summary(samples)
 
 
-def cold_discovery(ctx: BenchContext, http: httpx.Client) -> dict:
-    """`COLD_REQUESTS` distinct questions with every degree, each asked once."""
+Question = tuple[str, str, str]
+COLD_LIMIT = 100  # instances a new question asks for
+
+
+def new_questions(ctx: BenchContext, seed: int, exclude: Collection[Question] = ()) -> list[Question]:
+    """`COLD_REQUESTS` distinct (class, property, class) questions drawn with `seed`, none of `exclude`."""
     data = ctx.dataset
-    rng = random.Random(ctx.settings.seed + 11)
-    asked: set[tuple[str, str, str]] = set()
+    rng = random.Random(ctx.settings.seed + seed)
+    asked: set[Question] = set()
     while len(asked) < COLD_REQUESTS:
-        asked.add((class_iri(rng.randrange(data.classes)), property_iri(rng.randrange(data.properties)),
-                   class_iri(rng.randrange(data.classes))))
+        q = (class_iri(rng.randrange(data.classes)), property_iri(rng.randrange(data.properties)),
+             class_iri(rng.randrange(data.classes)))
+        if q not in exclude:
+            asked.add(q)
+    return sorted(asked)
+
+
+def new_question_params(q: Question) -> dict[str, Any]:
+    """A new question's parameters: every logical degree, at most `COLD_LIMIT` instances."""
+    return {"s": q[0], "p": q[1], "o": q[2], "match": "all", "limit": COLD_LIMIT}
+
+
+def cold_discovery(ctx: BenchContext, http: httpx.Client, asked: list[Question] | None = None) -> dict:
+    """`COLD_REQUESTS` distinct questions with every degree (`asked`, or drawn), each asked once."""
+    asked = new_questions(ctx, 11) if asked is None else asked
     samples = []
-    with ctx.ui.step(f"cold discovery: {COLD_REQUESTS} new questions, match=all", total=COLD_REQUESTS) as advance:
-        for s, p, o in sorted(asked):
+    with ctx.ui.step(f"cold discovery: {len(asked)} new questions, match=all", total=len(asked)) as advance:
+        for q in asked:
             started = time.perf_counter()
-            expect(http.get("/v1/discover", params={"s": s, "p": p, "o": o, "match": "all", "limit": 100}))
+            expect(http.get("/v1/discover", params=new_question_params(q)))
             samples.append(time.perf_counter() - started)
             advance()
     return ms_summary(samples)

@@ -17,7 +17,6 @@ started with `--no-sparql` and forward `/sparql` to it, as the README's capacity
 """
 from __future__ import annotations
 
-import random
 import time
 from typing import Any
 
@@ -25,29 +24,27 @@ import httpx
 
 from semreg.bench.aio.loop import LoopThread
 from semreg.bench.context import BenchContext, expect
-from semreg.bench.dataset import class_iri, property_iri
 from semreg.bench.localcluster import ClusterNode, LocalCluster
 from semreg.bench.oracle import Oracle
 from semreg.bench.peers import BenchError
 from semreg.bench.report import Target
 from semreg.bench.scenarios.common import scenario
 from semreg.bench.scenarios.scale import (
-    COLD_REQUESTS,
+    COLD_LIMIT,
     RELEASE_WAIT_S,
     START_TIMEOUT_S,
+    cold_discovery,
     heartbeats,
     hot_discovery,
+    new_question_params,
+    new_questions,
     thousand_tag_registrations,
     tree_memory,
 )
-from semreg.bench.scenarios.storage import BATCH, SETTLE_S, held
-from semreg.bench.stats import ms_summary
+from semreg.bench.scenarios.storage import SETTLE_S, held, register
 
 MEMBERS = 3
 REPLICAS = 2
-Question = tuple[str, str, str]
-RETRIES = 30  # times a batch answered 503 is sent again
-LIMIT = 100  # instances a cold question asks for; answers of more are compared as a subset of one node's
 
 
 @scenario("scale-ring", "--instances instances of 3 tags on a ring of three members with k=2 (the first serving "
@@ -68,7 +65,7 @@ def scale_ring(ctx: BenchContext) -> dict:
         first, second = members[0].url, members[1].url
         ctx.upload_ontology(first)
         with ctx.client(first, timeout_s=600) as http:
-            register_s, retried = register_through_ring(ctx, http)
+            register_s, retried = register(ctx, http, ctx.dataset)
         settled_s = settle(ctx, members, SETTLE_S * max(1, n // 100_000))
         with ctx.ui.step(f"waiting {RELEASE_WAIT_S:.0f} s for the members to give freed memory back"):
             time.sleep(0.0 if ctx.settings.quick else RELEASE_WAIT_S)
@@ -84,7 +81,8 @@ def scale_ring(ctx: BenchContext) -> dict:
         figures["answers"] = same_answers(ctx, members)
         with ctx.client(second, timeout_s=600) as http:
             figures["hot_discovery"] = hot_discovery(ctx, http)
-            figures["cold_discovery"] = cold_through(ctx, http)
+            # new questions on this member: none of those asked at every member
+            figures["cold_discovery"] = cold_discovery(ctx, http, new_questions(ctx, 29, exclude=new_questions(ctx, 11)))
         with ctx.client(first, timeout_s=600) as http:
             figures["register_1000_tags"] = thousand_tag_registrations(ctx, http)
         with LoopThread("semreg-bench-scale-ring") as loop:
@@ -98,27 +96,6 @@ def scale_ring(ctx: BenchContext) -> dict:
                f"{figures['heartbeats']['per_s']:,} heartbeats/s, a member back in {figures['restart']['startup_s']} s, "
                f"{figures['answers']['differing']} answers differing")
     return figures
-
-
-def register_through_ring(ctx: BenchContext, http: httpx.Client) -> tuple[float, int]:
-    """The data set in batches of `BATCH` through one member, as a client would: a batch answered 503 (a
-    member whose lease lapsed on this loaded machine takes no writes until it is back) is sent again after
-    its Retry-After, up to `RETRIES` times. The seconds the requests took, and how many were sent again."""
-    data, elapsed, retried = ctx.dataset, 0.0, 0
-    with ctx.ui.step(f"registering {data.instances:,} instances × {data.tags_per_instance} tags in batches of "
-                     f"{BATCH:,} through the ring", total=data.instances) as advance:
-        for batch in data.batches(BATCH):
-            for attempt in range(RETRIES + 1):
-                started = time.perf_counter()
-                response = http.post("/v1/instances/batch", json={"instances": batch})
-                elapsed += time.perf_counter() - started
-                if response.status_code != 503 or attempt == RETRIES:
-                    break
-                retried += 1
-                time.sleep(float(response.headers.get("Retry-After", "1")))
-            expect(response)
-            advance(len(batch))
-    return elapsed, retried
 
 
 def member_options(ctx: BenchContext, k: int) -> tuple[str, ...]:
@@ -148,20 +125,10 @@ def records(ctx: BenchContext, members: list[ClusterNode]) -> dict[str, int]:
     return out
 
 
-def questions(ctx: BenchContext) -> list[Question]:
-    data = ctx.dataset
-    rng = random.Random(ctx.settings.seed + 11)  # the scale scenario's cold questions
-    asked: set[Question] = set()
-    while len(asked) < COLD_REQUESTS:
-        asked.add((class_iri(rng.randrange(data.classes)), property_iri(rng.randrange(data.properties)),
-                   class_iri(rng.randrange(data.classes))))
-    return sorted(asked)
-
-
 def same_answers(ctx: BenchContext, members: list[ClusterNode]) -> dict[str, int]:
     """Each question asked at every member: the instances must be the same at each and those the question must
-    find (all of them when there are at most `LIMIT`, else `LIMIT` of them)."""
-    asked = questions(ctx)
+    find (all of them when there are at most `COLD_LIMIT`, else `COLD_LIMIT` of them)."""
+    asked = new_questions(ctx, 11)  # the scale scenario's new questions
     with ctx.ui.step(f"what {len(asked)} questions must find, from the data set and the contract's definitions"):
         oracle = Oracle(ctx.dataset)
         expected = [oracle.ids(*q) for q in asked]
@@ -171,9 +138,9 @@ def same_answers(ctx: BenchContext, members: list[ClusterNode]) -> dict[str, int
         clients = [ctx.client(m.url, timeout_s=600) for m in members]
         try:
             for q, want in zip(asked, expected):
-                got = [ids(expect(c.get("/v1/discover", params=params(q)))) for c in clients]
-                agree = all(g == got[0] for g in got) and (got[0] == want if len(want) <= LIMIT
-                                                            else len(got[0]) == LIMIT and got[0] <= want)
+                got = [ids(expect(c.get("/v1/discover", params=new_question_params(q)))) for c in clients]
+                agree = all(g == got[0] for g in got) and (got[0] == want if len(want) <= COLD_LIMIT
+                                                            else len(got[0]) == COLD_LIMIT and got[0] <= want)
                 differing += not agree
                 compared += 1
                 advance()
@@ -192,34 +159,8 @@ def same_answers(ctx: BenchContext, members: list[ClusterNode]) -> dict[str, int
     return {"compared": compared * len(members) + len(members), "differing": differing}
 
 
-def params(q: Question) -> dict[str, Any]:
-    return {"s": q[0], "p": q[1], "o": q[2], "match": "all", "limit": LIMIT}
-
-
 def ids(response: httpx.Response) -> set[str]:
     return {view["id"] for view in response.json()["instances"]}
-
-
-def cold_through(ctx: BenchContext, http: httpx.Client) -> dict:
-    """New questions one at a time through a member (none of them asked before)."""
-    data = ctx.dataset
-    rng = random.Random(ctx.settings.seed + 29)
-    asked = set(questions(ctx))
-    fresh: list[Question] = []
-    while len(fresh) < COLD_REQUESTS:
-        q = (class_iri(rng.randrange(data.classes)), property_iri(rng.randrange(data.properties)),
-             class_iri(rng.randrange(data.classes)))
-        if q not in asked:
-            asked.add(q)
-            fresh.append(q)
-    samples = []
-    with ctx.ui.step(f"cold discovery: {COLD_REQUESTS} new questions, match=all", total=COLD_REQUESTS) as advance:
-        for q in fresh:
-            started = time.perf_counter()
-            expect(http.get("/v1/discover", params=params(q)))
-            samples.append(time.perf_counter() - started)
-            advance()
-    return ms_summary(samples)
 
 
 def restart_member(ctx: BenchContext, cluster: LocalCluster, member: ClusterNode) -> dict:

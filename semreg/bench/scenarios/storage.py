@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
 
@@ -29,6 +30,7 @@ from semreg.bench.scenarios.common import mib, scenario
 
 TAGS = 3  # tags of each instance the restarted server holds
 BATCH = 1000
+RETRIES = 30  # times a batch answered 503 is sent again
 STARTS = 3  # restarts timed on the same data directory
 POLL_S = 0.02  # how often a starting server is asked /readyz
 SETTLE_S = 900.0  # the longest a server may take to finish its background writes
@@ -91,7 +93,7 @@ def start_up(ctx: BenchContext, servers: list[PeerProcess]) -> tuple[dict, PeerP
         peer, empty_s = start(ctx, servers)
     ctx.upload_ontology(peer.url)
     with ctx.client(peer.url, timeout_s=300) as http:
-        register_s = register(ctx, http, data)
+        register_s = register(ctx, http, data).seconds
         settled = ctx.wait_settled(http, SETTLE_S)
         check_held(ctx, http, n, "after registering them")
     assert peer.data_dir is not None
@@ -112,17 +114,30 @@ def start_up(ctx: BenchContext, servers: list[PeerProcess]) -> tuple[dict, PeerP
             "data_dir_bytes": sizes[0], "data_dir_mib_at_stops": [mib(size) for size in sizes]}, peer
 
 
-def register(ctx: BenchContext, http: httpx.Client, data: Dataset) -> float:
-    """`data`'s instances in batches of `BATCH`: the seconds the requests took (not their making)."""
-    elapsed = 0.0
+class Registered(NamedTuple):
+    seconds: float  # the requests' time, not their making
+    retried: int  # batches sent again after a 503
+
+
+def register(ctx: BenchContext, http: httpx.Client, data: Dataset) -> Registered:
+    """`data`'s instances in batches of `BATCH`, as a client would: a batch answered 503 (a ring member whose
+    lease lapsed on a loaded machine takes no writes until it is back) is sent again after its Retry-After,
+    up to `RETRIES` times."""
+    elapsed, retried = 0.0, 0
     with ctx.ui.step(f"registering {data.instances:,} instances × {data.tags_per_instance} tags in batches of "
                      f"{BATCH:,}", total=data.instances) as advance:
         for batch in data.batches(BATCH):
-            started = time.perf_counter()
-            expect(http.post("/v1/instances/batch", json={"instances": batch}))
-            elapsed += time.perf_counter() - started
+            for attempt in range(RETRIES + 1):
+                started = time.perf_counter()
+                response = http.post("/v1/instances/batch", json={"instances": batch})
+                elapsed += time.perf_counter() - started
+                if response.status_code != 503 or attempt == RETRIES:
+                    break
+                retried += 1
+                time.sleep(float(response.headers.get("Retry-After", "1")))
+            expect(response)
             advance(len(batch))
-    return elapsed
+    return Registered(elapsed, retried)
 
 
 def stop(peer: PeerProcess) -> float:
