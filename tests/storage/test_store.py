@@ -27,6 +27,33 @@ def test_newest_revision_wins_and_leftovers_are_removed(tmp_path):
     assert len(list(store.ox.quads_for_pattern(None, None, None, RECORDS))) == 3
 
 
+def test_whole_records_are_read_without_listing_the_links(tmp_path, monkeypatch):
+    """As many links as documents (no removal was cut short): the records are read without the list of
+    linked records, which only a partial record needs."""
+    store = Store(tmp_path / "d")
+    store.save_records([(rec("a", 1), 1), (rec("b", 2), 2), (rec("a", 3), 3)])
+    del store
+    store = Store(tmp_path / "d")
+
+    def listed():
+        raise AssertionError("the linked records were listed")
+
+    monkeypatch.setattr(store, "_linked", listed)
+    assert sorted((r["id"], r["port"], rev) for r, rev in store.load_records()) == [("a", 3, 3), ("b", 2, 2)]
+
+
+def test_a_record_left_partial_among_whole_ones_is_found(tmp_path):
+    """One partial record among many is enough for the links to be listed, and it alone goes."""
+    store = Store(tmp_path / "d")
+    store.save_records([(rec(f"i{k}", k), k + 1) for k in range(50)])
+    store.ox.remove(ox.Quad(ox.NamedNode("urn:semreg:record:i7:8"), RECORD_OF, instance_node("i7"), RECORDS))
+    del store
+    store = Store(tmp_path / "d")
+    loaded = {r["id"] for r, _ in store.load_records()}
+    assert loaded == {f"i{k}" for k in range(50)} - {"i7"}
+    assert not list(store.ox.quads_for_pattern(ox.NamedNode("urn:semreg:record:i7:8"), None, None, RECORDS))
+
+
 def test_replacing_and_deleting_records(tmp_path):
     store = Store(tmp_path / "d")
     store.save_records([(rec("a", 1), 1)])
