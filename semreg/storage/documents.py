@@ -20,6 +20,7 @@ import pyoxigraph as ox
 from semreg.rdf.terms import SR
 
 RECORD_PREFIX = "urn:semreg:record:"
+RECORD_OF = ox.NamedNode(SR + "recordOf")  # an instance record's link to its instance
 DOCUMENT = ox.NamedNode(SR + "document")  # the document, with "revision" (this version on)
 OLD_DOCUMENT = ox.NamedNode(SR + "json")  # the document alone (earlier versions; ontology records still use it)
 Document = tuple[int, str, dict[str, Any]]  # an instance record's revision, IRI and document
@@ -72,6 +73,22 @@ def read_all(store: ox.Store, graph: ox.NamedNode) -> tuple[Documents, list[str]
             _keep(documents, (rev, subj, old))
             old_ones.add(subj)
     return documents, garbage, old_ones
+
+
+def count_linked(store: ox.Store, graph: ox.NamedNode) -> int:
+    """How many records in `graph` are linked to their instance: counted inside pyoxigraph, no string decoded
+    (0.6 s at 1,000,000)."""
+    query = f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph.value}> {{ ?r <{RECORD_OF.value}> ?i }} }}"
+    row = next(iter(cast(ox.QuerySolutions, store.query(query))))
+    return int(cast(ox.Literal, row[0]).value)
+
+
+def linked(store: ox.Store, graph: ox.NamedNode) -> set[bytes]:
+    """The IRIs of the records linked to their instance, as SPARQL's TSV writes them (`<...>`): serialized
+    inside pyoxigraph, without Python's lock (10-11 s at 1,000,000)."""
+    query = f"SELECT ?r WHERE {{ GRAPH <{graph.value}> {{ ?r <{RECORD_OF.value}> ?i }} }}"
+    return set(cast(bytes, cast(ox.QuerySolutions, store.query(query)).serialize(
+        format=ox.QueryResultsFormat.TSV)).split(b"\n"))
 
 
 def rewrite_old(store: ox.Store, graph: ox.NamedNode, kept: list[Document], batch: int = 5_000) -> None:
