@@ -2,9 +2,10 @@
 
 `expand(query, match)` finds every registered tag that matches a query with its degree and distance.
 It works per component: a queried term at one position expands (`semreg.reasoning.expansion`) to the registered
-terms it relates to there. The tags under the component whose terms hold the fewest tags are walked, and
-each is tested against the other components term by term and graded; no set of the tags a broad term reaches
-is made.
+terms it relates to there. A question naming a subject and an object looks its tags up by (subject, object)
+pairs (`semreg.registry.pairs`) where those are fewer; otherwise the tags under the component whose terms
+hold the fewest tags are walked, each tested against the other components term by term; then graded. No
+set of the tags a broad term reaches is made.
 
 What different questions share is kept: the components (a term at a position, with the directions the
 degrees need: a few hundred distinct ones serve tens of thousands of distinct questions), bounded by the
@@ -32,6 +33,7 @@ from semreg.reasoning.matching import (
     tag_match,
 )
 from semreg.reasoning.reasoner import Hierarchy
+from semreg.registry.pairs import PairIndex
 from semreg.registry.similar import similar_match, similar_matches
 
 Match = tuple[Tag, str, int]  # (tag, degree, distance)
@@ -57,6 +59,7 @@ class Catalogue:
         self._component_terms = 0
         self._sorted: dict[Tag, tuple[str, ...]] = {}  # tag → its holders' ids, sorted
         self._terms: dict[str, str] = {}  # each term of a registered tag → the one string object kept for it
+        self.pairs = PairIndex()  # the tags by subject and object together (`_walked`)
         self.hierarchy: Hierarchy = Hierarchy()
         # names this catalogue's registered terms as they are (similar's cache key, in an index that every
         # catalogue of one hierarchy shares): drawn from one counter, so no two catalogues' states share one
@@ -95,6 +98,7 @@ class Catalogue:
                         terms_changed = True
                     else:
                         bucket.add(tag)
+                self.pairs.add(tag)
                 new.append(tag)
                 self.terms_version = next(_TERMS_VERSIONS)
             elif isinstance(holders, set):
@@ -130,6 +134,7 @@ class Catalogue:
                         if all(term not in at for at in self.by_position):
                             del self._terms[term]
                         terms_changed = True
+                self.pairs.remove(tag)
                 gone.append(tag)
                 self.terms_version = next(_TERMS_VERSIONS)
         if terms_changed:
@@ -238,20 +243,31 @@ class Catalogue:
         return out
 
     def _walked(self, components: list[Component | None]) -> Iterable[Tag]:
-        """The tags a question's components may match: those of the component whose terms hold the fewest
-        tags (the others are tested term by term, so no set of all the tags a broad term reaches is ever made:
-        at 300,000 tags that made a new question 5 ms), kept only where the other components reach their terms;
-        every tag when all three positions are wildcards.
-
-        The test against the other components is a comprehension over each term's tags: at a million
-        instances of random tags a leaf class and its ancestors hold ~4,000 tags, of which a handful also
-        match the other positions, and grading each of them in `_logical`'s loop took ~4 ms a question."""
+        """The tags a question's components may match: those whose terms its components reach at every
+        position a component is given for (every tag when all three positions are wildcards). Found by
+        (subject, object) pairs (`semreg.registry.pairs`) when there are fewer of those than tags under the
+        narrowest component, else by walking the tags under it (`_walked_terms`)."""
         present = [(pos, c) for pos, c in enumerate(components) if c is not None]
         if not present:
             return self.holders.keys()
         by_position = self.by_position
         pos, component = min(present, key=lambda pc: sum(len(by_position[pc[0]][t]) for t in pc[1]))
-        registered = by_position[pos]
+        subjects, prop, objects = components
+        if subjects is not None and objects is not None:
+            walk = sum(len(by_position[pos][t]) for t in component)
+            if self.pairs.lookups(subjects, objects) < walk:
+                return self._walked_pairs(subjects, prop, objects)
+        return self._walked_terms(present, pos, component)
+
+    def _walked_pairs(self, subjects: Component, prop: Component | None, objects: Component) -> list[Tag]:
+        found = self.pairs.tags(subjects, objects)
+        return list(found) if prop is None else [t for t in found if t[1] in prop]
+
+    def _walked_terms(self, present: list[tuple[int, Component]], pos: int, component: Component) -> Iterable[Tag]:
+        """The tags under the terms of `component` (at `pos`), kept only where the other components reach
+        their terms: a comprehension over each term's tags, since grading each of them in `_logical`'s loop
+        took ~4 ms a question at a million instances."""
+        registered = self.by_position[pos]
         others = [(p, c) for p, c in present if p != pos]
         if not others:
             return (tag for term in component for tag in registered[term])

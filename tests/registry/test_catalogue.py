@@ -110,6 +110,10 @@ def test_holders_and_answers_are_exact_through_any_adds_and_removes(hierarchy, o
     assert all(len(ids) == len(set(ids)) for ids in cat.holders.values())
     assert {t: cat.holder_ids(t) for t in model} == {t: tuple(sorted(ids)) for t, ids in model.items()}
     assert set().union(*cat.by_position[2].values()) == set(model)
+    by_pair: dict = {}
+    for tag in model:
+        by_pair.setdefault((tag.s, tag.o), set()).add(tag)
+    assert cat.pairs.entries() == {k: frozenset(v) for k, v in by_pair.items()}
     carried_terms = {term for tag in model for term in tag}
     for term in TERMS + PROPS:
         fresh = "".join(list(term))  # an equal string, another object
@@ -149,3 +153,27 @@ def test_registrations_share_the_strings_of_their_terms(hierarchy):
     cat.remove("b", [second])
     fourth = Tag(copy(EX + "Livro"), ANY, ANY)
     assert cat.shared([fourth])[0].s is fourth.s  # nothing carries Livro any more: its string was let go
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_both_ways_of_finding_a_questions_tags_agree(hierarchy, seed):
+    """By (subject, object) pairs or by walking the tags under the narrowest component: the same tags, for
+    every question naming a subject and an object, whichever the catalogue would choose."""
+    rng = random.Random(seed)
+    cat = Catalogue()
+    cat.set_hierarchy(hierarchy)
+    tags = random_tags(rng, 80)
+    for n, tag in enumerate(tags):
+        cat.add(f"i{n}", [tag])
+    for n in range(0, len(tags), 3):  # some go again, so that the index has emptied entries behind it
+        cat.remove(f"i{n}", [tags[n]])
+    for _ in range(60):
+        query = Tag(rng.choice(TERMS[:-1]), rng.choice(PROPS), rng.choice(TERMS[:-1]))
+        narrower, broader = rng.choice([(True, False), (False, True), (True, True)])
+        components = [None if q == ANY else cat._component(pos, q, narrower, broader) for pos, q in enumerate(query)]
+        present = [(pos, c) for pos, c in enumerate(components) if c is not None]
+        for pos, component in present:
+            by_terms = set(cat._walked_terms(present, pos, component))
+            assert set(cat._walked_pairs(*components)) == by_terms, (query, pos)
+            assert by_terms == {t for t in cat.holders
+                                if all(t[p] in c for p, c in present)}, (query, pos)
