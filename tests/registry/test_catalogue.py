@@ -46,14 +46,20 @@ def random_tags(rng, n):
     return list({Tag(rng.choice(TERMS[:-1]), rng.choice(PROPS), rng.choice(TERMS)) for _ in range(n)})
 
 
+def random_catalogue(hierarchy, rng, n):
+    """A catalogue of `n` random tags, each carried by an instance of its own (`i0`, `i1`, ...), and the tags."""
+    cat = Catalogue()
+    cat.set_hierarchy(hierarchy)
+    tags = random_tags(rng, n)
+    for k, tag in enumerate(tags):
+        cat.add(f"i{k}", [tag])
+    return cat, tags
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_expand_agrees_with_pure_matching(hierarchy, seed):
     rng = random.Random(seed)
-    cat = Catalogue()
-    cat.set_hierarchy(hierarchy)
-    tags = random_tags(rng, 60)
-    for n, tag in enumerate(tags):
-        cat.add(f"i{n}", [tag])
+    cat, tags = random_catalogue(hierarchy, rng, 60)
     matches = [frozenset(c) for r in range(1, 5) for c in itertools.combinations(DEGREES, r)]
     for _ in range(80):
         query = Tag(rng.choice(TERMS), rng.choice(PROPS), rng.choice(TERMS))
@@ -160,11 +166,7 @@ def test_both_ways_of_finding_a_questions_tags_agree(hierarchy, seed):
     """By (subject, object) pairs or by walking the tags under the narrowest component: the same tags, for
     every question naming a subject and an object, whichever the catalogue would choose."""
     rng = random.Random(seed)
-    cat = Catalogue()
-    cat.set_hierarchy(hierarchy)
-    tags = random_tags(rng, 80)
-    for n, tag in enumerate(tags):
-        cat.add(f"i{n}", [tag])
+    cat, tags = random_catalogue(hierarchy, rng, 80)
     for n in range(0, len(tags), 3):  # some go again, so that the index has emptied entries behind it
         cat.remove(f"i{n}", [tags[n]])
     for _ in range(60):
