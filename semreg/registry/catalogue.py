@@ -251,12 +251,11 @@ class Catalogue:
         if not present:
             return self.holders.keys()
         by_position = self.by_position
-        pos, component = min(present, key=lambda pc: sum(len(by_position[pc[0]][t]) for t in pc[1]))
+        walk, pos, component = min(((sum(len(by_position[p][t]) for t in c), p, c) for p, c in present),
+                                   key=lambda wpc: wpc[0])
         subjects, prop, objects = components
-        if subjects is not None and objects is not None:
-            walk = sum(len(by_position[pos][t]) for t in component)
-            if self.pairs.lookups(subjects, objects) < walk:
-                return self._walked_pairs(subjects, prop, objects)
+        if subjects is not None and objects is not None and len(subjects) * len(objects) < walk:
+            return self._walked_pairs(subjects, prop, objects)
         return self._walked_terms(present, pos, component)
 
     def _walked_pairs(self, subjects: Component, prop: Component | None, objects: Component) -> list[Tag]:

@@ -44,26 +44,20 @@ class PairIndex:
 
     def remove(self, tag: Tag) -> None:
         """A tag no instance carries any more."""
-        by_object = self._by_subject.get(tag[0])
-        found = by_object.get(tag[2]) if by_object is not None else None
-        if found is None or by_object is None:
-            return
+        by_object = self._by_subject.get(tag[0], {})
+        found = by_object.get(tag[2])
         if isinstance(found, set):
             found.discard(tag)
             if len(found) == 1:
                 by_object[tag[2]] = next(iter(found))
-            return
-        if found == tag:
+        elif found == tag:
             del by_object[tag[2]]
             if not by_object:
                 del self._by_subject[tag[0]]
 
-    def lookups(self, subjects: Collection[str], objects: Collection[str]) -> int:
-        """At most how many lookups `tags(subjects, objects)` makes."""
-        return len(subjects) * len(objects)
-
     def tags(self, subjects: Collection[str], objects: Collection[str]) -> Iterator[Tag]:
-        """Every registered tag whose subject is one of `subjects` and object one of `objects`."""
+        """Every registered tag whose subject is one of `subjects` and object one of `objects`: at most
+        len(subjects) × len(objects) lookups."""
         by_subject = self._by_subject
         for s in subjects:
             by_object = by_subject.get(s)
