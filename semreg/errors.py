@@ -15,6 +15,9 @@
     └── Unavailable             503: nothing eligible, or a time limit passed
 
 The domain raises these with one sentence a person can act on; handlers never build error bodies.
+
+`StopAsked` stands apart: no client sees it. A long step of the start-up (reading a million records, putting
+them back) raises it when the server was asked to stop meanwhile, so the stop is not held up to its end.
 """
 from __future__ import annotations
 
@@ -123,3 +126,7 @@ class Unavailable(SemregError):
     def __init__(self, message: str, retry_after_s: int = 1, **extra: Any) -> None:
         super().__init__(message, **extra)
         self.headers["Retry-After"] = str(max(1, retry_after_s))
+
+
+class StopAsked(Exception):
+    """The server was asked to stop while a long step of its start-up ran: the step gave up."""

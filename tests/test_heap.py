@@ -60,3 +60,37 @@ def test_the_collector_comes_back_when_a_restore_fails():
     with contextlib.suppress(RuntimeError), paused():
         raise RuntimeError("the data directory is unreadable")
     assert gc.isenabled()
+
+
+def test_a_node_restores_its_instances_frozen_before_the_collector_comes_back(monkeypatch):
+    """Once back on after a restore's pause, the collector's first collection was a full one: it walked every
+    restored object (~3.5 s at a million instances). They are frozen before it can run."""
+    import asyncio
+
+    from semreg.config import Settings
+    from semreg.node import Node
+    from semreg.storage.store import Store
+
+    store = Store(None)
+    store.save_records([({"id": f"i{n}", "service": "svc", "address": "10.0.0.1", "port": 80 + n,
+                          "tags": [["http://ex.org/A", "http://ex.org/p", f"http://ex.org/O{n}"]]}, 1)
+                        for n in range(50)])
+    node = Node(Settings(sparql=False), store=store)
+    seen: list[tuple[int, bool]] = []
+    enable = gc.enable
+
+    def enabled() -> None:  # what the collector would find, at the moment it is switched back on
+        instances = list(node.shard.registry.instances.values())
+        seen.append((len(instances), _frozen([*instances, *(i.reg for i in instances)])))
+        enable()
+
+    async def main() -> None:
+        monkeypatch.setattr(gc, "enable", enabled)
+        try:
+            await node.open()
+        finally:
+            monkeypatch.setattr(gc, "enable", enable)
+        await node.close()
+
+    asyncio.run(main())
+    assert gc.isenabled() and seen[-1] == (50, True)  # (an earlier pause, the ontologies', had none to freeze)

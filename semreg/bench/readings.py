@@ -2,14 +2,15 @@
 open-files limits from /proc, this process's own open-files limit, a server's Prometheus text and the
 details of its JSON log.
 
-The parsers (`vmrss_bytes`, `pss_bytes`, `max_open_files`, `parse_metrics`, `log_details`) are pure; the readers
-around them answer None when there is nothing to read (no pid, not Linux, the process gone).
+The parsers (`vmrss_bytes`, `pss_bytes`, `max_open_files`, `parse_metrics`, `log_details`, `log_milestones`)
+are pure; the readers around them answer None when there is nothing to read (no pid, not Linux, the process gone).
 """
 from __future__ import annotations
 
 import contextlib
 import re
 from collections import Counter
+from collections.abc import Iterator
 
 
 # -- this process's open-files limit ---------------------------------------------------------------------
@@ -134,18 +135,38 @@ def parse_metrics(text: str) -> dict[str, float]:
     return series
 
 
-def log_details(log_text: str, message: str, limit: int = 5) -> dict[str, int]:
-    """In a semreg JSON log, the `detail` of the lines whose `msg` is `message`, most frequent first."""
+def _log_records(log_text: str, messages: tuple[str, ...]) -> Iterator[dict]:
+    """The lines of a semreg JSON log whose `msg` is one of `messages`, parsed (other lines skipped)."""
     import json
 
-    details: Counter[str] = Counter()
     for line in log_text.splitlines():
-        if message not in line:
+        if not any(m in line for m in messages):
             continue
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        if isinstance(record, dict) and record.get("msg") == message:
-            details[str(record.get("detail"))[:200]] += 1
+        if isinstance(record, dict) and record.get("msg") in messages:
+            yield record
+
+
+def log_details(log_text: str, message: str, limit: int = 5) -> dict[str, int]:
+    """In a semreg JSON log, the `detail` of the lines whose `msg` is `message`, most frequent first."""
+    details: Counter[str] = Counter(str(r.get("detail"))[:200] for r in _log_records(log_text, (message,)))
     return dict(details.most_common(limit))
+
+
+def log_milestones(log_text: str, messages: tuple[str, ...], since: float) -> dict[str, float]:
+    """In a semreg JSON log, the seconds from `since` (wall, epoch seconds) to the last line of each of
+    `messages` logged at or after it: how a start-up's time splits. A message not logged since is left out."""
+    import datetime as dt
+
+    seen: dict[str, float] = {}
+    for record in _log_records(log_text, messages):
+        try:
+            at = dt.datetime.fromisoformat(record["ts"]).timestamp()
+        except (ValueError, KeyError, TypeError):
+            continue
+        if at >= since - 0.001:  # the log's times are cut to the millisecond
+            seen[record["msg"]] = round(at - since, 2)
+    return {m: seen[m] for m in messages if m in seen}

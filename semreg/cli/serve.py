@@ -7,12 +7,16 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from semreg import config
 from semreg.config import Settings
+
+if TYPE_CHECKING:
+    from semreg.storage.store import Store
 
 log = logging.getLogger("semreg.serve")
 
@@ -187,12 +191,14 @@ def _draining_server_class():
 
         async def startup(self, sockets=None) -> None:
             await super().startup(sockets)
-            if self.started and self.cluster is not None:
+            if self.node.stop_asked.is_set():
+                self.should_exit = True  # SIGTERM before uvicorn's handlers were in place (`run`)
+            if self.started and self.cluster is not None and not self.should_exit:
                 self.cluster.config.load()
                 self.cluster.lifespan = self.cluster.config.lifespan_class(self.cluster.config)
                 await self.cluster.startup()
                 self.started = self.cluster.started
-            if self.started:
+            if self.started and not self.should_exit:
                 self.node.start_joining()  # on the ring only once it listens: peers call members they see
 
         async def shutdown(self, sockets=None) -> None:
@@ -202,6 +208,7 @@ def _draining_server_class():
 
         def handle_exit(self, sig, frame) -> None:
             super().handle_exit(sig, frame)
+            self.node.stop_asked.set()  # a start-up still running gives up (before the node knows its loop, too)
             self.node.post(self.node.stopping)
 
     return DrainingServer
@@ -220,12 +227,27 @@ def http_protocol(app, settings) -> type | str:
     return Handoff.bind(import_from_string(HTTP_PROTOCOLS["auto"]), app.state.sparql.pool)
 
 
+def open_store(settings: Settings) -> Store | None:
+    """The data directory's store (in memory without one), its opening timed in the log; None, said on
+    stderr, when it cannot be opened (another process holds it, or it is not a store)."""
+    from semreg.storage.store import Store, StoreError
+
+    started = time.perf_counter()
+    try:
+        store = Store(settings.data_dir)
+    except StoreError as exc:
+        print(f"semreg: {exc}", file=sys.stderr)
+        return None
+    log.info("store opened", extra={"data_dir": str(settings.data_dir or ":memory:"),
+                                    "ms": round((time.perf_counter() - started) * 1000)})
+    return store
+
+
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from semreg import logs, malloc
     from semreg.http.app import create_app
-    from semreg.storage.store import Store, StoreError
 
     settings = settings_from(args)
     logs.configure(settings.log_level, settings.log_format)
@@ -258,10 +280,8 @@ def run(args: argparse.Namespace) -> int:
         if not path.is_file():
             print(f"semreg: --ontology {path}: no such file.", file=sys.stderr)
             return 2
-    try:
-        store = Store(settings.data_dir)
-    except StoreError as exc:
-        print(f"semreg: {exc}", file=sys.stderr)
+    store = open_store(settings)
+    if store is None:
         return 1
     app = create_app(settings, store=store, join_at_start=False)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None, access_log=False,
@@ -275,7 +295,8 @@ def run(args: argparse.Namespace) -> int:
                                                 timeout_graceful_shutdown=5, **cluster_tls(settings)))
     server = _draining_server_class()(config, app.state.node, cluster)
     # uvicorn re-raises the signal that stopped it once it has drained; after a clean drain on
-    # SIGTERM the exit status should be 0, so the handler it restores and re-raises is a no-op.
-    signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    # SIGTERM the exit status should be 0, so the handler it restores and re-raises only notes the stop
+    # (which also covers a SIGTERM before uvicorn puts its own handlers in place).
+    signal.signal(signal.SIGTERM, lambda signum, frame: app.state.node.stop_asked.set())
     server.run()
     return 0 if server.started else 1

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from semreg.cluster import digests
 from semreg.cluster.peer import RemoteShard
@@ -65,7 +65,7 @@ class AntiEntropy:
         """Before this node (back from a restart, or from a pause past its lease) is on the ring again:
         take from the other owners of what it holds whatever they hold newer, removals included, so that
         no stale copy here is read (a deregistered instance never comes back)."""
-        held = self.shard.inventory()
+        held = await self.shard.whole_inventory()
         # every member, not only the owners: a removal made while owners were away sits on stand-ins
         by_member = {member: list(held) for member in self.placement.ring.members if member != self.node_id}
         taken = 0
@@ -169,16 +169,8 @@ class AntiEntropy:
     async def sync(self, ring: Ring, leaving: bool = False) -> bool:
         """Give every owner (on `ring`) what it lacks of what this node holds; let go of what this node no
         longer owns once every owner of it holds it. Whether every member it had to ask answered."""
-        held = self.shard.inventory()
-        wanted: dict[str, list[str]] = {}
-        mine_not: list[str] = []
-        for iid in held:
-            owners = ring.owners(iid, self.replicas)
-            for member in owners:
-                if member != self.node_id:
-                    wanted.setdefault(member, []).append(iid)
-            if self.node_id not in owners:
-                mine_not.append(iid)
+        held = await self.shard.whole_inventory()
+        wanted, mine_not = await asyncio.to_thread(plan, ring, held, self.replicas, self.node_id)
         confirmed: dict[str, set[str]] = {}
         complete = True
         for member, ids in wanted.items():
@@ -188,8 +180,7 @@ class AntiEntropy:
                 continue
             confirmed.setdefault(member, set()).update(found := await self._hand_to(member, peer, ring, held, ids))
             complete = complete and len(found) == len(ids)
-        let_go = [iid for iid in mine_not
-                  if all(iid in confirmed.get(m, ()) for m in ring.owners(iid, self.replicas))]
+        let_go = await asyncio.to_thread(confirmed_elsewhere, ring, self.replicas, mine_not, confirmed)
         if let_go and (leaving or not self._degraded()):
             self.dropped += await self.shard.drop(let_go)
         self.syncs += 1
@@ -230,9 +221,7 @@ class AntiEntropy:
         every id is to compare."""
         if ring is not self.placement.ring:
             return ids, []
-        arcs = digests.by_arc(ring, ids)
-        in_arcs = {iid: held[iid] for iid in held if ring.arc_of(iid) in arcs}
-        mine = digests.digests(ring, in_arcs, arcs)
+        arcs, mine = await asyncio.to_thread(digests.of_ids, ring, held, ids)
         theirs = await peer.digests(ring.checksum, sorted(arcs))
         if theirs is None:
             return ids, []
@@ -241,3 +230,23 @@ class AntiEntropy:
         for arc, arc_ids in arcs.items():
             (same if theirs.get(arc) == mine.get(arc) else differing).extend(arc_ids)
         return differing, same
+
+
+def plan(ring: Ring, held: Iterable[str], replicas: int, node_id: str) -> tuple[dict[str, list[str]], list[str]]:
+    """For a pass (in a worker thread: a loop over every record held): the ids each other owner should
+    hold, and those this node no longer owns."""
+    wanted: dict[str, list[str]] = {}
+    mine_not: list[str] = []
+    for iid in held:
+        owners = ring.owners(iid, replicas)
+        for member in owners:
+            if member != node_id:
+                wanted.setdefault(member, []).append(iid)
+        if node_id not in owners:
+            mine_not.append(iid)
+    return wanted, mine_not
+
+
+def confirmed_elsewhere(ring: Ring, replicas: int, ids: list[str], confirmed: dict[str, set[str]]) -> list[str]:
+    """Of `ids` (no longer this node's), those every owner is known to hold."""
+    return [iid for iid in ids if all(iid in confirmed.get(m, ()) for m in ring.owners(iid, replicas))]

@@ -43,3 +43,9 @@ def digests(ring: Ring, held: Mapping[str, int], arcs: Iterable[int] | None = No
         d[1] ^= h
         d[2] = (d[2] + h) & MASK
     return {arc: (d[0], d[1], d[2]) for arc, d in acc.items()}
+
+
+def of_ids(ring: Ring, held: Mapping[str, int], ids: Iterable[str]) -> tuple[dict[int, list[str]], dict[int, Digest]]:
+    """The arcs `ids` fall in (with their ids), and this node's digests of those arcs over all it holds."""
+    arcs = by_arc(ring, ids)
+    return arcs, digests(ring, held, arcs)

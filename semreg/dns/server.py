@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ log = logging.getLogger("semreg.dns")
 
 TCP_IDLE_S = 10.0
 MAX_TCP_CONNECTIONS = 256
+BIND_TRIES = 20  # with port 0: UDP ports whose number TCP could not also have
 MAX_PENDING = 4096  # queries being answered at once; past it a datagram is dropped (the client asks again)
 
 
@@ -53,11 +55,23 @@ class DnsServer:
         return self.host, self.port
 
     async def start(self) -> None:
+        """UDP and TCP on one port. With port 0 the system picks the UDP port, which some TCP socket may
+        already hold: then both are given up and another port tried, `BIND_TRIES` times."""
         loop = asyncio.get_running_loop()
-        transport, _ = await loop.create_datagram_endpoint(lambda: _Datagrams(self), local_addr=(self.host, self.port))
-        self._udp = transport
-        self.port = transport.get_extra_info("sockname")[1]
-        self._tcp = await asyncio.start_server(self._serve_tcp, self.host, self.port)
+        for attempt in range(1, BIND_TRIES + 1):
+            transport, _ = await loop.create_datagram_endpoint(lambda: _Datagrams(self),
+                                                               local_addr=(self.host, self.port))
+            port = transport.get_extra_info("sockname")[1]
+            try:
+                self._tcp = await asyncio.start_server(self._serve_tcp, self.host, port)
+            except OSError as e:
+                transport.close()
+                if self.port != 0 or e.errno != errno.EADDRINUSE or attempt == BIND_TRIES:
+                    raise
+                log.info("dns port taken for TCP; trying another", extra={"port": port, "attempt": attempt})
+                continue
+            self._udp, self.port = transport, port
+            break
         log.info("dns listening", extra={"host": self.host, "port": self.port, "domain": self.zone.domain.to_text()})
 
     async def stop(self) -> None:

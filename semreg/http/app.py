@@ -248,13 +248,15 @@ def node_lifespan(node: Node, pool: QueryPool | None, settings: Settings, tokens
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await node.open()
-        if join_at_start:
-            node.start_joining()
-        if pool is not None and settings.sparql_prestart:
-            await pool.start()
-        _on_sighup(tokens, lambda: pool.set_gate(gate()) if pool is not None and gate is not None else None)
-        app.state.dns = await dns_server(node, settings)
-        try:
+        app.state.dns = None
+        try:  # a step that fails here (a DNS port taken) still closes the node: its store flushed, its threads ended
+            if node.opened:  # else the server was asked to stop during the start-up: it stops at once
+                if join_at_start:
+                    node.start_joining()
+                if pool is not None and settings.sparql_prestart:
+                    await pool.start()
+                _on_sighup(tokens, lambda: pool.set_gate(gate()) if pool is not None and gate is not None else None)
+                app.state.dns = await dns_server(node, settings)
             yield
         finally:
             if app.state.dns is not None:

@@ -5,6 +5,7 @@ listener (`semreg.http.cluster_listener`), never on the public port.
 """
 from __future__ import annotations
 
+import asyncio
 import functools
 import hmac
 import logging
@@ -214,8 +215,8 @@ async def changes(request: Request) -> Response:
     if epoch is not None and epoch != "" and int(epoch) != log.epoch:
         return JSONResponse({"epoch": log.epoch, "cursor": log.cursor, "changes": [], "reset": True})
     await log.wait(cursor, min(float(params.get("wait", "0")), 60.0))
-    reset, found = log.since_encoded(cursor, lambda c: wire.logged_change_bytes(c, shard.held(c.id)))
-    return JSONResponse({"epoch": log.epoch, "cursor": log.cursor, "reset": reset,
+    reset, found, last = log.since_encoded(cursor, lambda c: wire.logged_change_bytes(c, shard.held(c.id)))
+    return JSONResponse({"epoch": log.epoch, "cursor": last, "reset": reset,
                          "changes": [orjson.Fragment(b) for b in found]})
 
 
@@ -232,9 +233,7 @@ async def cursor(request: Request) -> Response:
 async def inventory(request: Request) -> Response:
     shard = guarded(request)
     ids = (await body_of(request)).get("ids")
-    held = shard.inventory()
-    if ids is not None:
-        held = {iid: held[iid] for iid in ids if iid in held}
+    held = shard.inventory(ids) if ids is not None else await shard.whole_inventory()
     return JSONResponse({"inventory": held})
 
 
@@ -247,7 +246,8 @@ async def arc_digests(request: Request) -> Response:
     cluster = request.app.state.cluster
     if cluster is None or int(body["checksum"]) != cluster.ring.checksum:
         return JSONResponse({"error": "this node's ring is another one."}, status_code=409)
-    found = digests(cluster.ring, shard.inventory(), [int(a) for a in body["arcs"]])
+    arcs = [int(a) for a in body["arcs"]]
+    found = await asyncio.to_thread(digests, cluster.ring, await shard.whole_inventory(), arcs)
     return JSONResponse({"digests": {str(arc): list(d) for arc, d in found.items()}})
 
 

@@ -3,7 +3,7 @@
 Another node asks for the changes after the cursor it holds and waits for some when there are none.
 An `epoch` (when this log began) tells a follower that the node restarted; a cursor older than what
 the log keeps gets `reset`: the follower then recomputes everything it derived, since it may have
-missed changes. Bounded: the last `keep` changes.
+missed changes. Bounded: the last `keep` changes, given `PAGE` at a time.
 """
 from __future__ import annotations
 
@@ -14,6 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 from semreg.registry.registry import Change
+
+# changes in one answer to a follower: one of 10,000 (the whole log) held a loaded follower's event loop for
+# 9 s while it read them, past its membership lease; the follower asks again at once while more are left
+PAGE = 1_000
 
 
 class ChangeLog:
@@ -54,16 +58,19 @@ class ChangeLog:
         out.reverse()
         return out
 
-    def since_encoded(self, cursor: int, encode: Callable[[Change], bytes]) -> tuple[bool, list[bytes]]:
-        """`since`, each change encoded once however many followers ask for it."""
+    def since_encoded(self, cursor: int, encode: Callable[[Change], bytes], limit: int = PAGE
+                      ) -> tuple[bool, list[bytes], int]:
+        """`since`, the oldest `limit` of them, each encoded once however many followers ask for it; and the
+        cursor of the last one given, from which the follower asks again."""
         if self._lost(cursor):
-            return True, []
+            return True, [], self.cursor
+        entries = self._after(cursor)[:limit]
         out = []
-        for entry in self._after(cursor):
+        for entry in entries:
             if entry[2] is None:
                 entry[2] = encode(entry[1])
             out.append(entry[2])
-        return False, out
+        return False, out, entries[-1][0] if entries else self.cursor
 
     async def wait(self, cursor: int, timeout_s: float) -> None:
         """Return once there is something after `cursor`, or after `timeout_s`."""

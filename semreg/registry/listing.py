@@ -118,14 +118,17 @@ async def summary(coordinator: Coordinator, environments: frozenset[str] | None)
     """The counts of the instances in `environments` (None: all) as an overview shows them: in all, by
     status, service and environment, distinct tags; and the ontologies and the hierarchy's concepts.
 
-    A node alone counting all its instances reads the counts its registry keeps (`alone`); otherwise every
-    instance is looked at (`counted`), which at a million took ~1 s of the event loop at each change an
-    open overview was waiting on."""
+    A node alone reads the counts its registry keeps: of all its instances (`alone`), or per environment
+    (`semreg.registry.environment_counts`). In a ring every instance is looked at (`counted`: the copies
+    of an instance on its owners are counted once), which at a million took ~1 s of the event loop at each
+    change an open overview was waiting on."""
     async def compute() -> tuple[Any, Counts]:
         placement = coordinator.placement
         missing: tuple[str, ...]
         if isinstance(placement, Single) and environments is None:
             counts, missing = alone(placement.shard.registry), ()
+        elif isinstance(placement, Single) and environments is not None:
+            counts, missing = placement.shard.registry.environment_counts().summary(environments, STATUSES), ()
         else:
             lists, missing = await coordinator.gather(lambda shard: shard.instances(None))
             counts = counted(newest_copies([i for one in lists for i in one.items], removals_of(lists)), environments)

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from semreg.clock import Cancellable, Clock
 from semreg.errors import BadRequest
 from semreg.rdf.terms import Tag
-from semreg.registry import discovery, questions, restore
+from semreg.registry import discovery, inventory, primaries, questions, restore
 from semreg.registry.catalogue import Match
 from semreg.registry.health import HealthChecker
 from semreg.registry.instances import Instance, Registration
@@ -39,15 +38,6 @@ log = logging.getLogger("semreg.shard")
 Write = Callable[..., Awaitable[Any]]  # runs a store operation on the node's writer thread, in order
 Submit = Callable[..., None]  # the same, for a write nobody waits for
 TOMBSTONE_KEEP_S = 24 * 3600.0
-
-
-def record_of(inst: Instance) -> dict[str, Any]:
-    """The durable form of an instance: its registration, when it was first registered, its admin status."""
-    rec = inst.reg.record()
-    rec["registered_at"] = inst.registered_at_wall
-    if inst.admin_status != "up":
-        rec["admin_status"] = inst.admin_status
-    return rec
 
 
 class LocalShard:
@@ -71,34 +61,36 @@ class LocalShard:
         self._check_gen: dict[str, int] = {}
         self.primary: Callable[[str], bool] = lambda instance_id: True
         self._incoming: dict[str, int] = {}  # id → revision of a handed-over copy being made durable
+        self._deciding: asyncio.Task | None = None  # the leases a ring change moved, decided off the loop
 
     # -- life cycle --------------------------------------------------------------------------------
-    async def open(self, post: Callable[[Callable[[], None]], None]) -> int:
+    async def open(self, post: Callable[[Callable[[], None]], None], stopped: Callable[[], bool] = lambda: False
+                   ) -> int:
         """Restore the recorded instances (each with one fresh ttl) and tombstones, and start the checks
-        and the lease timer. `post(fn)` runs `fn` on the node's event loop from another thread."""
+        and the lease timer. `post(fn)` runs `fn` on the node's event loop from another thread. `StopAsked`
+        once `stopped()` says so (the records are left as they are)."""
         self.health.post = post
-        started = time.perf_counter()
-        records = await self._write(self.store.load_records)
-        for _, rev in records:
-            self.revisions.observe(rev)
-        recorded = restore.sort_out(records, self.clock.wall() - TOMBSTONE_KEEP_S)
-        del records
-        log.info("instance records read", extra={"records": len(recorded.regs), "tombstones": len(recorded.tombstones),
-                                                 "ms": round((time.perf_counter() - started) * 1000)})
+        recorded = await restore.read(self.store, self._write, self.clock.wall() - TOMBSTONE_KEEP_S, stopped)
+        self.revisions.observe(recorded.newest)
         self.registry.tombstones.update(recorded.tombstones)
         for iid in recorded.expired:
             await self._write(self.store.delete_record, iid)
         self.health.start()
-        await restore.put_back(self.registry, recorded)
+        await restore.put_back(self.registry, recorded, stopped)
         for reg in recorded.regs:
             if not self.primary(reg.id):
                 self.registry.set_leased(reg.id, False)
         self._arm_expiry()
         return len(recorded.regs)
 
+    async def keep(self) -> None:
+        """At a clean stop, after the last write: the registry kept for the next start-up (`restore.keep`)."""
+        await restore.keep(self.registry, self.store, self._write)
+
     async def close(self) -> None:
-        if self._expiry is not None:
-            self._expiry.cancel()
+        for pending in (self._expiry, self._deciding):
+            if pending is not None:
+                pending.cancel()
         await asyncio.to_thread(self.health.stop)
 
     def subscribe(self, listener: Listener) -> None:
@@ -219,7 +211,7 @@ class LocalShard:
         revision = None
         if status is not None and status != inst.admin_status:
             revision = self.revisions.next()
-            rec = record_of(inst)
+            rec = inst.durable()
             rec["admin_status"] = status
             await self._write(self.store.save_records, [(rec, revision)])
         inst = self.registry.heartbeat(instance_id, load=load, status=status, revision=revision,
@@ -245,20 +237,35 @@ class LocalShard:
 
     # -- ownership ---------------------------------------------------------------------------------
     def set_primary(self, primary: Callable[[str], bool]) -> None:
-        """Which instances this shard runs the lease and checks of (a ring change moves some)."""
+        """Which instances this shard runs the lease and checks of (a ring change moves some): decided at
+        once on a small shard, else in a worker thread (`semreg.registry.primaries`)."""
         self.primary = primary
-        for iid in list(self.registry.instances):
-            leased = primary(iid)
-            if self.registry.instances[iid].leased != leased:
-                self.registry.set_leased(iid, leased)
-                self._check(iid)
+        if len(self.registry.instances) <= primaries.AT_ONCE:
+            return self._lease_here(primaries.moved(self.registry.instances, primary))
+        self._deciding = asyncio.get_running_loop().create_task(self._decide(primary, dict(self.registry.instances)))
+
+    async def _decide(self, primary: Callable[[str], bool], instances: dict[str, Instance]) -> None:
+        changed = await asyncio.to_thread(primaries.moved, instances, primary)
+        if primary is self.primary:  # else a newer ring change decides
+            self._lease_here(changed)
+
+    def _lease_here(self, changed: list[tuple[str, bool]]) -> None:
+        for iid, leased in changed:  # nothing for an instance gone meanwhile
+            self.registry.set_leased(iid, leased)
+            self._check(iid)
         self._arm_expiry()
 
-    def inventory(self) -> dict[str, int]:
-        """Every instance and tombstone this shard holds, with its revision (a tombstone's negated)."""
-        out = {iid: inst.revision for iid, inst in self.registry.instances.items()}
-        out.update({iid: -rev for iid, (rev, _) in self.registry.tombstones.items()})
-        return out
+    async def primaries_settled(self) -> None:
+        """Return once the last ring change's leases are where it put them."""
+        if self._deciding is not None:
+            await asyncio.shield(self._deciding)
+
+    def inventory(self, ids: Iterable[str] | None = None) -> dict[str, int]:
+        """Revisions of the instances and tombstones held (of `ids`, or all; `semreg.registry.inventory`)."""
+        return inventory.of(self.registry.instances, self.registry.tombstones, ids)
+
+    async def whole_inventory(self) -> dict[str, int]:  # `inventory()`, read off the event loop
+        return await inventory.whole(self.registry.instances, self.registry.tombstones)
 
     def export(self, ids: Iterable[str]) -> list[tuple[dict[str, Any], int]]:
         """The durable form of these instances and tombstones, for another owner."""
@@ -266,7 +273,7 @@ class LocalShard:
         for iid in ids:
             inst = self.registry.instances.get(iid)
             if inst is not None:
-                out.append((record_of(inst), inst.revision))
+                out.append((inst.durable(), inst.revision))
                 continue
             tomb = self.registry.tombstones.get(iid)
             if tomb is not None:

@@ -18,6 +18,7 @@ from semreg.clock import Clock
 from semreg.errors import NotFound
 from semreg.rdf.terms import Tag
 from semreg.registry.catalogue import Catalogue
+from semreg.registry.environment_counts import EnvironmentCounts
 from semreg.registry.instances import CRITICAL, UP, Instance, Registration
 from semreg.registry.selector import ALL, EVERYTHING, Selector
 
@@ -67,6 +68,7 @@ class Registry:
         # the instances of each status, kept as they change: /metrics asks on every scrape, and counting a
         # million instances held the event loop 0.3-0.9 s
         self._statuses: dict[str, int] = dict.fromkeys((UP, "blocked", "draining", CRITICAL), 0)
+        self._environments: EnvironmentCounts | None = None  # built on the first ask (`environment_counts`)
 
     # -- writes ------------------------------------------------------------------------------------
     def put(self, reg: Registration, *, revision: int | None = None) -> tuple[Instance, bool]:
@@ -91,7 +93,7 @@ class Registry:
             if revision is not None and not self.newer(reg.id, revision):
                 continue  # a copy older than what this shard holds, or than its removal
             shared = self.catalogue.shared(reg.tags)
-            if any(a is not b for a, b in zip(shared, reg.tags)):
+            if shared is not reg.tags:
                 reg.share_tags(shared)
             expires = now + reg.ttl_s if reg.ttl_s > 0 else None
             inst = Instance(reg=reg, registered_at=now, last_heartbeat=now, expires_at=expires,
@@ -109,6 +111,8 @@ class Registry:
             self.tombstones.pop(reg.id, None)
             self.instances[reg.id] = inst
             self._statuses[inst.status] += 1
+            if self._environments is not None:
+                self._environments.add(inst)
             self.by_service.setdefault(reg.service, set()).add(reg.id)
             self.by_environment.setdefault(reg.environment, set()).add(reg.id)
             self.catalogue.add(reg.id, reg.tags)
@@ -321,6 +325,12 @@ class Registry:
     def counts_by_status(self) -> dict[str, int]:
         return dict(self._statuses)
 
+    def environment_counts(self) -> EnvironmentCounts:
+        """The counts kept per environment, built from the instances on the first ask, kept from then on."""
+        if self._environments is None:
+            self._environments = EnvironmentCounts(self.instances.values())
+        return self._environments
+
     # -- internals ---------------------------------------------------------------------------------
     def _restatus(self, inst: Instance, before: str) -> bool:
         """Count `inst` under its status now instead of `before`; whether it changed."""
@@ -329,11 +339,15 @@ class Registry:
             return False
         self._statuses[before] -= 1
         self._statuses[after] += 1
+        if self._environments is not None:
+            self._environments.restatus(inst, before)
         return True
 
     def _unindex(self, inst: Instance) -> None:
         """Forget a removed instance (or the copy a newer one replaces) in every index and count."""
         self._statuses[inst.status] -= 1
+        if self._environments is not None:
+            self._environments.remove(inst)
         self.catalogue.remove(inst.id, inst.reg.tags)
         for index, key in ((self.by_service, inst.reg.service), (self.by_environment, inst.reg.environment)):
             ids = index.get(key)

@@ -11,12 +11,13 @@ Documents written before (`sr:json`, the revision only in the IRI) are still rea
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import orjson
 import pyoxigraph as ox
 
+from semreg.errors import StopAsked
 from semreg.rdf.terms import SR
 
 RECORD_PREFIX = "urn:semreg:record:"
@@ -25,6 +26,7 @@ DOCUMENT = ox.NamedNode(SR + "document")  # the document, with "revision" (this 
 OLD_DOCUMENT = ox.NamedNode(SR + "json")  # the document alone (earlier versions; ontology records still use it)
 Document = tuple[int, str, dict[str, Any]]  # an instance record's revision, IRI and document
 Documents = dict[str, "Document | list[Document]"]  # by instance id; a list when an id has more than one
+STOP_EVERY = 16_384  # documents read between two looks at whether the server was asked to stop
 
 
 def record_iri(instance_id: str, revision: int) -> str:
@@ -47,15 +49,19 @@ def read(text: str) -> tuple[dict[str, Any], int] | None:
     return (rec, rev) if isinstance(rev, int) and not isinstance(rev, bool) else None
 
 
-def read_all(store: ox.Store, graph: ox.NamedNode) -> tuple[Documents, list[str], set[str]]:
+def read_all(store: ox.Store, graph: ox.NamedNode, stopped: Callable[[], bool] = lambda: False
+             ) -> tuple[Documents, list[str], set[str]]:
     """Every instance record's document in `graph` by id, the IRIs of unreadable ones, and the IRIs of
-    records an earlier version wrote (`rewrite_old` puts them in this version's form)."""
+    records an earlier version wrote (`rewrite_old` puts them in this version's form). `StopAsked` once
+    `stopped()` says so (asked every `STOP_EVERY` documents: reading a million takes 15-40 s)."""
     documents: Documents = {}
     garbage: list[str] = []
     old_ones: set[str] = set()
     unreadable = 0
     query = f"SELECT ?j WHERE {{ GRAPH <{graph.value}> {{ ?r <{DOCUMENT.value}> ?j }} }}"
-    for row in cast(ox.QuerySolutions, store.query(query)):
+    for n, row in enumerate(cast(ox.QuerySolutions, store.query(query))):
+        if not n % STOP_EVERY and stopped():
+            raise StopAsked(f"reading the instance records stopped after {n}")
         found = read(text(row[0]))
         if found is None:
             unreadable += 1

@@ -22,7 +22,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from semreg.rdf.terms import RDF, SR, XSD
 from semreg.storage import documents
 from semreg.storage.documents import text as _text
 from semreg.storage.handle import Handle, reads
+from semreg.storage.ontology_meta import OntologyMeta as OntologyMeta  # semreg.knowledge.ontologies reads it here
 from semreg.timefmt import now_rfc3339 as now_rfc3339  # semreg.knowledge.ontologies stamps uploads with it
 
 log = logging.getLogger("semreg.store")
@@ -78,21 +78,6 @@ def ontology_graph(name: str) -> ox.NamedNode:
     return ox.NamedNode(ONTOLOGY_PREFIX + name)
 
 
-@dataclass(frozen=True)
-class OntologyMeta:
-    name: str
-    triples: int
-    inferred: int  # entailed triples the upload added to the closure of the ontologies already there
-    uploaded_at: str
-    media_type: str
-    prefixes: dict[str, str]
-    sha256: str = ""
-
-    def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "triples": self.triples, "inferred": self.inferred,
-                "uploaded_at": self.uploaded_at, "media_type": self.media_type}
-
-
 class Store:
     """pyoxigraph on disk (or in memory) and the record layout above. Thread-safe for one writer."""
 
@@ -136,8 +121,9 @@ class Store:
 
     # -- instance records --------------------------------------------------------------------------
     @reads
-    def load_records(self) -> list[tuple[dict[str, Any], int]]:
-        """Every instance record, newest revision per id; removes superseded and partial ones.
+    def load_records(self, stopped: Callable[[], bool] = lambda: False) -> list[tuple[dict[str, Any], int]]:
+        """Every instance record, newest revision per id; removes superseded and partial ones (`StopAsked`
+        while reading, once `stopped()` says so: nothing is removed then).
 
         A record losing its `sr:recordOf` is being removed (it goes first, its document last, and a record
         is written in one transaction), so one without is garbage: the records with a link are a subset of
@@ -149,7 +135,7 @@ class Store:
         with the count."""
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="semreg-records") as pool:
             links = pool.submit(documents.count_linked, self.ox, RECORDS)
-            found, garbage, old_ones = documents.read_all(self.ox, RECORDS)
+            found, garbage, old_ones = documents.read_all(self.ox, RECORDS, stopped)
             documented = len(garbage) + sum(len(d) if isinstance(d, list) else 1 for d in found.values())
             linked = None if links.result() == documented else documents.linked(self.ox, RECORDS)
         best: dict[str, tuple[int, str, dict[str, Any]]] = {}
@@ -200,6 +186,11 @@ class Store:
         """Each instance record's revision (tombstones' too), as now."""
         with self._lock:
             return dict(self._revisions)
+
+    def adopt_revisions(self, revisions: dict[str, int]) -> None:
+        """Each instance record's revision, known without reading the records (`semreg.storage.snapshot`)."""
+        with self._lock:
+            self._revisions = revisions
 
     @reads
     def read_record(self, instance_id: str) -> tuple[dict[str, Any], int] | None:

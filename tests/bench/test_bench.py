@@ -28,6 +28,7 @@ from semreg.bench.dataset import Dataset, class_iri, property_iri
 from semreg.bench.peers import BenchError, Peers, find_tool
 from semreg.bench.readings import (
     log_details,
+    log_milestones,
     max_open_files,
     open_files_limit,
     parse_metrics,
@@ -388,6 +389,20 @@ semreg_checks_total 1.2345e+04
         'not json, check failing',
         '{"level":"info","msg":"check failing","instance":"c","detail":"HTTP 503"}'])
     assert log_details(log, "check failing") == {"ReadTimeout: ": 2, "HTTP 503": 1}
+
+
+def test_log_milestones_split_a_start_up_from_the_lines_logged_since_it_began():
+    log = "\n".join([
+        '{"ts":"2026-12-03T10:00:00.000Z","msg":"node open","ms":900}',  # the previous run's, before `since`
+        '{"ts":"2026-12-03T10:00:05.250Z","msg":"store opened","ms":1200}',
+        'ed":"cut at the start of a tail',
+        '{"ts":"2026-12-03T10:00:09.000Z","msg":"restoring instances","done":20000}',
+        '{"ts":"2026-12-03T10:00:12.500Z","msg":"node open","ms":7000}',
+        '{"ts":"not a time","msg":"instances restored"}'])
+    since = 1_796_292_004.0  # 2026-12-03T10:00:04Z
+    assert log_milestones(log, ("store opened", "instances restored", "node open"), since) == {
+        "store opened": 1.25, "node open": 8.5}
+    assert log_milestones(log, ("store opened",), since + 60) == {}
 
 
 def test_wake_statistics():

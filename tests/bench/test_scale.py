@@ -38,4 +38,9 @@ def test_quick_scale_reports_memory_speed_expiry_and_start_up(sparql):
     assert scale["heartbeats"]["per_s"] > 0 and scale["heartbeats"]["failed"] == 0
     assert scale["expiry"]["expired"] == 10_000 and scale["expiry"]["max_ms"] > 0
     assert scale["startup_s"] > 0 and scale["memory_restarted"]["total_pss_mib"] > 0
+    # the start-up split by the restarted server's own log, each step after the one before and before /readyz
+    phases = scale["startup_phases_s"]
+    assert list(phases) == ["store opened", "ontologies restored", "instance records read", "instances restored",
+                            "node open"]
+    assert list(phases.values()) == sorted(phases.values()) and phases["node open"] <= scale["startup_s"]
     assert [t["met"] in (True, False) for t in scale["targets"]] == [True, True, True]

@@ -36,4 +36,8 @@ def test_quick_scale_ring_reports_members_answers_and_a_restart():
         assert ring[figure]["n"] > 0 and ring[figure]["median_ms"] > 0
     assert ring["heartbeats"]["per_s"] > 0 and ring["heartbeats"]["failed"] == 0
     assert ring["restart"]["startup_s"] > 0 and ring["restart"]["records"] > 0
+    phases = ring["restart"]["startup_phases_s"]  # the member's own log: opened, read back, then ready in the ring
+    assert list(phases) == ["store opened", "ontologies restored", "instance records read", "instances restored",
+                            "node open", "node ready"]
+    assert list(phases.values()) == sorted(phases.values()) and phases["node ready"] <= ring["restart"]["startup_s"]
     assert [t["met"] for t in ring["targets"]] == [True, True]

@@ -34,6 +34,13 @@ def http(srv):
         yield c
 
 
+def ctrl_c_answered() -> None:
+    """In the child, before the CLI starts: SIGINT as a terminal gives it. A suite started as a background job
+    of a non-interactive shell (`cmd &`) inherits SIGINT ignored, and so would the CLI: Python then never
+    raises KeyboardInterrupt, and a Ctrl-C test waits out its timeout."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def semreg(*args: str, url: str | None = None, env: dict[str, str] | None = None, stdin: str | None = None,
            timeout_s: float = 60) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("SEMREG_")}
@@ -131,7 +138,7 @@ def test_register_keep_alive_heartbeats_until_ctrl_c_then_deregisters(srv, http)
     proc = subprocess.Popen([sys.executable, "-m", "semreg", "register", "--id", iid, "--service", "alive",
                              "--address", "127.0.0.1", "--port", "9002", "--ttl", "1", "--tag", "ex:Filme",
                              "--keep-alive", "--url", srv.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=ctrl_c_answered)
     try:
         assert proc.stderr.readline() == f"heartbeating every 0.3 s; Ctrl-C deregisters {iid}\n"
         seen = [wait_for(lambda: http.get(f"/v1/instances/{iid}").json().get("expires_at"), what="registration")]
@@ -252,7 +259,7 @@ def test_route_prints_the_url(srv):
 def test_watch_ends_with_130_on_ctrl_c(srv):
     proc = subprocess.Popen([sys.executable, "-m", "semreg", "watch", "ex:Obra", "--service", uid("nobody"), "--json",
                              "--wait", "10", "--url", srv.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=ctrl_c_answered)
     try:
         assert json.loads(proc.stdout.readline())["instances"] == []  # watching, blocked on the next change
         proc.send_signal(signal.SIGINT)

@@ -4,18 +4,9 @@ Nodes as apps in this process, on one fake clock and one etcd in memory."""
 from __future__ import annotations
 
 from support.inprocess_ring import InProcessRing
-from support.paths import ONTOLOGIES
 from support.server import wait_for
 
 QUERY = {"s": "ex:Obra", "p": "ex:temUmGenero", "o": "ex:Terror"}
-
-
-def upload(in_ring: InProcessRing, node) -> None:
-    pending = in_ring.start(node.http.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
-                                          headers={"Content-Type": "text/turtle"}))
-    while not pending.done():  # it answers once every member applied it, waiting on the ring's clock
-        in_ring.advance(0.1, step=0.1)
-    assert pending.result().status_code in (200, 201)
 
 
 def saved_everywhere(in_ring: InProcessRing, name: str) -> bool:
@@ -24,7 +15,7 @@ def saved_everywhere(in_ring: InProcessRing, name: str) -> bool:
 
 def test_a_saved_query_is_on_every_node_and_answers_the_same_through_each(in_ring: InProcessRing) -> None:
     n1, n2, n3 = (in_ring.add(name) for name in ("n1", "n2", "n3"))
-    upload(in_ring, n1)
+    in_ring.upload(n1)
     for k, kind in enumerate(("Livro", "Filme", "Pintura", "Livro")):
         r = n1.put(f"/v1/instances/i{k}", json={"service": kind.lower(), "address": f"10.0.0.{k + 1}", "port": 80,
                                                "ttl": 0, "tags": [f"ex:{kind} ex:temUmGenero ex:Terror"]})

@@ -123,7 +123,7 @@ def test_holders_and_answers_are_exact_through_any_adds_and_removes(hierarchy, o
     carried_terms = {term for tag in model for term in tag}
     for term in TERMS + PROPS:
         fresh = "".join(list(term))  # an equal string, another object
-        kept = cat.shared([Tag(fresh, fresh, fresh)])[0]
+        kept = cat.shared((Tag(fresh, fresh, fresh),))[0]
         assert kept == (term, term, term)
         assert (kept.s is not fresh) == (term in carried_terms), term  # kept while a tag carries it, let go after
 
@@ -147,18 +147,20 @@ def test_registrations_share_the_strings_of_their_terms(hierarchy):
     cat = Catalogue()
     cat.set_hierarchy(hierarchy)
     first = Tag(copy(EX + "Livro"), copy(EX + "temUmGenero"), copy(EX + "Terror"))
-    cat.add("a", cat.shared([first]))
-    assert cat.shared([first])[0] is first  # a tag already made of the kept strings is itself
-    second = cat.shared([Tag(copy(EX + "Terror"), copy(EX + "temUmGenero"), copy(EX + "Livro"))])[0]
+    cat.add("a", cat.shared((first,)))
+    assert cat.shared((first,))[0] is first  # a tag already made of the kept strings is itself
+    held = (first, first)
+    assert cat.shared(held) is held  # and tags all made of them are the very tuple given
+    second = cat.shared((Tag(copy(EX + "Terror"), copy(EX + "temUmGenero"), copy(EX + "Livro")),))[0]
     assert second == Tag(EX + "Terror", EX + "temUmGenero", EX + "Livro")
     assert second.s is first.o and second.p is first.p and second.o is first.s
     cat.add("b", [second])
     cat.remove("a", [first])  # Livro and Terror still carried by b, at other positions
-    third = cat.shared([Tag(copy(EX + "Livro"), copy(EX + "temUmGenero"), copy(EX + "Terror"))])[0]
+    third = cat.shared((Tag(copy(EX + "Livro"), copy(EX + "temUmGenero"), copy(EX + "Terror")),))[0]
     assert third.s is first.s and third.o is first.o
     cat.remove("b", [second])
     fourth = Tag(copy(EX + "Livro"), ANY, ANY)
-    assert cat.shared([fourth])[0].s is fourth.s  # nothing carries Livro any more: its string was let go
+    assert cat.shared((fourth,))[0].s is fourth.s  # nothing carries Livro any more: its string was let go
 
 
 @pytest.mark.parametrize("seed", range(5))

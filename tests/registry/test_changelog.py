@@ -33,10 +33,26 @@ def test_each_change_is_encoded_once_however_many_follow():
         encoded.append(c.id)
         return c.id.encode()
 
-    assert log.since_encoded(0, encode) == (False, [b"i1", b"i2"])
-    assert log.since_encoded(1, encode) == (False, [b"i2"])
+    assert log.since_encoded(0, encode) == (False, [b"i1", b"i2"], 2)
+    assert log.since_encoded(1, encode) == (False, [b"i2"], 2)
     assert encoded == ["i1", "i2"]
-    assert log.since_encoded(5, encode) == (True, [])
+    assert log.since_encoded(2, encode) == (False, [], 2)
+    assert log.since_encoded(5, encode) == (True, [], 2)
+
+
+def test_a_follower_far_behind_reads_the_log_a_page_at_a_time_oldest_first():
+    log = ChangeLog(epoch=1, keep=100)
+    log.append([change(n) for n in range(1, 26)])
+    read: list[bytes] = []
+    cursor, pages = 0, 0
+    while True:
+        reset, found, cursor = log.since_encoded(cursor, lambda c: c.id.encode(), limit=10)
+        assert not reset and len(found) <= 10
+        if not found:
+            break
+        read += found
+        pages += 1
+    assert read == [f"i{n}".encode() for n in range(1, 26)] and pages == 3 and cursor == 25
 
 
 def test_a_wait_ends_at_the_next_change_or_at_once_when_behind():

@@ -144,11 +144,13 @@ def test_a_failing_check_makes_critical_and_a_passing_one_brings_it_back(srv, ap
     wait_for(lambda: probe.calls[url] >= 1, 5, "the first probe")
     assert ids(api) == ["checked"]
     probe.healthy[url] = False
-    srv.advance(5)
+    # the first probe fell anywhere in the first second, and each probe is due one interval after the last was
+    # taken (plus the batching's 10 ms): an interval and one second reach the next probe wherever the first fell
+    srv.advance(6)
     wait_for(lambda: status(api, "checked") == "critical", 5, "the instance critical")
     assert ids(api) == []
     probe.healthy[url] = True
-    srv.advance(5)
+    srv.advance(6)
     wait_for(lambda: ids(api) == ["checked"], 5, "the instance up again")
 
 

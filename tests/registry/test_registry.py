@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import pickle
 
 import pytest
@@ -172,12 +173,13 @@ def test_registrations_of_equal_tags_hold_one_copy_of_each_term(registry):
 IDS = st.sampled_from("abcde")
 STEPS = st.lists(st.one_of(
     st.tuples(st.just("put"), IDS, st.sampled_from([0.0, 5.0]), st.sampled_from([None, UP, BLOCKED, DRAINING]),
-              st.sampled_from(["s1", "s2"]), st.sampled_from(["default", "prod"]), st.sampled_from(["A", "B"])),
+              st.sampled_from(["s1", "s2"]), st.sampled_from(["default", "prod", "qa"]), st.sampled_from(["A", "B"])),
     st.tuples(st.just("heartbeat"), IDS, st.sampled_from([None, UP, BLOCKED, DRAINING])),
     st.tuples(st.just("check"), IDS, st.booleans()),
     st.tuples(st.just("state"), IDS, st.sampled_from([UP, BLOCKED, DRAINING]), st.booleans(), st.booleans()),
     st.tuples(st.just("delete"), IDS), st.tuples(st.just("drop"), IDS),
-    st.tuples(st.just("advance"), st.sampled_from([1.0, 6.0, 40.0]))), max_size=60)
+    st.tuples(st.just("advance"), st.sampled_from([1.0, 6.0, 40.0])), st.tuples(st.just("ask"))), max_size=60)
+SELECTIONS = [frozenset(c) for n in (1, 2, 3) for c in itertools.combinations(["default", "prod", "qa", "none"], n)]
 
 
 @given(STEPS)
@@ -187,6 +189,7 @@ def test_counts_by_status_are_kept_exact_through_any_changes(steps):
     were counted on every scrape); whatever happens to the instances, they are what counting them gives."""
     clock = FakeClock(monotonic=0.0, wall=1_800_000_000.0)
     registry = Registry(clock)
+    asked = False
     for step in steps:
         kind, *args = step
         absent = kind in ("heartbeat", "delete") and args[0] not in registry.instances
@@ -209,6 +212,8 @@ def test_counts_by_status_are_kept_exact_through_any_changes(steps):
                 registry.delete(args[0])
             elif kind == "drop":
                 registry.drop(args[0])
+            elif kind == "ask":  # an overview for some environments: the counts per environment are built now
+                registry.environment_counts()
             else:
                 clock.advance(args[0])
                 while registry.expire():  # a turn handles at most a batch: drain them all
@@ -218,3 +223,8 @@ def test_counts_by_status_are_kept_exact_through_any_changes(steps):
             counted[inst.status] += 1
         assert registry.counts_by_status() == counted, step
         assert listing.alone(registry) == listing.counted(registry.instances.values(), None), step  # the overview
+        asked = asked or kind == "ask"
+        if asked:  # built from the instances, then kept through every change
+            for chosen in SELECTIONS:  # an overview for a token bound to these environments
+                assert registry.environment_counts().summary(chosen, listing.STATUSES) == listing.counted(
+                    registry.instances.values(), chosen), (step, chosen)

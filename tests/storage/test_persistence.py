@@ -151,3 +151,34 @@ def test_ontology_flag_takes_several_files(start_server):
         assert sorted(o["name"] for o in c.get("/v1/ontologies").json()) == ["obras", "transport"]
         cluster = c.get("/v1/cluster").json()
         assert cluster["checksum"] > 0 and cluster["replicas"] == 1
+
+
+def test_a_clean_restart_reads_the_snapshot_and_a_crash_after_it_the_records(start_server, tmp_path):
+    """The snapshot a clean stop writes serves the next start-up only; what is written after it, then a kill -9,
+    comes back from the records."""
+    data = tmp_path / "data"
+    batch = [{"id": f"i{n}", "service": "svc", "address": "h", "port": 1000 + n, "ttl": 0, "tags": [f"<http://x.org/C{n % 3}>"]}
+             for n in range(50)]
+    srv = start_server(data_dir=data)
+    with srv.client() as c:
+        assert c.post("/v1/instances/batch", json={"instances": batch}).status_code == 200
+        assert c.put("/v1/instances/i1/heartbeat", json={"status": "draining"}).status_code == 200
+    assert srv.stop() == 0
+    assert (data / "registry.snapshot").exists()
+
+    srv = start_server(data_dir=data)
+    assert '"from":"snapshot"' in srv.log() and not (data / "registry.snapshot").exists()
+    with srv.client() as c:
+        assert c.get("/v1/instances/i1").json()["status"] == "draining"
+        assert c.put("/v1/instances/late", json={**batch[0], "id": "late"}).status_code == 201
+        assert c.delete("/v1/instances/i2").status_code == 204
+        assert c.put("/v1/instances/i3", json={**batch[3], "port": 1}).status_code == 200
+        before = {i["id"]: i for i in c.get("/v1/instances").json()}
+    srv.kill()
+
+    srv = start_server(data_dir=data)
+    assert '"from":"records"' in srv.log()
+    with srv.client() as c:
+        after = {i["id"]: i for i in c.get("/v1/instances").json()}
+    assert after.keys() == before.keys() and "late" in after and "i2" not in after
+    assert after["i3"]["port"] == 1 and after["i1"]["status"] == "draining"

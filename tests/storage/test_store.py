@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import pyoxigraph as ox
+import pytest
 
+from semreg.errors import StopAsked
 from semreg.storage import documents
 from semreg.storage.store import JSON, RECORD_OF, RECORDS, REVISION, OntologyMeta, Store, instance_node
 
@@ -52,6 +54,28 @@ def test_a_record_left_partial_among_whole_ones_is_found(tmp_path):
     store = Store(tmp_path / "d")
     loaded = {r["id"] for r, _ in store.load_records()}
     assert loaded == {f"i{k}" for k in range(50)} - {"i7"}
+    assert not list(store.ox.quads_for_pattern(ox.NamedNode("urn:semreg:record:i7:8"), None, None, RECORDS))
+
+
+def test_reading_the_records_gives_up_when_a_stop_is_asked_and_removes_nothing(tmp_path, monkeypatch):
+    """A stop asked during the read (a million records take 15-40 s) ends it at the next look, every
+    `STOP_EVERY` documents; the partial record a full read would remove is still there for the next one."""
+    store = Store(tmp_path / "d")
+    store.save_records([(rec(f"i{k}", k), k + 1) for k in range(10)])
+    partial = ox.Quad(ox.NamedNode("urn:semreg:record:i7:8"), RECORD_OF, instance_node("i7"), RECORDS)
+    store.ox.remove(partial)
+    monkeypatch.setattr(documents, "STOP_EVERY", 4)
+    looks: list[int] = []
+
+    def stopped() -> bool:
+        looks.append(len(looks))
+        return len(looks) == 2  # asked between the first look (before document 0) and the second (before 4)
+
+    with pytest.raises(StopAsked, match="stopped after 4"):
+        store.load_records(stopped)
+    assert len(looks) == 2
+    assert list(store.ox.quads_for_pattern(ox.NamedNode("urn:semreg:record:i7:8"), None, None, RECORDS))
+    assert {r["id"] for r, _ in store.load_records()} == {f"i{k}" for k in range(10)} - {"i7"}
     assert not list(store.ox.quads_for_pattern(ox.NamedNode("urn:semreg:record:i7:8"), None, None, RECORDS))
 
 

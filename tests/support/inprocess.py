@@ -81,7 +81,11 @@ class InProcess:
 
     def start(self) -> InProcess:
         self._thread.start()
-        self.run(self._open())
+        try:
+            self.run(self._open())
+        except BaseException:
+            self._end_loop()
+            raise
         return self
 
     async def _open(self) -> None:
@@ -116,10 +120,13 @@ class InProcess:
         try:
             self.run(self._close())
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
-            self._loop.close()
-            self._executor.shutdown(wait=True)
+            self._end_loop()
+
+    def _end_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+        self._executor.shutdown(wait=True)
 
     async def _close(self) -> None:
         await self.http.aclose()

@@ -22,6 +22,7 @@ from semreg.cluster.kv import MemoryKV
 from semreg.config import Settings
 from semreg.http.app import create_app
 from support.faultykv import FaultyKV
+from support.paths import ONTOLOGIES
 from support.server import free_port, wait_for
 
 SECRET = "in-process-ring-secret-0123456789abcdef"
@@ -117,6 +118,14 @@ class InProcessRing:
         wait_for(lambda: node.node.ready, 30, f"{name} ready")
         self.settle()
         return node
+
+    def upload(self, node: RingNode) -> None:
+        """The example ontology through `node`: answered once every member applied it, on the ring's clock."""
+        pending = self.start(node.http.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
+                                           headers={"Content-Type": "text/turtle"}))
+        while not pending.done():
+            self.advance(0.1, step=0.1)
+        assert pending.result().status_code in (200, 201)
 
     def remove(self, name: str) -> None:
         """Stop node `name` as SIGTERM does: hand its records over, say goodbye."""

@@ -13,7 +13,8 @@ On a fresh server with a data directory, the synthetic ontology, then `--instanc
     expiry       10,000 instances registered with a 5 s ttl left to lapse at once, while a client asks
                  /healthz every few milliseconds: the longest answer is the event loop's longest stall
     start-up     SIGTERM, then the seconds from the process's start on the data directory to /readyz 200,
-                 and the tree's PSS once started
+                 split by the server's log (store opened, ontologies restored, records read, instances
+                 restored, node open), and the tree's PSS once started
 
 It starts and stops its own server: with --semreg-url it fails with a BenchError. Compare a run at
 10,000 with one at 100,000 or 1,000,000 for the "no slowdown" ratios (medians; the machine is shared).
@@ -33,6 +34,7 @@ from semreg.bench.aio.loop import LoopThread
 from semreg.bench.context import BenchContext, expect
 from semreg.bench.dataset import class_iri, property_iri
 from semreg.bench.peers import BenchError, PeerProcess
+from semreg.bench.readings import log_milestones
 from semreg.bench.report import Target
 from semreg.bench.scenarios.common import register_batches, scenario, thousand_tags
 from semreg.bench.scenarios.soak import KINDS, read_memory
@@ -51,6 +53,8 @@ EXPIRY_TTL_S = 5  # long enough that the batch is acknowledged before any of the
 EXPIRY_WATCH_S = 10.0  # how long /healthz is asked after the expiring instances are registered
 LIVEZ_EVERY_S = 0.002
 START_TIMEOUT_S = 900.0
+# the server's start-up lines, in the order they come: where a start-up's seconds go
+STARTUP_MILESTONES = ("store opened", "ontologies restored", "instance records read", "instances restored", "node open")
 RELEASE_WAIT_S = 65.0  # past the server's interval for giving freed memory back (semreg.node.RELEASE_EVERY_S)
 
 
@@ -256,10 +260,12 @@ def restart(ctx: BenchContext, servers: list[PeerProcess], peer: PeerProcess, n:
     assert peer.data_dir is not None
     with ctx.ui.step(f"stopping semreg (SIGTERM) and starting it on its data directory ({n:,} instances)"):
         stop_s = stop(peer)
-        started = time.perf_counter()
+        started, launched = time.perf_counter(), time.time()
         fresh = ctx.peers.semreg(*serve_options(ctx), data=peer.data_dir, poll_s=0.05, ready_timeout_s=START_TIMEOUT_S)
         startup_s = round(time.perf_counter() - started, 2)
         servers.append(fresh)
+    phases = log_milestones(fresh.log_tail(1 << 20), STARTUP_MILESTONES, launched)
+    ctx.ui.log("  start-up, seconds from launch: " + ", ".join(f"{m} {s}" for m, s in phases.items()))
     with ctx.client(fresh.url, timeout_s=600) as http:
         check_held(ctx, http, n + REGISTRATIONS + BEAT_INSTANCES + EXPIRING, "after the restart")
-    return {"stop_s": stop_s, "startup_s": startup_s, "memory_restarted": tree_memory(fresh)}
+    return {"stop_s": stop_s, "startup_s": startup_s, "startup_phases_s": phases, "memory_restarted": tree_memory(fresh)}

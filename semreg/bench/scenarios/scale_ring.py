@@ -27,12 +27,14 @@ from semreg.bench.context import BenchContext, expect
 from semreg.bench.localcluster import ClusterNode, LocalCluster
 from semreg.bench.oracle import Oracle
 from semreg.bench.peers import BenchError
+from semreg.bench.readings import log_milestones
 from semreg.bench.report import Target
 from semreg.bench.scenarios.common import scenario
 from semreg.bench.scenarios.scale import (
     COLD_LIMIT,
     RELEASE_WAIT_S,
     START_TIMEOUT_S,
+    STARTUP_MILESTONES,
     cold_discovery,
     heartbeats,
     hot_discovery,
@@ -167,9 +169,12 @@ def restart_member(ctx: BenchContext, cluster: LocalCluster, member: ClusterNode
     """SIGKILL, then the member started on its data directory: seconds to /readyz, and its memory then."""
     with ctx.ui.step(f"killing {member.name} (SIGKILL) and starting it again on its data directory"):
         member.kill()
-        started = time.perf_counter()
+        started, launched = time.perf_counter(), time.time()
         member.start(START_TIMEOUT_S)
         startup_s = round(time.perf_counter() - started, 2)
+    phases = log_milestones(member.log(), (*STARTUP_MILESTONES, "node ready"), launched)
+    ctx.ui.log(f"  {member.name}'s start-up, seconds from launch: " + ", ".join(f"{m} {s}" for m, s in phases.items()))
     with ctx.client(member.url) as http:
         count = held(ctx, http)
-    return {"startup_s": startup_s, "records": count, "memory_restarted": tree_memory(process_of(member))}
+    return {"startup_s": startup_s, "startup_phases_s": phases, "records": count,
+            "memory_restarted": tree_memory(process_of(member))}
