@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from semreg.bench.peers import PeerProcess, Peers, free_port
+from semreg.bench.peers import PeerProcess, Peers, free_ports
 
 SECRET = "local-cluster-secret-0123456789abcdef"
 
@@ -109,7 +109,7 @@ class LocalCluster:
     def add(self, *extra: str, ready: bool = True) -> ClusterNode:
         assert self.etcd is not None, "start() first"
         name = f"n{len(self.nodes) + 1}"
-        port, cluster_port = free_port(), free_port()
+        port, cluster_port = free_ports(2)
         base = self.workdir / name
         base.mkdir(parents=True, exist_ok=True)
         argv = [sys.executable, "-m", "semreg", "serve", "--host", "127.0.0.1", "--port", str(port),

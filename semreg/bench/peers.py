@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,10 +41,33 @@ class MissingTool(BenchError):
         self.tool = tool
 
 
+_handed_out: set[int] = set()  # every port this process has given: a listener may not have bound it yet
+_handed_lock = threading.Lock()
+
+
+def free_ports(n: int) -> list[int]:
+    """`n` distinct loopback ports that are free now and that this process has not given before.
+
+    A port is free once the probing socket closes, so two probes in a row can get the same number from
+    the system: a node given it for its public and its cluster listener then fails to bind the second.
+    The probes stay open until all `n` are chosen, and numbers already given are skipped, since the
+    process they went to may still be starting."""
+    with contextlib.ExitStack() as probes:
+        ports: list[int] = []
+        while len(ports) < n:
+            probe = probes.enter_context(socket.socket())
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+            with _handed_lock:
+                if port in _handed_out:
+                    continue
+                _handed_out.add(port)
+            ports.append(port)
+        return ports
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
 
 
 def find_tool(tool: str) -> str:
@@ -150,7 +174,7 @@ class Peers:
 
     def etcd(self) -> PeerProcess:
         data, log = self._dirs("etcd")
-        client, peer = free_port(), free_port()
+        client, peer = free_ports(2)
         client_url, peer_url = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
         argv = [find_tool("etcd"), "--name", "bench", "--data-dir", str(data),
                 "--listen-client-urls", client_url, "--advertise-client-urls", client_url,

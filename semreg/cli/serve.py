@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from semreg.storage.store import Store
 
 log = logging.getLogger("semreg.serve")
+WILDCARDS = frozenset({"0.0.0.0", "::", "*"})  # hosts that listen on every address
 
 
 def _truthy(value: str) -> bool:
@@ -101,6 +102,10 @@ def cluster_settings(settings: Settings) -> Settings:
         raise ValueError(f"--cluster-secret {settings.cluster_secret_file}: the secret must be at least 16 "
                          f"characters long.")
     listen_host, listen_port = cluster_listen(settings.cluster_listen)
+    if listen_port == settings.port and (listen_host == settings.host or WILDCARDS & {listen_host, settings.host}):
+        raise ValueError(f"--cluster-listen {settings.cluster_listen}: that is the public listener's address "
+                         f"(--host {settings.host} --port {settings.port}); node-to-node requests need a port of "
+                         f"their own.")
     scheme = "https" if tls.check(settings.cluster_tls_cert, settings.cluster_tls_key, settings.cluster_tls_ca) \
         else "http"
     advertise = settings.advertise or f"{scheme}://{listen_host}:{listen_port}"
@@ -111,7 +116,7 @@ def cluster_settings(settings: Settings) -> Settings:
     if not host or parts.port is None:
         raise ValueError(f"--advertise {advertise}: give the URL other nodes reach this one at, as "
                          f"http://HOST:PORT.")
-    if host in ("0.0.0.0", "::", "*"):
+    if host in WILDCARDS:
         raise ValueError(f"--advertise {advertise}: a wildcard address does not say where this node is; listening "
                          f"on {listen_host}, give --advertise {scheme}://<this host's address>:{listen_port}.")
     if not 1 <= settings.replicas <= 16:

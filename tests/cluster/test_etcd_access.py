@@ -16,7 +16,7 @@ from support.certs import certificates
 from support.server import wait_for
 
 from semreg.bench.localcluster import SECRET, LocalCluster
-from semreg.bench.peers import free_port
+from semreg.bench.peers import free_ports
 from semreg.cluster.etcd_access import read_access
 
 pytestmark = pytest.mark.process  # etcd and openssl, installed by `dev.py test`
@@ -27,7 +27,7 @@ def etcd_factory(tmp_path: Path) -> Iterator:
     started: list[subprocess.Popen] = []
 
     def start(scheme: str, *extra: str) -> tuple[str, int]:
-        client, peer = free_port(), free_port()
+        client, peer = free_ports(2)
         url, peer_url = f"{scheme}://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
         log = (tmp_path / f"etcd-{client}.log").open("wb")
         started.append(subprocess.Popen(

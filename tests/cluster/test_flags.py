@@ -43,12 +43,20 @@ def test_a_node_defaults_its_address_and_id_to_where_its_cluster_listener_listen
     ({"advertise": "http://10.0.0.5"}, "http://HOST:PORT"),
     ({"replicas": 0}, "--replicas"),
     ({"etcd": "etcd:notaport"}, "etcd"),
+    ({"cluster_listen": "127.0.0.1:8081"}, "a port of their own"),
+    ({"cluster_listen": "0.0.0.0:8081", "advertise": "http://10.0.0.5:8081"}, "a port of their own"),
+    ({"host": "0.0.0.0", "cluster_listen": "10.0.0.5:8081"}, "a port of their own"),
 ])
 def test_bad_cluster_flags_are_refused_with_the_reason(secret, kw, says):
     kw = {"cluster_secret_file": secret, **kw} if says != "--cluster-secret" else kw
     with pytest.raises(ValueError, match=None) as raised:
         cluster_settings(settings(**kw))
     assert says in str(raised.value)
+
+
+def test_the_cluster_listener_may_share_a_port_number_on_another_address(secret):
+    s = cluster_settings(settings(cluster_secret_file=secret, host="10.0.0.4", cluster_listen="10.0.0.5:8081"))
+    assert s.advertise == "http://10.0.0.5:8081"
 
 
 def test_a_short_or_missing_secret_is_refused(tmp_path):

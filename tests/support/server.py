@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+
+from semreg.bench.peers import free_port
 
 
 def wait_for(condition: Callable[[], object], timeout_s: float = 15.0, what: str = "condition") -> object:
@@ -24,12 +25,6 @@ def wait_for(condition: Callable[[], object], timeout_s: float = 15.0, what: str
             return value
         time.sleep(0.05)
     raise AssertionError(f"{what} did not happen within {timeout_s} s")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ServerProcess:
