@@ -22,10 +22,16 @@ from semreg.clock import Clock, Interrupted, LoopClock, within
 log = logging.getLogger("semreg.kv")
 
 PUT, DELETE = "put", "delete"
+LEASE_GONE = "requested lease not found"  # etcd's words (ErrGRPCLeaseNotFound)
 
 
 class KVUnavailable(Exception):
     """The store cannot answer (down, unreachable, or our lease is gone)."""
+
+
+class LeaseGone(KVUnavailable):
+    """The store answered: the lease a write named has lapsed or was revoked (etcd's "requested lease not
+    found"), an answer rather than an outage, so it is raised at once, without trying another endpoint."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +153,8 @@ class EtcdKV:
             try:
                 return await within(self.clock, getattr(connection.client, fn)(*args, **kw), self.timeout_s)
             except Exception as exc:
+                if LEASE_GONE in str(exc):
+                    raise LeaseGone(f"etcd: {LEASE_GONE}") from exc
                 log.warning("etcd call failed", extra={"call": fn, "error": _said(exc)})
                 self._drop(connection)
         raise KVUnavailable(f"no etcd endpoint answered {fn}")
@@ -299,7 +307,7 @@ class MemoryKV:
     async def put(self, key: str, value: bytes, lease: int | None = None) -> int:
         self._check()
         if lease is not None and lease not in self.leases:
-            raise KVUnavailable("requested lease not found")
+            raise LeaseGone(LEASE_GONE)
         self.data[key] = (value, lease)
         revision = self._bump()
         self._emit(Event(PUT, key, value, revision))

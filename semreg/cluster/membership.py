@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from semreg.clock import Clock, sleep
-from semreg.cluster.kv import DELETE, KV, KVUnavailable
+from semreg.cluster.kv import DELETE, KV, KVUnavailable, LeaseGone
 from semreg.cluster.ring import Ring
 from semreg.cluster.supervisor import Supervisor
 
@@ -130,11 +130,20 @@ class Membership:
         self._tasks.start(LEASE, "membership lease's keep-alive", self._keepalive_loop)
 
     async def leave(self) -> None:
-        """Say goodbye: mark our key `left`, then drop it with its lease (peers take our records)."""
+        """Say goodbye: mark our key `left`, then drop it with its lease (peers take our records).
+
+        A lease that lapsed just before (a keep-alive held up past it on a loaded machine) already made the
+        peers list us failed: the goodbye is then said on a lease of its own, so they list us as left, which
+        an operator stopping a node expects to read."""
         self._stopping = True
         if self.lease is not None:
             with contextlib.suppress(KVUnavailable):
-                await self.kv.put(self._key(self.node_id), self._value("left"), lease=self.lease)
+                try:
+                    await self.kv.put(self._key(self.node_id), self._value("left"), lease=self.lease)
+                except LeaseGone:
+                    self.lease = await self.kv.grant(self.lease_ttl_s)
+                    await self.kv.put(self._key(self.node_id), self._value("left"), lease=self.lease)
+                    log.info("said goodbye on a new lease: ours had lapsed", extra={"node": self.node_id})
                 await self.kv.revoke(self.lease)
         await self.stop()
 

@@ -11,7 +11,7 @@ import pytest
 from support.fakeetcd import FakeEtcd
 
 from semreg.clock import FakeClock
-from semreg.cluster.kv import PUT, EtcdKV, KVUnavailable, MemoryKV
+from semreg.cluster.kv import PUT, EtcdKV, KVUnavailable, LeaseGone, MemoryKV
 
 
 async def settle() -> None:
@@ -60,6 +60,20 @@ def test_a_call_cancelled_under_its_task_is_a_failed_call_and_the_task_goes_on()
         assert etcd.cancelled_calls == 1
         assert await drive(clock, kv.keepalive(lease)) is True  # on a client of its own
         assert len(etcd.clients) == 2
+    run(go())
+
+
+def test_a_write_on_a_lapsed_lease_is_said_at_once_and_keeps_the_connection():
+    """etcd's "requested lease not found" is an answer: raised as LeaseGone on the first try, with the client
+    kept, unlike an endpoint that does not answer."""
+    async def go():
+        clock, memory, etcd, kv = world()
+        lease = await drive(clock, kv.grant(9))
+        await drive(clock, kv.revoke(lease))
+        with pytest.raises(LeaseGone):
+            await drive(clock, kv.put("/k", b"v", lease=lease))
+        assert len(etcd.clients) == 1 and not etcd.clients[0].closed
+        assert "/k" not in memory.data
     run(go())
 
 

@@ -86,6 +86,24 @@ def test_a_lapsed_lease_makes_a_member_faulty_and_a_goodbye_makes_it_left():
     run(go())
 
 
+def test_a_goodbye_after_the_lease_lapsed_still_makes_the_member_left():
+    """A keep-alive held up past the lease on a loaded machine, then a clean stop: the peers first list the
+    member failed, then, once it says goodbye on a lease of its own, left."""
+    async def go():
+        clock = FakeClock()
+        kv = MemoryKV(clock)
+        nodes = await cluster(kv, clock, ("a", "b"))
+        await nodes["b"].stop()  # its keep-alive held up
+        await advance(kv, clock, 12)
+        assert statuses(nodes["a"])["b"] == FAULTY
+        await nodes["b"].leave()
+        await settle()
+        assert statuses(nodes["a"]) == {"a": ALIVE, "b": LEFT} and nodes["a"].view.ring.members == ("a",)
+        assert not [key for key in kv.data if key.endswith("/b")] and len(kv.leases) == 1  # only a's
+        await nodes["a"].stop()
+    run(go())
+
+
 def test_a_frozen_node_rejoins_when_it_thaws():
     async def go():
         clock = FakeClock()

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from semreg.clock import FakeClock
-from semreg.cluster.kv import DELETE, KVUnavailable, MemoryKV
+from semreg.cluster.kv import DELETE, KVUnavailable, LeaseGone, MemoryKV
 from support.faultykv import first_of
 
 
@@ -86,6 +86,8 @@ class FakeClient:
         await self._rpc(name)
         try:
             return await call()
+        except LeaseGone as exc:
+            raise RpcError(f"etcdserver: {exc}") from exc  # etcd's answer, not an outage
         except KVUnavailable as exc:
             raise RpcError(f"failed to connect to all addresses: {exc}") from exc
 
