@@ -96,7 +96,7 @@ class AntiEntropy:
         away = self.shard.clock.wall() - seen if seen is not None else 0.0
         if away <= TOMBSTONE_KEEP_S:
             return 0
-        forgotten = await self.shard.drop(list(self.shard.inventory()))
+        forgotten = await self.shard.drop(list(await self.shard.whole_inventory()))
         log.warning("away longer than removals are remembered: the copies held here are forgotten, and the "
                     "ring's current ones taken instead", extra={"away_h": round(away / 3600, 1), "forgotten": forgotten})
         return forgotten

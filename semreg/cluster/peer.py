@@ -166,6 +166,9 @@ class RemoteShard:
                                  timeout_s=WRITE_TIMEOUT_S)
         return {k: int(v) for k, v in answer["inventory"].items()}
 
+    async def whole_inventory(self) -> dict[str, int]:  # as a local shard's: everything it holds
+        return await self.inventory()
+
     async def digests(self, checksum: int, arcs: list[int]) -> dict[int, tuple[int, int, int]] | None:
         """Its digests of these arcs of the ring with `checksum`; None when its ring is another."""
         try:

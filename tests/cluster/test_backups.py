@@ -11,6 +11,8 @@ from concurrent.futures import wait
 from typing import Any
 
 import httpx
+from hypothesis import given
+from hypothesis import strategies as st
 from support.backups import Writers, answers, backup_ids, semreg
 from support.inprocess import InProcess
 from support.inprocess_ring import InProcessRing, RingNode
@@ -18,6 +20,7 @@ from support.paths import ONTOLOGIES
 from support.ring import body, load, upload
 from support.server import wait_for
 
+from semreg.registry import backups
 from semreg.storage import backup
 
 GZ = {"Content-Type": "application/gzip"}
@@ -117,3 +120,24 @@ def test_a_backup_taken_while_writers_run_restores_alike_to_a_node_and_to_a_ring
     assert [i["id"] for i in alone["instances"]] == ids
     for key in alone:
         assert ringed[key] == alone[key], key
+
+
+revisions = st.dictionaries(st.sampled_from([f"i{k}" for k in range(30)]),
+                            st.integers(1, 50).flatmap(lambda r: st.sampled_from([r, -r])), max_size=30)
+
+
+@given(st.lists(revisions, min_size=1, max_size=4))
+def test_a_ring_backup_exports_each_instance_once_from_a_holder_of_its_newest_revision(inventories):
+    """The merge of the members' inventories, done off the event loop: each id at its newest revision, from a
+    shard that holds it at that revision; removals (negative) left out; each shard's ids sorted, asked once."""
+    shards = [object() for _ in inventories]
+    newest = backups.newest_of(list(zip(shards, inventories, strict=True)))
+    for iid, (revision, shard) in newest.items():
+        held = [inv[iid] for inv in inventories if iid in inv]
+        assert abs(revision) == max(abs(r) for r in held)
+        assert inventories[shards.index(shard)][iid] == revision
+    groups = backups.by_holder(newest)
+    exported = [iid for _, ids in groups for iid in ids]
+    assert sorted(exported) == sorted(iid for iid, (revision, _) in newest.items() if revision > 0)
+    assert len(exported) == len(set(exported)) and all(ids == sorted(ids) for _, ids in groups)
+    assert all(newest[iid][1] is shard for shard, ids in groups for iid in ids)
