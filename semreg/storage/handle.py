@@ -71,6 +71,11 @@ class Handle:
             let_go()
             if sys.getrefcount(self.ox) > 2:  # this attribute and the call's argument
                 return False
+            # Closing flushes RocksDB's memtables inside the store's destructor, which runs with Python's lock
+            # held: every thread of the process stood still meanwhile (4.5 s for 1.2 million quads written,
+            # 10-15 s on a loaded ring member, whose membership lease lapsed). `flush` does the same work with
+            # the lock let go, and the close that follows found nothing left to write (37 ms).
+            self.ox.flush()
             self.ox = None  # type: ignore[assignment]  # the last reference: RocksDB closes here
             self.ox = _open_again(self.path)
             return True

@@ -51,6 +51,38 @@ def test_a_reopened_store_holds_what_it_held_and_takes_writes(tmp_path):
     assert Store.load_records(store) == [({"id": "a", "port": 3}, 3)]
 
 
+class Watched:
+    """The store, saying when it is flushed and when its last reference goes (RocksDB closes then)."""
+
+    def __init__(self, real: ox.Store, events: list[str]) -> None:
+        self.real, self.events = real, events
+
+    def flush(self) -> None:
+        self.events.append("flushed")
+        self.real.flush()
+
+    def __getattr__(self, name: str):
+        return getattr(self.real, name)
+
+    def __del__(self) -> None:
+        self.events.append("closed")
+
+
+def test_a_reopening_flushes_before_the_last_reference_goes(tmp_path):
+    """The store's destructor writes what the memtables hold with Python's lock held, so every thread of
+    the server stood still meanwhile (long enough for a ring member's lease to lapse): the reopening
+    flushes first, with the lock let go, and leaves the destructor nothing to write."""
+    store = Store(tmp_path / "d")
+    literals(store, 1_000)
+    store.save_records([({"id": "a"}, 1)])  # in the memtables, not flushed
+    events: list[str] = []
+    store._handle.ox = store.ox = Watched(store._handle.ox, events)  # type: ignore[assignment]
+    assert store.reopen()
+    assert events == ["flushed", "closed"]
+    assert store.read_record("a") == ({"id": "a"}, 1)
+    assert sum(1 for _ in store.ox.quads_for_pattern(None, P, None, G)) == 1_000
+
+
 def test_a_store_in_memory_is_never_closed(tmp_path):
     store = Store(None)
     store.save_records([({"id": "a"}, 1)])
