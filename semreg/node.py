@@ -19,6 +19,7 @@ from typing import Any
 
 from semreg import heap, malloc
 from semreg.clock import Cancellable, Clock, LoopClock
+from semreg.cluster import pacemaker as pacemakers
 from semreg.cluster import tls
 from semreg.cluster.cluster import Cluster
 from semreg.cluster.etcd_access import EtcdAccess, client_factory, read_access
@@ -74,14 +75,17 @@ class Node:
         self.cluster: Cluster | None = None
         if settings.etcd:  # other members follow this log; a node alone keeps no one's changes
             self.shard.subscribe(self.changelog.append)
-            kv = kv if kv is not None else EtcdKV(parse_endpoints(settings.etcd), clock=self.clock,
-                                                  client=client_factory(etcd_access(settings)))
+            pacemaker = None
+            if kv is None:  # etcd itself: the lease is also refreshed from a thread of its own
+                endpoints, client = parse_endpoints(settings.etcd), client_factory(etcd_access(settings))
+                kv = EtcdKV(endpoints, clock=self.clock, client=client)
+                pacemaker = pacemakers.for_etcd(endpoints, client, settings.member_lease_ttl_s)
             self.cluster = Cluster(kv=kv, cluster=settings.cluster,
                                    node_id=settings.node_id, address=settings.advertise, replicas=settings.replicas,
                                    secret=read_secret(settings), shard=self.shard, coordinator=self.coordinator,
                                    knowledge=self.knowledge, clock=self.clock,
                                    lease_ttl_s=settings.member_lease_ttl_s, tls=peer_tls(settings),
-                                   sparql=settings.sparql)
+                                   sparql=settings.sparql, pacemaker=pacemaker)
             self.coordinator.placement = self.cluster
             if self.replica is not None:  # every member's instances, in this node's SPARQL replica: the newest copy of each
                 self.cluster.copies = ReplicaCopies(self._publish_view, self.replica.remove_instance)

@@ -41,6 +41,7 @@ from semreg.cluster.followers import Followers
 from semreg.cluster.hints import Hints
 from semreg.cluster.kv import KV, KVUnavailable
 from semreg.cluster.membership import Membership, View
+from semreg.cluster.pacemaker import Pacemaker
 from semreg.cluster.peer import RemoteShard
 from semreg.cluster.placement import RingPlacement
 from semreg.cluster.replica_copies import ReplicaCopies
@@ -64,8 +65,10 @@ REOPEN_S = 600.0
 class Cluster:
     def __init__(self, *, kv: KV, cluster: str, node_id: str, address: str, replicas: int, secret: str,
                  shard: LocalShard, coordinator: Coordinator, knowledge: Any, clock: Clock,
-                 lease_ttl_s: int = 10, tls: ssl.SSLContext | None = None, sparql: bool = True) -> None:
-        """`sparql`: whether this node serves `/sparql`, as its membership key says."""
+                 lease_ttl_s: int = 10, tls: ssl.SSLContext | None = None, sparql: bool = True,
+                 pacemaker: Pacemaker | None = None) -> None:
+        """`sparql`: whether this node serves `/sparql`, as its membership key says. `pacemaker`: the lease
+        refreshed from a thread as well (`semreg.cluster.pacemaker`)."""
         kv = SignedKV(kv, secret)  # a record etcd holds counts only if a holder of the secret wrote it
         self.kv = kv
         self.name = cluster
@@ -78,7 +81,8 @@ class Cluster:
         self.knowledge = knowledge
         self.clock = clock
         self.membership = Membership(kv, cluster, node_id, address, clock, lease_ttl_s=lease_ttl_s,
-                                     on_view=self._on_view, before_rejoin=self.repair, sparql=sparql)
+                                     on_view=self._on_view, before_rejoin=self.repair, sparql=sparql,
+                                     pacemaker=pacemaker)
         self._stopping = False
         stopping = self._is_stopping
         self.placement = RingPlacement(membership=self.membership, node_id=node_id, replicas=replicas, secret=secret,

@@ -39,6 +39,7 @@ import orjson
 
 from semreg.clock import Clock, sleep
 from semreg.cluster.kv import DELETE, KV, KVUnavailable, LeaseGone
+from semreg.cluster.pacemaker import Pacemaker
 from semreg.cluster.ring import Ring
 from semreg.cluster.supervisor import Supervisor
 
@@ -82,10 +83,12 @@ class View:
 class Membership:
     def __init__(self, kv: KV, cluster: str, node_id: str, address: str, clock: Clock, *, lease_ttl_s: int = 10,
                  forget_after_s: float = 300.0, on_view: Callable[[View], None] | None = None,
-                 before_rejoin: Callable[[], Awaitable[None]] | None = None, sparql: bool = True) -> None:
+                 before_rejoin: Callable[[], Awaitable[None]] | None = None, sparql: bool = True,
+                 pacemaker: Pacemaker | None = None) -> None:
         """`before_rejoin`: run when our lease lapsed (we were paused, or cut off), before joining again:
         the others went on without us meanwhile. `sparql`: whether this node serves `/sparql` (its key says
-        so, and members without it forward their queries to one that does)."""
+        so, and members without it forward their queries to one that does). `pacemaker`: refreshes the
+        lease from a thread of its own as well (`semreg.cluster.pacemaker`), so a busy event loop keeps it."""
         self.kv = kv
         self.prefix = f"/semreg/{cluster}/members/"
         self.node_id = node_id
@@ -96,6 +99,7 @@ class Membership:
         self.on_view = on_view
         self.before_rejoin = before_rejoin
         self.sparql = sparql
+        self.pacemaker = pacemaker
         self.view = View()
         self.degraded = False
         self.joined = False
@@ -128,6 +132,8 @@ class Membership:
         """Put our key on a fresh lease, and keep the lease alive."""
         await self._join()
         self._tasks.start(LEASE, "membership lease's keep-alive", self._keepalive_loop)
+        if self.pacemaker is not None:
+            self.pacemaker.start()
 
     async def leave(self) -> None:
         """Say goodbye: mark our key `left`, then drop it with its lease (peers take our records).
@@ -136,6 +142,8 @@ class Membership:
         peers list us failed: the goodbye is then said on a lease of its own, so they list us as left, which
         an operator stopping a node expects to read."""
         self._stopping = True
+        if self.pacemaker is not None:
+            self.pacemaker.hold(None)
         if self.lease is not None:
             with contextlib.suppress(KVUnavailable):
                 try:
@@ -149,6 +157,8 @@ class Membership:
 
     async def stop(self) -> None:
         self._stopping = True
+        if self.pacemaker is not None:  # its thread ends within one etcd call's timeout
+            await asyncio.to_thread(self.pacemaker.stop)
         await self._tasks.stop()
 
     def _key(self, member_id: str) -> str:
@@ -161,6 +171,8 @@ class Membership:
         lease = await self.kv.grant(self.lease_ttl_s)
         revision = await self.kv.put(self._key(self.node_id), self._value("alive"), lease=lease)
         self.lease, self._joined_at, self.joined, self._repair_due = lease, revision, True, False
+        if self.pacemaker is not None:
+            self.pacemaker.hold(lease)
         log.info("joined the cluster", extra={"node": self.node_id, "address": self.address, "lease": self.lease})
         if self._fence is not None:
             self._fence = revision  # writes again once the view shows our new key
@@ -193,6 +205,8 @@ class Membership:
         """We know our lease lapsed: fence writes, and join again (repairing first, the first time)."""
         if self._stopping:
             return
+        if self.pacemaker is not None:
+            self.pacemaker.hold(None)
         if self._fence is None:
             self._repair_due = True
             log.warning("the membership lease lapsed; no writes until this node joined again and read the member "
@@ -226,6 +240,8 @@ class Membership:
         backoff = 0.5
         while not self._stopping:
             await sleep(self.clock, self.lease_ttl_s / 3 if not self.degraded else backoff)
+            if self.pacemaker is not None:
+                self.pacemaker.loop_alive()
             try:
                 await self._keep()
                 backoff = 0.5
