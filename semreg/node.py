@@ -104,6 +104,8 @@ class Node:
         self.knowledge.on_hierarchy(lambda h, seconds: self._settle_heap())
         if self.replica is not None:
             self.shard.subscribe(self._feed_replica)
+        else:  # the replica's feed tells the collector of what it publishes (`_publish_view`); here nothing does
+            self.shard.subscribe(self._note_made)
 
     async def open(self) -> None:
         """Open the store, restore ontologies, closure and instances, then preload --ontology files.
@@ -260,6 +262,16 @@ class Node:
         """Freed memory back to the system on a worker thread (`malloc_trim` walks the whole heap)."""
         if self._loop is not None and not self._loop.is_closed():
             self._loop.run_in_executor(None, malloc.release)
+
+    def _note_made(self, changes: list[Change]) -> None:
+        """Registrations made or replaced here, copies taken from other members: their objects live on, and the
+        collector is told, as the SPARQL replica's feed tells it (`_publish_view`). Without it, a node serving
+        no SPARQL froze nothing after its start-up, and each full collection walked every instance registered
+        since with Python's lock held: seconds at a few hundred thousand, every thread of the node standing
+        still, a ring member's lease lapsing."""
+        made = sum(len(c.tags) + 1 for c in changes if c.membership and not c.removed)
+        if made:
+            self.heap.note(made)
 
     def _publish_view(self, view: dict[str, Any]) -> None:
         """An instance into the SPARQL replica. Each one published was just made (registered, replaced, a
