@@ -94,14 +94,21 @@ class Pacemaker:
 
 def for_etcd(endpoints: list[tuple[str, int]], client: Callable[[str, int, float], Any], ttl_s: float) -> Pacemaker:
     """A pacemaker refreshing leases through an etcd client of its own, on an event loop of its own (a gRPC
-    channel belongs to the loop it was made on, and the member's loop is the one that may be busy)."""
-    loop = asyncio.new_event_loop()
-    kv = EtcdKV(endpoints, timeout_s=max(1.0, ttl_s / 3), client=client)
+    channel belongs to the loop it was made on, and the member's loop is the one that may be busy). Both are
+    made at the thread's first refresh and closed when it ends, so a membership stopped and started again
+    gets new ones."""
+    own: dict[str, Any] = {}
 
     def refresh(lease: int) -> bool:
-        return loop.run_until_complete(kv.keepalive(lease))
+        if not own:
+            own["loop"] = asyncio.new_event_loop()
+            own["kv"] = EtcdKV(endpoints, timeout_s=max(1.0, ttl_s / 3), client=client)
+        return bool(own["loop"].run_until_complete(own["kv"].keepalive(lease)))
 
     def close() -> None:
+        if not own:
+            return
+        loop, kv = own.pop("loop"), own.pop("kv")
         try:
             loop.run_until_complete(kv.close())
         finally:
