@@ -96,6 +96,24 @@ class Settings:
     max_tags_per_instance: int = option(10_000, "max-tags", "most tags an instance may have", metavar="N")
     max_batch_instances: int = option(10_000, "max-batch", "most instances a batch may hold", metavar="N")
     watch_max_wait_s: float = 300.0
+    # request work: budgets, time, and the load it sheds (semreg.work; README, Limits)
+    max_scored: int = option(200_000, "max-scored", "terms one question may look at and score for closeness in "
+                             "meaning (the similar degree), over all its patterns; past it 400", metavar="N")
+    max_expanded: int = option(2_000_000, "max-expanded", "registered terms one question's components may reach "
+                               "through the hierarchies, over all its patterns; past it 400", metavar="N")
+    max_walked: int = option(4_000_000, "max-walked", "registered tags one question may look at to find those that "
+                             "match, over all its patterns; past it 400", metavar="N")
+    max_matched: int = option(4_000_000, "max-matched", "instances one question may gather from the tags that match, "
+                              "over all its patterns, before its limit; past it 400", metavar="N")
+    work_time_limit_s: float = option(10.0, "work-time-limit", "seconds one request's work may run on the node "
+                                      "(questions, saved queries' checks, expansions); past it 503", metavar="S")
+    work_queue: int = option(256, "work-queue", "requests whose work may wait for the node at once; past it 503 "
+                             "with Retry-After", metavar="N")
+    shed_late_share: float = option(0.5, "shed-late-share", "share of the last 2 s the event loop may spend running "
+                                    "late before new request work is refused with 503 and Retry-After (0: never)",
+                                    metavar="SHARE")
+    stall_log_s: float = option(0.1, "stall-log", "log where the event loop was whenever it stalls longer than "
+                                "this (0: off)", metavar="S")
     rate_limit_per_s: float = option(0.0, "rate-limit", "requests a second per token (per client address without "
                                      "tokens); 0 = no limit", metavar="RPS")
     rate_burst: float = option(0.0, "rate-burst", "requests a caller may make at once before the rate applies "

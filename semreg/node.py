@@ -40,6 +40,10 @@ from semreg.sparql.feed import ReplicaFeed
 from semreg.storage.at_rest import AtRest
 from semreg.storage.store import Store
 from semreg.storage.warm import warm
+from semreg.work.budget import Limits
+from semreg.work.lag import LoopLag
+from semreg.work.lane import Lane
+from semreg.work.stalls import StallWatch
 
 log = logging.getLogger("semreg.node")
 
@@ -66,9 +70,10 @@ class Node:
             self.store.on_written = self.at_rest.records_written
         published = published_to(self.replica, self.at_rest)
         self.heap = heap.HeapSettler()
+        self.lag, self.stalls, self.lane = request_work(settings)
         self.knowledge = Knowledge(self.store, self.write, published, strict_terms=settings.strict_terms)
-        self.shard = LocalShard(self.clock, self.store, self.write, self.submit, health, settings.node_id)
-        self.coordinator = Coordinator(self.knowledge, self.clock, Single(self.shard))
+        self.shard = LocalShard(self.clock, self.store, self.write, self.submit, health, settings.node_id, self.lane)
+        self.coordinator = Coordinator(self.knowledge, self.clock, Single(self.shard), self.lane)
         self.questions = Questions(self.knowledge)  # what each saved query asks, parsed once per change
         self.shard.subscribe(self.coordinator.changed)
         self.changelog = ChangeLog(epoch=int(self.clock.wall() * 1_000_000))
@@ -115,6 +120,9 @@ class Node:
         stay as they were, and `close` undoes what started. At a million instances the start-up takes a minute
         or more, past the grace a supervisor gives a stop before it kills."""
         self._loop = asyncio.get_running_loop()
+        self.lag.start(self._loop)
+        if self.stalls is not None:
+            self.stalls.start()
         started = time.perf_counter()
         try:
             await self._open(started)
@@ -211,6 +219,9 @@ class Node:
         for timer in (self._trim, self._release):
             if timer is not None:
                 timer.cancel()
+        self.lag.stop()
+        if self.stalls is not None:
+            await asyncio.to_thread(self.stalls.stop)
         if self._joining is not None and not self._joining.done():
             self._joining.cancel()
         await self.coordinator.close()  # acknowledged writes still on their way to other owners
@@ -307,6 +318,20 @@ def published_to(replica: ReplicaFeed | None, at_rest: AtRest | None) -> Publish
     if not sinks:
         return Unpublished()
     return sinks[0] if len(sinks) == 1 else PublishedTo(*sinks)
+
+
+def request_work(settings: Settings) -> tuple[LoopLag, StallWatch | None, Lane]:
+    """Request work kept from liveness (`semreg.work`): how late the loop runs, where it stalls, the lane."""
+    lag = LoopLag(settings.shed_late_share)
+    stalls = StallWatch(lambda: lag.last_beat, settings.stall_log_s) if settings.stall_log_s else None
+    lane = Lane(limits(settings), time_limit_s=settings.work_time_limit_s, waiting=settings.work_queue, shed=lag.shed)
+    return lag, stalls, lane
+
+
+def limits(settings: Settings) -> Limits:
+    """One piece of request work's budgets, from the node's flags."""
+    return Limits(scored=settings.max_scored, expanded=settings.max_expanded, walked=settings.max_walked,
+                  instances=settings.max_matched)
 
 
 def peer_tls(settings: Settings) -> ssl.SSLContext | None:

@@ -100,7 +100,11 @@ class DiscoverFastPath:
             except SemregError as exc:
                 await error_response(exc)(scope, receive, send)
                 return
-        topic = self.coordinator.hub.fresh(query.key) or await self.coordinator.discover(query)
+        try:  # past a budget, shed, or out of time: the error's own answer (outside the router's handlers here)
+            topic = self.coordinator.hub.fresh(query.key) or await self.coordinator.discover(query)
+        except SemregError as exc:
+            await error_response(exc)(scope, receive, send)
+            return
         body = topic.body or b""  # the hub renders every topic it hands out
         if warnings:
             body = body[:-1] + warnings + b"}"

@@ -170,7 +170,8 @@ async def instances(request: Request) -> Response:
 async def discover(request: Request) -> Response:
     shard = guarded(request)
     q = wire.query_from_json((await body_of(request))["query"])
-    return Response(wire.part_bytes(shard.part(q), q.tags), media_type=wire.PART_MEDIA_TYPE)
+    part = await shard.resolve(q, shed=False)  # the asking member admitted the question
+    return Response(wire.part_bytes(part, q.tags), media_type=wire.PART_MEDIA_TYPE)
 
 
 @route("POST", "/holders")
@@ -187,7 +188,7 @@ async def holders(request: Request) -> Response:
 async def matching_tags(request: Request) -> Response:
     shard = guarded(request)
     body = await body_of(request)
-    found = await shard.matching_tags(Tag(*body["tag"]), frozenset(body["match"]))
+    found = await shard.matching_tags(Tag(*body["tag"]), frozenset(body["match"]), shed=False)
     return JSONResponse({"matches": [[*tag, degree, distance] for tag, degree, distance in found]})
 
 

@@ -13,16 +13,21 @@ Chosen on OWLS-TC 3's development half (README, Concepts): text alone reached AP
 this mix .748 with a floor of 0.3 and .80 with the requests' inputs ranked in (the `owlstc` bench).
 
 `SimilarityIndex` is built per hierarchy (per ontology upload) and lazily: the vectors are computed at the first
-question that names `similar`, so an upload and every logical question cost what they did. It answers, for a
-queried term, the terms of a given set at or above a floor, best first, at most `TOP_K` (the catalogue's
-registered terms at a position), remembering the answers (`CACHE_SIZE`).
+question that names `similar` (`prepare`, which a server runs on a worker thread: the hierarchy changes no more),
+so an upload and every logical question cost what they did. It answers, for a queried term, the terms of a given
+set at or above a floor, best first, at most `TOP_K` (the catalogue's registered terms at a position),
+remembering the answers (`CACHE_SIZE`). Candidates come from postings (word → terms), never from scoring every
+term: the hierarchy's own, and for the terms no ontology names, an index of their names' words that the caller
+keeps as it registers them (`name_words`); what is looked at and scored is reported to `spend`, which a server
+charges to the question's budget (and where it hands the event loop back: this module stays pure).
 """
 from __future__ import annotations
 
 import math
 import re
+import threading
 from collections import Counter, OrderedDict
-from collections.abc import Collection, Hashable, Iterable
+from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass
 
 from semreg.rdf.terms import ANY
@@ -39,6 +44,13 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-
 _SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
 
 Vector = dict[str, float]
+Spend = Callable[[int], None]  # told how many terms were looked at or scored (a budget; may pause the work)
+Words = Mapping[str, Collection[str]]  # word → the terms no ontology names whose name has it
+SPEND_EVERY = 256  # terms scored between two reports to `spend`
+
+
+def _free(n: int) -> None:
+    """Work not accounted for (a caller without a budget)."""
 
 
 def words(name: str) -> list[str]:
@@ -48,6 +60,16 @@ def words(name: str) -> list[str]:
 
 def local_name(iri: str) -> str:
     return _split(iri)[1]
+
+
+def name_words(iri: str) -> set[str]:
+    """The words of a term's name: what a term no ontology names is found by (`Words`)."""
+    return set(words(local_name(iri)))
+
+
+def known(hierarchy: Hierarchy, term: str) -> bool:
+    """Whether the ontologies name `term` (it has a vector of its own; the others are scored by their name)."""
+    return term in hierarchy.kinds or term in hierarchy.rep
 
 
 @dataclass(frozen=True)
@@ -77,11 +99,19 @@ class SimilarityIndex:
         self._depths: dict[str, int] = {}
         self._heaviest: dict[str, float] = {}
         self._outside: dict[Hashable, frozenset[str]] = {}
+        self._building = threading.RLock()
+
+    def prepare(self) -> None:
+        """Build the vectors and the postings now (once; a second caller waits for the first): the part of the
+        first `similar` question that grows with the ontologies, for a worker thread."""
+        self._postings()
 
     # -- the measure --------------------------------------------------------------------------------------
     def vectors(self) -> dict[str, Vector]:
         if self._vectors is None:
-            self._vectors = self._build()
+            with self._building:
+                if self._vectors is None:
+                    self._vectors = self._build()
         return self._vectors
 
     def _document(self, term: str) -> dict[str, float]:
@@ -146,17 +176,24 @@ class SimilarityIndex:
                            ancestor)
 
     # -- the candidates ------------------------------------------------------------------------------------
-    def nearest(self, term: str, within: Collection[str], floor: float, version: Hashable = 0) -> list[tuple[str, float]]:
+    def nearest(self, term: str, within: Collection[str], floor: float, version: Hashable = 0,
+                outsiders: Words | None = None, spend: Spend = _free) -> list[tuple[str, float]]:
         """The terms of `within` (other than `term`) at or above `floor`, best first (then by IRI), at most
         `TOP_K`. `version` names `within` and its state for the cache (the caller changes it when `within` changes,
-        and gives different sets different names)."""
+        and gives different sets different names). `outsiders`: the word index of `within`'s terms that no
+        ontology names (without it they are found by a scan of `within`). `spend(n)`: n more terms looked at or
+        scored; it may raise to stop the work, or pause it (the caller's collections may then change: `within`
+        is only asked for membership, and the postings are read from copies)."""
         key = (term, version, floor)
         found = self._cache.get(key)
         if found is not None:
             self._cache.move_to_end(key)
             return found
         scored = []
-        for other in self._candidates(term, within, floor, version):
+        candidates = self._candidates(term, within, floor, version, outsiders, spend)
+        for k, other in enumerate(candidates):
+            if k % SPEND_EVERY == 0:
+                spend(min(SPEND_EVERY, len(candidates) - k))
             s = self.similarity(term, other)
             if s >= floor:
                 scored.append((other, s))
@@ -166,32 +203,48 @@ class SimilarityIndex:
             self._cache.popitem(last=False)
         return found
 
-    def _candidates(self, term: str, within: Collection[str], floor: float, version: Hashable) -> Iterable[str]:
+    def _candidates(self, term: str, within: Collection[str], floor: float, version: Hashable,
+                    outsiders: Words | None, spend: Spend) -> list[str]:
         """The terms of `within` that may reach `floor`: a superset of the answer, found without scoring every term.
         A term sharing no weighted word with `term` and no ancestor has similarity 0, so only a floor of 0 needs
-        them all; the others come from the postings (word → terms, ancestor → terms below it), scored by the
-        same sums in another order, kept when within a hair of the floor (the caller scores them exactly)."""
+        them all; the others come from the postings (word → terms, ancestor → terms below it; for the terms no
+        ontology names, `outsiders`, their names' words), scored by the same sums in another order, kept when
+        within a hair of the floor (the caller scores them exactly)."""
         if floor <= 0:
+            spend(len(within))
             return [t for t in within if t not in (term, ANY)]
         postings, below, depths = self._postings()
         text: dict[str, float] = {}
         get = text.get
+        asked = self.vector(term)
         # the words of almost every term weigh almost nothing (IDF): left out while what they could add is
-        # within SKIPPED_TEXT, which the threshold then allows for
-        skipped = 0.0
-        for w, x in sorted(self.vector(term).items(), key=lambda wx: -len(postings.get(wx[0], ()))):
+        # within SKIPPED_TEXT, which the threshold then allows for, and a term found by them alone stays below the
+        # floor (a floor near 0 leaves nothing out)
+        skipped, allowed = 0.0, min(SKIPPED_TEXT, (floor - 0.002) / TEXT_WEIGHT)
+        for w, x in sorted(asked.items(), key=lambda wx: -len(postings.get(wx[0], ()))):
             found = postings.get(w, ())
             bound = x * self._heaviest[w] if found else 0.0
-            if len(found) > SKIP_POSTINGS and skipped + bound <= SKIPPED_TEXT:
+            if len(found) > SKIP_POSTINGS and skipped + bound <= allowed:
                 skipped += bound
                 continue
+            spend(len(found))
             for other, y in found:
                 text[other] = get(other, 0.0) + x * y
+        if outsiders is not None:  # a term no ontology names shares a word with `term`, or is at 0
+            for w, x in asked.items():
+                named = tuple(outsiders.get(w, ()))  # a copy: `spend` may let the caller change the index
+                spend(len(named))
+                for other in named:
+                    text[other] = get(other, 0.0) + x * self.vector(other).get(w, 0.0)
         common: dict[str, int] = {}
         for ancestor in sorted(self._up(term), key=self._depth):  # the deepest common ancestor's depth wins
             depth = self._depth(ancestor)
-            common.update(dict.fromkeys(below.get(ancestor, ()), depth))
-        near = set(self.hierarchy.equivalents(term)) | self._outsiders(within, version)
+            under = below.get(ancestor, ())
+            spend(len(under))
+            common.update(dict.fromkeys(under, depth))
+        near = set(self.hierarchy.equivalents(term))
+        if outsiders is None:
+            near |= self._outsiders(within, version)
         # similarity() rounds to 3 places: a rough 0.2995 is a 0.3
         d, low, structure = self._depth(term), floor - 0.001 - TEXT_WEIGHT * skipped, 2 * (1 - TEXT_WEIGHT)
         for other, c in common.items():
@@ -208,17 +261,23 @@ class SimilarityIndex:
     def _postings(self) -> tuple[dict[str, list[tuple[str, float]]], dict[str, list[str]], dict[str, int]]:
         """Word → the terms whose vector has it, with its weight; ancestor → the terms at or below it; depths."""
         if self._words is None:
-            words: dict[str, list[tuple[str, float]]] = {}
-            below: dict[str, list[str]] = {}
-            for t, v in self.vectors().items():
-                for w, x in v.items():
-                    words.setdefault(w, []).append((t, x))
-                for a in self._up(t):
-                    below.setdefault(a, []).append(t)
-            self._depths = {t: self._depth(t) for t in self.vectors()}
-            self._heaviest = {w: max(x for _, x in found) for w, found in words.items()}
-            self._words, self._below = words, below
+            with self._building:
+                if self._words is None:
+                    self._build_postings()
+        assert self._words is not None
         return self._words, self._below, self._depths
+
+    def _build_postings(self) -> None:
+        words: dict[str, list[tuple[str, float]]] = {}
+        below: dict[str, list[str]] = {}
+        for t, v in self.vectors().items():
+            for w, x in v.items():
+                words.setdefault(w, []).append((t, x))
+            for a in self._up(t):
+                below.setdefault(a, []).append(t)
+        self._depths = {t: self._depth(t) for t in self.vectors()}
+        self._heaviest = {w: max(x for _, x in found) for w, found in words.items()}
+        self._words, self._below = words, below
 
     def _outsiders(self, within: Collection[str], version: Hashable) -> set[str]:
         """The terms of `within` that no ontology names (scored by their name alone): few, remembered per state."""

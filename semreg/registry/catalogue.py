@@ -12,6 +12,12 @@ degrees need: a few hundred distinct ones serve tens of thousands of distinct qu
 terms they hold in all (`COMPONENT_TERMS_KEPT`), and each question's answer, bounded by count
 (`CACHE_SIZE`) and kept exact as tags come and go. Components are dropped when the registered terms at a
 position change (a new tag made of known terms leaves them as they are).
+
+A question may run as request work in slices (`semreg.work.lane`): it charges what it expands and walks to its
+budget and hands the loop back between the terms of a walk and every few hundred tags graded, reading the
+tags of a term from a copy. An answer computed while tags came or went is returned but not kept (`generation`).
+The terms no ontology names are indexed by the words of their names (`outsider_words`), so that a `similar`
+question finds them by word instead of scoring each (`semreg.reasoning.similarity`).
 """
 from __future__ import annotations
 
@@ -33,14 +39,18 @@ from semreg.reasoning.matching import (
     tag_match,
 )
 from semreg.reasoning.reasoner import Hierarchy
+from semreg.reasoning.similarity import known, name_words
 from semreg.registry.pairs import PairIndex
 from semreg.registry.similar import similar_match, similar_matches
+from semreg.work.budget import EXPANDED, WALKED
+from semreg.work.lane import charge, checkpoint
 
 Match = tuple[Tag, str, int]  # (tag, degree, distance)
 CACHE_SIZE = 4096
 COMPONENT_TERMS_KEPT = 1_000_000  # candidate terms the kept components hold in all
 # Past this many (new tag × cached query) checks in one change, the answer cache is cleared instead.
 MAX_INCREMENTAL_CHECKS = 20_000
+GRADED_BETWEEN_CHECKPOINTS = 512
 
 _TERMS_VERSIONS = itertools.count(1)
 
@@ -61,6 +71,9 @@ class Catalogue:
         self._terms: dict[str, str] = {}  # each term of a registered tag → the one string object kept for it
         self.pairs = PairIndex()  # the tags by subject and object together (`_walked`)
         self.hierarchy: Hierarchy = Hierarchy()
+        # per position: word → the registered terms there that no ontology names, whose name has the word
+        self.outsider_words: tuple[dict[str, set[str]], ...] = ({}, {}, {})
+        self.generation = 0  # moves whenever a tag comes or goes or the hierarchy changes
         # names this catalogue's registered terms as they are (similar's cache key, in an index that every
         # catalogue of one hierarchy shares): drawn from one counter, so no two catalogues' states share one
         self.terms_version = next(_TERMS_VERSIONS)
@@ -101,12 +114,14 @@ class Catalogue:
             holders = holders_of.get(tag)
             if holders is None:
                 holders_of[tag] = (instance_id,)
-                for at, term in zip(self.by_position, tag):
+                for pos, (at, term) in enumerate(zip(self.by_position, tag)):
                     bucket = at.get(term)
                     if bucket is None:
                         at[term] = {tag}
                         self._terms.setdefault(term, term)
                         terms_changed = True
+                        if not known(self.hierarchy, term):
+                            self._index_outsider(pos, term)
                     else:
                         bucket.add(tag)
                 self.pairs.add(tag)
@@ -117,6 +132,7 @@ class Catalogue:
                 holders_of[tag] = {holders[0], instance_id}
         if new:
             self.terms_version = next(_TERMS_VERSIONS)
+            self.generation += 1
         if terms_changed:
             self._drop_components()
         if new:
@@ -146,9 +162,11 @@ class Catalogue:
                         if all(term not in at for at in self.by_position):
                             del self._terms[term]
                         terms_changed = True
+                        self._unindex_outsider(pos, term)
                 self.pairs.remove(tag)
                 gone.append(tag)
                 self.terms_version = next(_TERMS_VERSIONS)
+                self.generation += 1
         if terms_changed:
             self._drop_components()
         if gone:
@@ -159,9 +177,35 @@ class Catalogue:
         return gone
 
     def set_hierarchy(self, hierarchy: Hierarchy) -> None:
+        before = self.hierarchy
         self.hierarchy = hierarchy
+        self.generation += 1
         self._cache.clear()
         self._drop_components()
+        # the terms an upload names or stops naming move in or out of the word index (the ontologies' terms
+        # are a few thousand; the registered ones may be millions)
+        moved = (before.kinds.keys() | before.rep.keys()) ^ (hierarchy.kinds.keys() | hierarchy.rep.keys())
+        for pos, registered in enumerate(self.by_position):
+            for term in moved:
+                if term in registered:
+                    if known(hierarchy, term):
+                        self._unindex_outsider(pos, term)
+                    else:
+                        self._index_outsider(pos, term)
+
+    def _index_outsider(self, pos: int, term: str) -> None:
+        index = self.outsider_words[pos]
+        for word in name_words(term):
+            index.setdefault(word, set()).add(term)
+
+    def _unindex_outsider(self, pos: int, term: str) -> None:
+        index = self.outsider_words[pos]
+        for word in name_words(term):
+            named = index.get(word)
+            if named is not None:
+                named.discard(term)
+                if not named:
+                    del index[word]
 
     def _drop_components(self) -> None:
         self._components.clear()
@@ -195,10 +239,12 @@ class Catalogue:
         if cached is not None:
             self._cache.move_to_end(key)
             return cached
+        generation = self.generation
         result = self._expand(query, match)
-        self._cache[key] = result
-        if len(self._cache) > CACHE_SIZE:
-            self._cache.popitem(last=False)
+        if generation == self.generation:  # else tags came or went while it ran in slices: not kept
+            self._cache[key] = result
+            if len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
         return result
 
     def _component(self, pos: int, term: str, want_narrower: bool, want_broader: bool) -> Component:
@@ -227,8 +273,11 @@ class Catalogue:
         want_narrower, want_broader = needs_directions(match)
         components = [None if q == ANY else self._component(pos, q, want_narrower, want_broader)
                       for pos, q in enumerate(query)]
+        charge(EXPANDED, sum(len(c) for c in components if c is not None))
         out: list[Match] = []
-        for tag in self._walked(components):
+        for k, tag in enumerate(self._walked(components)):
+            if k % GRADED_BETWEEN_CHECKPOINTS == GRADED_BETWEEN_CHECKPOINTS - 1:
+                checkpoint()
             degrees = []
             distance = 0
             for pos, component in enumerate(components):
@@ -261,13 +310,16 @@ class Catalogue:
         narrowest component, else by walking the tags under it (`_walked_terms`)."""
         present = [(pos, c) for pos, c in enumerate(components) if c is not None]
         if not present:
-            return self.holders.keys()
+            charge(WALKED, len(self.holders))
+            return list(self.holders)
         by_position = self.by_position
-        walk, pos, component = min(((sum(len(by_position[p][t]) for t in c), p, c) for p, c in present),
+        walk, pos, component = min(((sum(len(by_position[p].get(t, ())) for t in c), p, c) for p, c in present),
                                    key=lambda wpc: wpc[0])
         subjects, prop, objects = components
         if subjects is not None and objects is not None and len(subjects) * len(objects) < walk:
+            charge(WALKED, len(subjects) * len(objects))
             return self._walked_pairs(subjects, prop, objects)
+        charge(WALKED, walk)
         return self._walked_terms(present, pos, component)
 
     def _walked_pairs(self, subjects: Component, prop: Component | None, objects: Component) -> list[Tag]:
@@ -280,17 +332,19 @@ class Catalogue:
         took ~4 ms a question at a million instances."""
         registered = self.by_position[pos]
         others = [(p, c) for p, c in present if p != pos]
-        if not others:
-            return (tag for term in component for tag in registered[term])
+        if not others:  # each term's tags copied: the walk may pause, and a registration add to them meanwhile
+            return (tag for term in component for tag in tuple(registered.get(term, ())))
         out: list[Tag] = []
         if len(others) == 1:
             (a, ca), = others
             for term in component:
-                out += [t for t in registered[term] if t[a] in ca]
+                out += [t for t in registered.get(term, ()) if t[a] in ca]
+                checkpoint()
         else:
             (a, ca), (b, cb) = others
             for term in component:
-                out += [t for t in registered[term] if t[a] in ca and t[b] in cb]
+                out += [t for t in registered.get(term, ()) if t[a] in ca and t[b] in cb]
+                checkpoint()
         return out
 
     def holder_ids(self, tag: Tag) -> tuple[str, ...]:

@@ -57,6 +57,7 @@ from semreg.registry.discovery import DiscoverQuery, DiscoverResult, Member, Par
 from semreg.registry.instances import UP
 from semreg.registry.registry import Change
 from semreg.registry.selector import Selector
+from semreg.work.lane import checkpoint
 
 MAX_PATTERNS = 64  # patterns in `all`, and tags in `provided`
 
@@ -162,7 +163,9 @@ def part(catalogue: Catalogue, instances: dict, q: ConjunctiveQuery, removed: di
         excluded = {}
     groups: dict[Combined, list[Member]] = {}
     combined = _Combiner(catalogue.hierarchy, q)
-    for iid in sorted(set(best[0]).intersection(*best[1:])):
+    for k, iid in enumerate(sorted(set(best[0]).intersection(*best[1:]))):
+        if k % 256 == 255:
+            checkpoint()
         inst = eligible[iid]
         m = combined([firsts[iid] for firsts in best], inst.reg.tags)
         if m is not None:
@@ -232,7 +235,10 @@ def _every_pattern(catalogue: Catalogue, instances: dict, q: ConjunctiveQuery
 def _narrowing(catalogue: Catalogue, instances: dict, q: ConjunctiveQuery) -> tuple[Best, dict[str, Any], set[Tag]]:
     """The same answer with less work: the pattern whose tags have the fewest holders is resolved in full,
     and each other pattern looks only at the instances still in the running."""
-    expansions = [catalogue.expand(pattern, q.match) for pattern in q.patterns]
+    expansions = []
+    for pattern in q.patterns:
+        checkpoint()
+        expansions.append(catalogue.expand(pattern, q.match))
     matched = {m[0] for found in expansions for m in found}
     holders = catalogue.holders
     sizes = [sum(len(holders.get(m[0], ())) for m in found) for found in expansions]
@@ -243,6 +249,7 @@ def _narrowing(catalogue: Catalogue, instances: dict, q: ConjunctiveQuery) -> tu
     for k in order[1:]:
         firsts: dict[str, Match] = {}
         for m in expansions[k]:
+            checkpoint()
             if len(firsts) == len(running):
                 break
             for iid in catalogue.holder_ids(m[0]):

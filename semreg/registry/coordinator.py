@@ -42,6 +42,7 @@ from semreg.registry.registry import REMOVALS, Change
 from semreg.registry.selector import Selector
 from semreg.registry.shard import Removed, ShardUnavailable
 from semreg.registry.watch import Topic, WatchHub
+from semreg.work.lane import Lane
 
 
 @dataclass
@@ -53,9 +54,9 @@ class Gathered:
 
 
 class Coordinator:
-    def __init__(self, knowledge: Knowledge, clock: Clock, placement: Placement) -> None:
+    def __init__(self, knowledge: Knowledge, clock: Clock, placement: Placement, lane: Lane | None = None) -> None:
         self.knowledge = knowledge
-        self.hub = WatchHub(clock)
+        self.hub = WatchHub(clock, lane=lane)
         self.feed = ChangeFeed(clock)  # the same changes, numbered, for views of a few of many instances
         self.placement = placement
         self.stragglers = quorum.Stragglers()

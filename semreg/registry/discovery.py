@@ -33,6 +33,8 @@ from semreg.registry.instances import UP
 from semreg.registry.registry import Change
 from semreg.registry.selector import ALL, Selector
 from semreg.registry.similar import similar_match
+from semreg.work.budget import INSTANCES
+from semreg.work.lane import charge, checkpoint
 
 MATCHES_LISTED = 1000
 
@@ -134,8 +136,11 @@ def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery, removed: dict[
     meta = selector.meta
     excluded: dict[str, int] | None = {} if q.report_excluded else None
     for m in expansion:
+        checkpoint()
+        ids = holder_ids(m[0])
+        charge(INSTANCES, len(ids))
         group = []
-        for iid in holder_ids(m[0]):
+        for iid in ids:
             inst = instances.get(iid)
             if inst is None:
                 continue
@@ -274,10 +279,16 @@ def relevant(hierarchy: Hierarchy, q: DiscoverQuery, matched: frozenset[Tag], ch
     asked, or, when the query names `similar`, as a near miss at its floor), in the environment the query reads."""
     selector = q.selector
     floor = floor_of(q.match)
+    seen: set[Tag] = set()
     for c in changes:
         if not selector.covers(c.environments):
             continue
         for tag in c.tags:
+            if tag in seen:
+                continue
+            seen.add(tag)
+            if len(seen) % 256 == 0:
+                checkpoint()
             if tag in matched:
                 return True
             m = tag_match(tag, q.tag, hierarchy)

@@ -32,6 +32,7 @@ from semreg.registry.revisions import Revisions
 from semreg.registry.selector import Selector
 from semreg.registry.shard import Held, Listener, Removed
 from semreg.storage.store import Store
+from semreg.work.lane import Lane
 
 log = logging.getLogger("semreg.shard")
 
@@ -44,9 +45,11 @@ class LocalShard:
     """The registry of this process behind the `Shard` protocol, with its records, leases and checks."""
 
     def __init__(self, clock: Clock, store: Store, write: Write, submit: Submit,
-                 health: HealthChecker | None = None, node_id: str = "") -> None:
-        """`health`: the checker to use (tests give one with a fake probe); its reports come here."""
+                 health: HealthChecker | None = None, node_id: str = "", lane: Lane | None = None) -> None:
+        """`health`: the checker to use (tests give one with a fake probe); its reports come here. `lane`: where
+        questions run, in slices within their budgets (`semreg.work.lane`)."""
         self.clock = clock
+        self.lane = lane or Lane()
         self.store = store
         self._write = write
         self._submit = submit
@@ -329,8 +332,9 @@ class LocalShard:
         out.update({iid: (-removed[iid], None, "") for iid in ids if iid in removed})
         return out
 
-    async def resolve(self, q: questions.Question) -> discovery.Part:
-        return self.part(q)
+    async def resolve(self, q: questions.Question, *, shed: bool = True) -> discovery.Part:
+        """The shard's part of a question, as request work (`shed=False`: another node admitted it)."""
+        return await self.lane.run(self.part, q, what="this question", shed=shed)
 
     def part(self, q: questions.Question) -> discovery.Part:
         return questions.part(self.registry.catalogue, self.registry.instances, q, self.removals.current())
@@ -342,8 +346,8 @@ class LocalShard:
         return Held({tag: [instances[i] for i in sorted(holders.get(tag, ())) if i in instances] for tag in tags},
                     self.removals.current())
 
-    async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]:
-        return self.registry.catalogue.expand(query, match)
+    async def matching_tags(self, query: Tag, match: frozenset[str], *, shed: bool = True) -> list[Match]:
+        return await self.lane.run(self.registry.catalogue.expand, query, match, what="this question", shed=shed)
 
     async def tag_holders(self, selector: Selector) -> Held[Mapping[Tag, Collection[str]]]:
         """Every tag of this shard with the ids of its instances the selector admits (read, do not keep)."""

@@ -8,7 +8,7 @@ from support.hierarchies import EX, hierarchy
 
 from semreg.bench.dataset import Dataset
 from semreg.rdf.terms import ANY
-from semreg.reasoning.similarity import TOP_K, SimilarityIndex, index_of, words
+from semreg.reasoning.similarity import TOP_K, SimilarityIndex, index_of, known, name_words, words
 
 ONTOLOGY = """
 :Media a owl:Class . :Film rdfs:subClassOf :Media . :ComedyFilm rdfs:subClassOf :Film .
@@ -108,3 +108,60 @@ def test_nearest_finds_what_scoring_every_term_finds(synthetic, index, data, flo
         term = data.draw(st.sampled_from(terms + [EX + "Unnamed"]))
         within = data.draw(st.sets(st.sampled_from(terms + [ANY, EX + "NoOntologyFilm"]), max_size=len(terms) + 2))
         assert ix.nearest(term, within, floor, version=object()) == brute_force(ix, term, within, floor)
+
+
+def outsider_index(ix: SimilarityIndex, within) -> dict[str, set[str]]:
+    """What a catalogue keeps: the words of the names of `within`'s terms no ontology names."""
+    words: dict[str, set[str]] = {}
+    for t in within:
+        if t != ANY and not known(ix.hierarchy, t):
+            for w in name_words(t):
+                words.setdefault(w, set()).add(t)
+    return words
+
+
+OUTSIDERS = [EX + name for name in ("NoOntologyFilm", "Widget7Service", "ComedyWidget", "FilmPrice2", "Zq")]
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), floor=st.sampled_from([0.0, 0.001, 0.011, 0.05, 0.2, 0.3, 0.5, 1.0]))
+def test_nearest_with_the_word_index_finds_what_scoring_every_term_finds(synthetic, index, data, floor):
+    # the terms no ontology names come from their names' words, not from a scan of every registered term
+    for ix in (synthetic, index):
+        terms = sorted(ix.vectors())
+        term = data.draw(st.sampled_from(terms + OUTSIDERS))
+        within = data.draw(st.sets(st.sampled_from(terms + [ANY, *OUTSIDERS]), max_size=len(terms) + 6))
+        found = ix.nearest(term, within, floor, version=object(), outsiders=outsider_index(ix, within))
+        assert found == brute_force(ix, term, within, floor)
+
+
+def test_terms_no_ontology_names_are_not_scored_one_by_one(index):
+    """The freeze of a question naming terms no ontology knows, at a floor just above 0: 1,600 registered terms
+    that share no weighted word with it were each scored, for every pattern; now none is looked at."""
+    within = {EX + f"Widget{i}Service" for i in range(800)} | {EX + f"Genre{i}Style" for i in range(800)}
+    spent: list[int] = []
+    found = index.nearest(EX + "Ask3Widget", within, 0.011, version=object(), outsiders=outsider_index(index, within),
+                          spend=spent.append)
+    assert found == brute_force(index, EX + "Ask3Widget", within, 0.011) == []
+    assert sum(spent) == 0
+    # a term sharing a weighted word with them ("film" is the ontology's word) finds exactly those
+    within |= {EX + f"Film{i}Widget" for i in range(50)}
+    spent.clear()
+    found = index.nearest(EX + "ComedyFilm", within, 0.011, version=object(), outsiders=outsider_index(index, within),
+                          spend=spent.append)
+    assert {t for t, _ in found} >= {EX + f"Film{i}Widget" for i in range(50)}
+    assert found == brute_force(index, EX + "ComedyFilm", within, 0.011)
+    assert sum(spent) < 400  # the postings of its words and the 50 scored, not the 1,650
+
+
+def test_the_work_is_reported_and_can_be_stopped(index):
+    within = {EX + f"Film{i}Widget" for i in range(600)}
+
+    class Stop(Exception):
+        pass
+
+    def spend(n: int) -> None:
+        raise Stop
+    with pytest.raises(Stop):
+        index.nearest(EX + "ComedyFilm", within, 0.011, version=object(), outsiders=outsider_index(index, within),
+                      spend=spend)

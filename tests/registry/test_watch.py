@@ -171,3 +171,70 @@ def test_watch_count(n):
         await asyncio.gather(*waiters)
         assert hub.watches == 0
     run(go())
+
+
+def test_the_watches_a_change_is_relevant_to_are_found_in_slices_after_it():
+    """A change beside many watched topics: `changed` only notes it; the topics are looked at by a sweep, as
+    essential work on the lane, a topic a slice (slice 0 here), with the loop turning between them."""
+    from semreg.work.lane import Lane
+
+    async def go():
+        lane = Lane(slice_s=0.0)
+        hub = WatchHub(FakeClock(), start_index=1, lane=lane)
+        looked: list[str] = []
+        sources = {k: Source(k) for k in map(str, range(20))}
+
+        def relevant(key: str):
+            def check(changes) -> bool:
+                looked.append(key)
+                return key in changes
+            return check
+        waiters = {}
+        for k, src in sources.items():
+            t = await hub.topic(k, src.compute, relevant(k), lambda p: p.encode())
+            waiters[k] = asyncio.ensure_future(hub.wait(t, t.index, 60))
+        await asyncio.sleep(0)
+        sources["7"].value = "moved"
+        hub.changed(["7"], membership=True)
+        assert looked == []  # nothing looked at inside the change
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert 0 < len(looked) < 20  # the loop turned while the sweep ran
+        await hub.settle()
+        assert sorted(looked, key=int) == list(sources)
+        await waiters["7"]
+        assert not any(w.done() for k, w in waiters.items() if k != "7")
+        assert lane.jobs >= 1 and lane.refused == {}
+    run(go())
+
+
+def test_a_change_during_a_computation_is_followed_by_another_computation():
+    """A watched topic's computation that started before a relevant change cannot reflect it: the sweep does
+    not fold the change into it, and the waiter wakes once a computation after the change moves the result."""
+    async def go():
+        hub = hub_at(1)
+        gate = asyncio.Event()
+        value = {"v": "a"}
+        calls = 0
+
+        async def compute():
+            nonlocal calls
+            calls += 1
+            seen = value["v"]  # what the computation reads before it waits
+            await gate.wait()
+            return seen, seen
+        t = await hub.topic("k", Source("a").compute, lambda c: True, lambda p: p.encode())
+        t.compute = compute
+        waiter = asyncio.ensure_future(hub.wait(t, t.index, 60))
+        hub.changed(["x"], membership=True)  # a first change: a computation starts, and waits
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert calls == 1
+        value["v"] = "b"
+        hub.changed(["y"], membership=True)  # the result moves now, after the computation read it
+        for _ in range(3):
+            await asyncio.sleep(0)
+        gate.set()
+        await hub.settle()
+        assert calls == 2 and waiter.done() and t.payload == "b"
+    run(go())

@@ -65,7 +65,8 @@ class InProcess:
     def __init__(self, settings: Settings | None = None, *, probe: Probe | None = None, store: Store | None = None,
                  **overrides: Any) -> None:
         base = settings or Settings(data_dir=None)
-        self.settings = base.replace(**{"sparql_prestart": False, **overrides})
+        # no shedding by the real loop's lateness in a world of fake time (tests of shedding turn it on)
+        self.settings = base.replace(**{"sparql_prestart": False, "shed_late_share": 0, **overrides})
         self.clock = FakeClock()
         health = HealthChecker(lambda *a: None, self.clock, probe=probe) if probe is not None else None
         self.app = create_app(self.settings, store=store, clock=self.clock, health=health)

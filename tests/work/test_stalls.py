@@ -1,0 +1,71 @@
+"""Where the loop got stuck (`semreg.work.stalls`): one look at a time with the test's own times, and the
+thread on a real loop held by a callback."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+
+from semreg.work.lag import LoopLag
+from semreg.work.stalls import StallWatch
+
+
+def test_a_stall_is_counted_once_it_ends_and_logged_with_where(caplog):
+    beat = [0.0]
+    watch = StallWatch(lambda: beat[0], threshold_s=0.1)
+    watch.start()  # only to know the loop's thread: this one
+    watch.stop()
+    watch.look(0.05)
+    assert watch.stalls == 0
+    with caplog.at_level(logging.WARNING, "semreg.stalls"):
+        watch.look(0.2)  # stuck since 0.0: the stack is taken now
+        watch.look(0.3)
+        assert watch.stalls == 0
+        beat[0] = 0.35  # it turned again
+        watch.look(0.36)
+    assert watch.stalls == 1 and abs(watch.longest_s - 0.35) < 1e-9
+    [record] = [r for r in caplog.records if r.name == "semreg.stalls"]
+    assert record.ms == 350
+    assert any("test_stalls.py" in frame for frame in record.where)
+
+
+def test_stalls_close_together_are_logged_once_a_second_and_counted(caplog):
+    beat = [0.0]
+    watch = StallWatch(lambda: beat[0], threshold_s=0.1)
+    with caplog.at_level(logging.WARNING, "semreg.stalls"):
+        for k in range(5):
+            start = k * 0.3
+            beat[0] = start
+            watch.look(start + 0.15)
+            beat[0] = start + 0.2
+            watch.look(start + 0.21)
+    # ended at 0.21 (logged), 0.51, 0.81, 1.11 (counted), 1.41 (logged, saying 3 were not)
+    assert watch.stalls == 5
+    records = [r for r in caplog.records if r.name == "semreg.stalls"]
+    assert len(records) == 2 and records[1].stalls_not_logged == 3
+
+
+def test_on_a_real_loop_the_thread_finds_the_callback_that_held_it(caplog):
+    def stuck_here() -> None:
+        time.sleep(0.4)  # the point: a callback that holds the loop
+
+    async def go() -> StallWatch:
+        lag = LoopLag(beat_s=0.01)
+        lag.start()
+        watch = StallWatch(lambda: lag.last_beat, threshold_s=0.1, poll_s=0.01)
+        watch.start()
+        await asyncio.sleep(0.05)
+        stuck_here()
+        ended = threading.Event()
+        while watch.stalls == 0:
+            await asyncio.sleep(0.01)
+        ended.set()
+        watch.stop()
+        lag.stop()
+        return watch
+    with caplog.at_level(logging.WARNING, "semreg.stalls"):
+        watch = asyncio.run(go())
+    assert watch.longest_s >= 0.3
+    [record] = [r for r in caplog.records if r.name == "semreg.stalls"]
+    assert any("stuck_here" in frame for frame in record.where)
