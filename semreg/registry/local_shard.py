@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from semreg.clock import Cancellable, Clock
 from semreg.errors import BadRequest
@@ -32,13 +32,15 @@ from semreg.registry.revisions import Revisions
 from semreg.registry.selector import Selector
 from semreg.registry.shard import Held, Listener, Removed
 from semreg.storage.store import Store
-from semreg.work.lane import Lane
+from semreg.work.lane import Lane, checkpoint
 
 log = logging.getLogger("semreg.shard")
 
 Write = Callable[..., Awaitable[Any]]  # runs a store operation on the node's writer thread, in order
 Submit = Callable[..., None]  # the same, for a write nobody waits for
 TOMBSTONE_KEEP_S = 24 * 3600.0
+INLINE_WRITES = 64  # writes of up to this many instances are applied at once; more, in slices on the lane
+T = TypeVar("T")
 
 
 class LocalShard:
@@ -131,10 +133,29 @@ class LocalShard:
                           ) -> list[tuple[Instance | None, bool]]:
         """Copies of registrations with their revisions (from this node or another): the ones newer than
         what the shard holds are made durable (one transaction), then live; older ones are ignored
-        (None). Each with whether it was new here."""
+        (None). Each with whether it was new here. A large batch is prepared and applied as essential request
+        work (`semreg.work.lane`: in slices, never shed: its admission was the request's)."""
+        fresh, records = await self._in_slices(len(items), self._fresh_records, items)
+        if records:
+            await self._write(self.store.save_records, records)
+        # applied only now: another write of the same instance may have landed while this one was stored
+        applied = await self._in_slices(len(fresh), self._apply, fresh)
+        self._arm_expiry()
+        return [applied.get(reg.id, (None, False)) for reg, _ in items]
+
+    async def _in_slices(self, size: int, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` at once when it is a few writes' work, else as essential work on the lane."""
+        if size <= INLINE_WRITES:
+            return fn(*args)
+        return await self.lane.run(fn, *args, what="this write", essential=True)
+
+    def _fresh_records(self, items: list[tuple[Registration, int]]
+                       ) -> tuple[list[tuple[Registration, int]], list[tuple[dict[str, Any], int]]]:
         wall = self.clock.wall()
         fresh, records = [], []
-        for reg, revision in items:
+        for k, (reg, revision) in enumerate(items):
+            if k % 256 == 255:
+                checkpoint()
             self.revisions.observe(revision)
             if not self.registry.newer(reg.id, revision):
                 continue
@@ -145,17 +166,16 @@ class LocalShard:
                 rec["admin_status"] = old.admin_status
             records.append((rec, revision))
             fresh.append((reg, revision))
-        if records:
-            await self._write(self.store.save_records, records)
-        # applied only now: another write of the same instance may have landed while this one was stored
+        return fresh, records
+
+    def _apply(self, fresh: list[tuple[Registration, int]]) -> dict[str, tuple[Instance, bool]]:
         applied = {inst.id: (inst, created) for inst, created in
                    self.registry.put_many([r for r, _ in fresh], [v for _, v in fresh])}
         for reg, _ in fresh:
             if reg.id in applied and not self.primary(reg.id):
                 self.registry.set_leased(reg.id, False)
                 self._check(reg.id)
-        self._arm_expiry()
-        return [applied.get(reg.id, (None, False)) for reg, _ in items]
+        return applied
 
     async def restore_records(self, items: list[tuple[dict[str, Any], int]]) -> int:
         """Copies handed over by another owner, in their durable form (with registration time and admin
@@ -180,18 +200,21 @@ class LocalShard:
                 for rec, revision in fresh:
                     if self._incoming.get(rec["id"]) == revision:
                         del self._incoming[rec["id"]]
-            regs = [Registration.from_record(rec) for rec, _ in fresh]
-            statuses = [rec.get("admin_status") for rec, _ in fresh]
-            walls = [rec.get("registered_at") or wall for rec, _ in fresh]
-            self.registry.put_many(regs, [rev for _, rev in fresh], admin_statuses=statuses, registered_at_wall=walls)
-            for reg in regs:
-                if not self.primary(reg.id):
-                    self.registry.set_leased(reg.id, False)
-                    self._check(reg.id)
+            await self._in_slices(len(fresh), self._apply_restored, fresh, wall)
             self._arm_expiry()
         for iid, revision in tombs:
             await self.delete_record(iid, revision)
         return len(fresh) + len(tombs)
+
+    def _apply_restored(self, fresh: list[tuple[dict[str, Any], int]], wall: float) -> None:
+        regs = [Registration.from_record(rec) for rec, _ in fresh]
+        statuses = [rec.get("admin_status") for rec, _ in fresh]
+        walls = [rec.get("registered_at") or wall for rec, _ in fresh]
+        self.registry.put_many(regs, [rev for _, rev in fresh], admin_statuses=statuses, registered_at_wall=walls)
+        for reg in regs:
+            if not self.primary(reg.id):
+                self.registry.set_leased(reg.id, False)
+                self._check(reg.id)
 
     async def delete(self, instance_id: str) -> None:
         self.registry.get(instance_id)

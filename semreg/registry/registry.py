@@ -21,6 +21,7 @@ from semreg.registry.catalogue import Catalogue
 from semreg.registry.environment_counts import EnvironmentCounts
 from semreg.registry.instances import CRITICAL, UP, Instance, Registration
 from semreg.registry.selector import ALL, EVERYTHING, Selector
+from semreg.work.lane import checkpoint, current
 
 REGISTERED, REPLACED, DEREGISTERED, EXPIRED, DELETED = "registered", "replaced", "deregistered", "expired", "deleted"
 STATUS, RENEWED, CHECK = "status", "renewed", "check"
@@ -55,6 +56,9 @@ def _change(inst: Instance, reason: str, membership: bool, before: Registration 
                   environments)
 
 
+APPLIED_BETWEEN_CHECKPOINTS = 256
+
+
 class Registry:
     def __init__(self, clock: Clock, on_change: Callable[[list[Change]], None] | None = None) -> None:
         self.clock = clock
@@ -80,15 +84,21 @@ class Registry:
                  admin_statuses: Iterable[str | None] | None = None,
                  registered_at_wall: Iterable[float | None] | None = None) -> list[tuple[Instance, bool]]:
         """Create or replace, each with its own revision (default: the next). A restore passes the
-        recorded admin status and registration time too; every instance starts a fresh lease."""
+        recorded admin status and registration time too; every instance starts a fresh lease. As request work
+        (`semreg.work.lane`), a few hundred at a time, their changes reported before the loop is handed back."""
         regs = list(regs)
         revs = list(revisions) if revisions is not None else [None] * len(regs)
         statuses = list(admin_statuses) if admin_statuses is not None else [None] * len(regs)
         walls = list(registered_at_wall) if registered_at_wall is not None else [None] * len(regs)
         now, wall = self.clock.monotonic(), self.clock.wall()
         out = []
-        changes = []
-        for reg, revision, status, at_wall in zip(regs, revs, statuses, walls):
+        changes: list[Change] = []
+        pausing = current() is not None
+        for k, (reg, revision, status, at_wall) in enumerate(zip(regs, revs, statuses, walls)):
+            if pausing and k % APPLIED_BETWEEN_CHECKPOINTS == APPLIED_BETWEEN_CHECKPOINTS - 1:
+                self._emit(changes)  # what is applied is said before the loop is handed back
+                changes = []
+                checkpoint()
             old = self.instances.get(reg.id)
             if revision is not None and not self.newer(reg.id, revision):
                 continue  # a copy older than what this shard holds, or than its removal

@@ -3,8 +3,9 @@ manager: past a threshold of pressure, stop taking new work before liveness suff
 
 A beat on the loop every `BEAT_S` notes how late it ran: the loop ran it `lateness` seconds after it was due,
 because something held the loop or Python's lock that long. Over the last `WINDOW_S`, `lag_s` is the largest
-lateness and `late_share` the share of the window the loop spent late. The loop is *behind* when that share
-passes `shed_share` (default a half): a single stall does not shed, a loop that keeps falling behind does.
+lateness and `late_share` the share of the window the loop spent in stalls of more than `STALL_S` (a beat a few
+milliseconds late is a busy machine's scheduling, not the node falling behind). The loop is *behind* when that
+share passes `shed_share` (default a half): a single stall does not shed, a loop that keeps stalling does.
 While it is, `shed()` says how long a shed client should wait, and the lane (`semreg.work.lane`) refuses new
 request work with 503 and that `Retry-After`. Liveness work (heartbeats, expiries, checks, `/healthz`) is never
 shed: only what a client can ask again later.
@@ -22,6 +23,7 @@ from collections.abc import Callable
 BEAT_S = 0.025
 WINDOW_S = 2.0
 SHED_SHARE = 0.5
+STALL_S = 0.05  # a beat later than this counts towards the share
 
 
 class LoopLag:
@@ -44,8 +46,9 @@ class LoopLag:
         self.beats += 1
         self.last_beat = at
         self.max_lag_s = max(self.max_lag_s, lateness_s)
-        self._recent.append((at, lateness_s))
-        self._late_sum += lateness_s
+        counted = lateness_s if lateness_s > STALL_S else 0.0
+        self._recent.append((at, counted))
+        self._late_sum += counted
         if self._behind(at):
             self.behind_beats += 1
 
@@ -57,13 +60,13 @@ class LoopLag:
             self._late_sum = 0.0  # no drift from the sums
 
     def lag_s(self, at: float | None = None) -> float:
-        """The largest lateness of the last window."""
+        """The largest stall of the last window (0 when no beat was later than `STALL_S`)."""
         at = self.now() if at is None else at
         self._forget(at)
         return max((late for _, late in self._recent), default=0.0)
 
     def late_share(self, at: float | None = None) -> float:
-        """The share of the last window the loop spent late (at most 1)."""
+        """The share of the last window the loop spent in stalls (at most 1)."""
         at = self.now() if at is None else at
         self._forget(at)
         return min(1.0, self._late_sum / self.window_s)

@@ -4,7 +4,8 @@ ends: how long, and the frames it was in. The next stall is found by its log lin
 
 Python's lock is the limit of what it sees: a call into a library that keeps the lock (a collection, a parse
 in C) stops this thread too, and the stall is measured and logged once the lock comes back, with the stack
-as it then is.
+as it then is. When the loop's thread was not in semreg's code (it waited for the lock another thread held),
+the line also gives the stacks of the threads that were (`threads`): one of them held the lock.
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class StallWatch:
         self._thread: threading.Thread | None = None
         self._since: float | None = None  # the beat the current stall started after
         self._where: list[str] = []
+        self._threads: dict[str, list[str]] = {}
         self._unlogged = 0
         self._logged_at = -LOG_EVERY_S
 
@@ -65,7 +67,7 @@ class StallWatch:
         if self._since is None:
             if now - beat > self.threshold_s:
                 self._since = beat
-                self._where = self._stack()
+                self._where, self._threads = self._stacks()
             return
         if beat != self._since:  # it turned again
             self._ended(beat - self._since, now)
@@ -78,16 +80,28 @@ class StallWatch:
             self._unlogged += 1
             return
         log.warning("the event loop stalled", extra={"ms": round(seconds * 1000), "where": self._where,
-                                                     "stalls_not_logged": self._unlogged})
+                                                     "threads": self._threads, "stalls_not_logged": self._unlogged})
         self._logged_at = now
         self._unlogged = 0
 
-    def _stack(self) -> list[str]:
-        frame = sys._current_frames().get(self._loop_thread) if self._loop_thread is not None else None
-        if frame is None:
-            return []
-        stack = traceback.extract_stack(frame)
-        return [f"{_short(f.filename)}:{f.lineno} {f.name}" for f in reversed(stack[-FRAMES:])]
+    def _stacks(self) -> tuple[list[str], dict[str, list[str]]]:
+        """The loop thread's stack; and when it was not in semreg's code, the other threads' that were."""
+        frames = sys._current_frames()
+        names = {t.ident: t.name for t in threading.enumerate()}
+        loop = _stack(frames.get(self._loop_thread)) if self._loop_thread is not None else []
+        if any(line.startswith("semreg/") for line in loop):
+            return loop, {}
+        mine = threading.get_ident()
+        others = {names.get(ident, str(ident)): _stack(frame) for ident, frame in frames.items()
+                  if ident not in (mine, self._loop_thread)}
+        return loop, {name: stack for name, stack in others.items() if any(x.startswith("semreg/") for x in stack)}
+
+
+def _stack(frame: object) -> list[str]:
+    if frame is None:
+        return []
+    stack = traceback.extract_stack(frame)  # type: ignore[arg-type]
+    return [f"{_short(f.filename)}:{f.lineno} {f.name}" for f in reversed(stack[-FRAMES:])]
 
 
 def _short(path: str) -> str:

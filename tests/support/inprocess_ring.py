@@ -40,6 +40,7 @@ class RingNode:
         settings = Settings(data_dir=None).replace(**{
             "sparql_prestart": False, "etcd": "memory", "cluster": "test", "node_id": name, "advertise": self.url,
             "replicas": ring.replicas, "member_lease_ttl_s": ring.lease_s, "cluster_secret_file": ring.secret,
+            "shed_late_share": 0,  # no shedding by the real loop's lateness in a world of fake time
             **overrides})
         self.app = create_app(settings, clock=ring.clock, kv=self.kv)
         self.node = self.app.state.node

@@ -3,7 +3,7 @@ the helpers of their handlers (the node's parts on `request.app.state`, the call
 a watchable answer, the warnings added to one, the cluster a change must reach)."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 import orjson
@@ -19,6 +19,7 @@ from semreg.registry.coordinator import Coordinator
 from semreg.registry.query_params import selector_from
 from semreg.registry.selector import Selector
 from semreg.registry.watch import Topic
+from semreg.work.lane import Lane
 
 if TYPE_CHECKING:
     from semreg.cluster.cluster import Cluster
@@ -37,6 +38,11 @@ TAGS_FLAG = {"type": "boolean"}
 # -- the node's parts and the caller ---------------------------------------------------------------
 def coordinator_of(request: Request) -> Coordinator:
     return request.app.state.coordinator
+
+
+def lane_of(request: Request) -> Lane:
+    """Where a request's work runs, in slices within its budgets (`semreg.work.lane`)."""
+    return request.app.state.lane
 
 
 def knowledge_of(request: Request) -> Knowledge:
@@ -63,6 +69,17 @@ def cluster_of(request: Request) -> Cluster | None:
         raise Unavailable("the cluster's etcd cannot be reached: ontologies and prefixes change on every node "
                           "at once, which waits until it answers again.", retry_after_s=5)
     return cast("Cluster | None", cluster)
+
+
+async def term_warnings(request: Request, named: Iterable[tuple[str, str]], what: str = "this request"
+                        ) -> list[dict[str, Any]]:
+    """The warnings about the terms no ontology knows among `(field, iri)` pairs: at once when there are none,
+    else as request work, the close known terms looked for on a worker thread (`Knowledge.term_warnings`)."""
+    knowledge = knowledge_of(request)
+    named = list(named)
+    if knowledge.knows_all(named):
+        return []
+    return await lane_of(request).run(knowledge.term_warnings, named, what=what)
 
 
 # -- answers ---------------------------------------------------------------------------------------

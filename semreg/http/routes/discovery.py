@@ -23,8 +23,10 @@ from semreg.http.routes.common import (
     WATCH,
     coordinator_of,
     knowledge_of,
+    lane_of,
     principal_of,
     selector_of,
+    term_warnings,
     warned,
     watched,
 )
@@ -38,6 +40,7 @@ from semreg.registry.conjunctive import ConjunctiveQuery
 from semreg.registry.discovery import DiscoverQuery
 from semreg.registry.query_params import conjunctive_query, discover_query, pattern_of
 from semreg.registry.questions import Question
+from semreg.work.lane import Lane
 
 API = Endpoints()
 
@@ -64,9 +67,13 @@ def question_terms(q: Question) -> list[tuple[str, str]]:
     return named + [(f"provided[{n}]", iri) for n, tag in enumerate(q.provided or ()) for iri in tag]
 
 
-def discover_warnings(knowledge: Knowledge, q: Question) -> bytes:
-    """What a discovery answer adds: the warnings about the query's unknown terms (a 400 with --strict-terms)."""
-    return warned(knowledge.term_warnings(question_terms(q)))
+async def discover_warnings(knowledge: Knowledge, lane: Lane, q: Question) -> bytes:
+    """What a discovery answer adds: the warnings about the query's unknown terms (a 400 with --strict-terms),
+    looked for as request work when there are some."""
+    named = question_terms(q)
+    if knowledge.knows_all(named):
+        return b""
+    return warned(await lane.run(knowledge.term_warnings, named, what="this question"))
 
 
 def query_tag(request: Request, purpose: str = "discover") -> Tag:
@@ -84,7 +91,7 @@ async def discover(request: Request) -> Response:
     knowledge = knowledge_of(request)
     q = discover_query(request.query_params, knowledge.prefixes)
     principal_of(request).require_environment(q.selector.environment)
-    warnings = discover_warnings(knowledge, q)
+    warnings = await discover_warnings(knowledge, lane_of(request), q)
     request.app.state.known_queries.remember(request.scope["query_string"], knowledge.prefixes.version, q, warnings)
     return await discovered(request, q, warnings)
 
@@ -97,7 +104,7 @@ async def discover_all(request: Request) -> Response:
     knowledge = knowledge_of(request)
     q = conjunctive_query(body.fields(), knowledge.prefixes)
     principal_of(request).require_environment(q.selector.environment)
-    return await discovered(request, q, discover_warnings(knowledge, q))
+    return await discovered(request, q, await discover_warnings(knowledge, lane_of(request), q))
 
 
 async def discovered(request: Request, q: Question, warnings: bytes) -> Response:
@@ -135,7 +142,7 @@ async def routed(request: Request, q: Question) -> Response:
     path = params.get("path", "")
     if not _PATH_RE.match(path) or len(path) > 2048:
         raise BadRequest("path must be empty or start with '/', without spaces or '#'.", field="path")
-    warnings = knowledge_of(request).term_warnings(question_terms(q))
+    warnings = await term_warnings(request, question_terms(q), "this route")
     client = request.client
     try:
         inst = await request.app.state.router.route(q, policy, limit or request.app.state.settings.balance_limit,
@@ -176,7 +183,7 @@ async def discover_tags(request: Request) -> Response:
     knowledge = knowledge_of(request)
     positions: list[int] = []
     tags = parse_tags(body.tags, knowledge.prefixes, positions)
-    warnings = knowledge.term_warnings((f"tags[{n}]", iri) for tag, n in zip(tags, positions) for iri in tag)
+    warnings = await term_warnings(request, ((f"tags[{n}]", iri) for tag, n in zip(tags, positions) for iri in tag))
     found, missing = await coordinator_of(request).holders(tags, with_tags, selector)
     parts = [b'{"peers":{']
     for n, tag in enumerate(dict.fromkeys(tags)):
@@ -202,7 +209,7 @@ async def tags(request: Request) -> Response:
 async def expand(request: Request) -> Response:
     query = query_tag(request, "expand")
     match = parse_match(request.query_params.get("match"), request.query_params.get("min_similarity"))
-    warnings = knowledge_of(request).term_warnings(pattern_terms(query))
+    warnings = await term_warnings(request, pattern_terms(query), "this expansion")
     matched = await coordinator_of(request).matching_tags(query, match)
     principal = principal_of(request)
     if principal.bound:  # only the tags of its environments' instances, as a server holding only those

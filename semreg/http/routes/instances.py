@@ -23,6 +23,7 @@ from semreg.http.routes.common import (
     WATCH,
     coordinator_of,
     knowledge_of,
+    lane_of,
     principal_of,
     selector_of,
     warned,
@@ -31,11 +32,11 @@ from semreg.http.routes.common import (
 )
 from semreg.http.schemas import ID_PATTERN, BatchBody, HeartbeatBody, InstanceBody, validate
 from semreg.rdf.terms import parse_component, parse_tag, parse_tags
-from semreg.reasoning.lexicon import MAX_WARNINGS
 from semreg.registry import listing
 from semreg.registry.coordinator import not_registered
 from semreg.registry.instances import Registration
 from semreg.registry.selector import Selector
+from semreg.work.lane import checkpoint
 
 API = Endpoints()
 _ID = re.compile(ID_PATTERN)
@@ -84,9 +85,9 @@ def path_id(request: Request) -> str:
 
 
 def registration(request: Request, data: Any, instance_id: str | None, where: str = ""
-                 ) -> tuple[Registration, list[dict[str, Any]]]:
-    """One registration body as a `Registration` (400 naming the field otherwise), and the warnings about
-    the terms of its tags that no ontology knows."""
+                 ) -> tuple[Registration, list[tuple[str, str]]]:
+    """One registration body as a `Registration` (400 naming the field otherwise), and the `(field, term)`
+    pairs its tags name, for the warnings about terms no ontology knows (`registrations` gives them)."""
     settings = request.app.state.settings
     body = validate(InstanceBody, data, where)
     iid = instance_id or body.id
@@ -106,12 +107,29 @@ def registration(request: Request, data: Any, instance_id: str | None, where: st
         if where:
             exc.message = f"{where}.{exc.message}"
         raise
-    warnings = knowledge.term_warnings((f"{at}tags[{n}]", iri) for tag, n in zip(tags, positions) for iri in tag)
+    named = [(f"{at}tags[{n}]", iri) for tag, n in zip(tags, positions) for iri in tag]
     return Registration(id=iid, service=body.service, address=body.address, port=body.port, scheme=body.scheme,
                         tags=tuple(tags), weight=body.weight, capacity=body.capacity, ttl_s=float(body.ttl),
                         deregister_after_s=float(body.deregister_after),
                         check=body.check.model_dump(exclude_none=True) if body.check else None,
-                        meta=dict(body.meta), owner=owner_of(request), environment=body.environment), warnings
+                        meta=dict(body.meta), owner=owner_of(request), environment=body.environment), named
+
+
+async def registrations(request: Request, items: list[tuple[Any, str | None, str]]
+                        ) -> tuple[list[Registration], list[dict[str, Any]]]:
+    """`(body, id, where)` items as registrations, with the warnings about the terms of their tags that no
+    ontology knows (at most `MAX_WARNINGS`, the first by position, each suggestion looked for once): request
+    work (`semreg.work.lane`), in slices, the suggestions on a worker thread."""
+    def parse() -> tuple[list[Registration], list[dict[str, Any]]]:
+        regs: list[Registration] = []
+        named: list[tuple[str, str]] = []
+        for data, iid, where in items:
+            checkpoint()
+            reg, terms = registration(request, data, iid, where)
+            regs.append(reg)
+            named += terms
+        return regs, knowledge_of(request).term_warnings(named)
+    return await lane_of(request).run(parse, what="this registration")
 
 
 # -- the routes ------------------------------------------------------------------------------------
@@ -186,7 +204,7 @@ async def post_instance(request: Request) -> Response:
     settings = request.app.state.settings
     data = await read_json(request, settings.json_body_limit_bytes)
     iid = data.get("id") if isinstance(data, dict) else None
-    reg, warnings = registration(request, data, None if iid is not None else uuid.uuid4().hex)
+    [reg], warnings = await registrations(request, [(data, None if iid is not None else uuid.uuid4().hex, "")])
     principal_of(request).require_environment(reg.environment)
     if iid is not None and await coordinator_of(request).exists(iid):
         raise BadRequest(f"an instance '{iid}' already exists; replace it with PUT /v1/instances/{iid}.", field="id")
@@ -204,16 +222,13 @@ async def batch_instances(request: Request) -> Response:
     if len(body.instances) > settings.max_batch_instances:
         raise BadRequest(f"instances: {len(body.instances)} instances is more than the "
                          f"{settings.max_batch_instances} a batch may hold.", field="instances")
-    regs: list[Registration] = []
-    warnings: list[dict[str, Any]] = []
+    items = []
     for n, item in enumerate(body.instances):
-        where = f"instances[{n}]"
         iid = item.get("id") if isinstance(item, dict) else None
         if iid is None and isinstance(item, dict):
             iid = uuid.uuid4().hex
-        reg, warned_here = registration(request, item, iid if isinstance(iid, str) else None, where)
-        regs.append(reg)
-        warnings += warned_here[:MAX_WARNINGS - len(warnings)]
+        items.append((item, iid if isinstance(iid, str) else None, f"instances[{n}]"))
+    regs, warnings = await registrations(request, items)
     await check_may_replace(request, regs)
     if regs:
         await coordinator_of(request).register(regs, views=False)
@@ -237,7 +252,7 @@ async def put_instance(request: Request) -> Response:
     settings = request.app.state.settings
     iid = path_id(request)
     data = await read_json(request, settings.json_body_limit_bytes)
-    reg, warnings = registration(request, data, iid)
+    [reg], warnings = await registrations(request, [(data, iid, "")])
     await check_may_replace(request, [reg])
     (inst, created), = await coordinator_of(request).register([reg])
     return JSONResponse(with_members(inst.view_json(), warned(warnings)), status_code=201 if created else 200)

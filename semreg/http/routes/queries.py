@@ -28,7 +28,9 @@ from semreg.http.routes.common import (
     cluster_of,
     coordinator_of,
     knowledge_of,
+    lane_of,
     principal_of,
+    term_warnings,
 )
 from semreg.http.routes.discovery import discover_warnings, discovered, question_terms, routed
 from semreg.http.schemas import DiscoverView, TagInput, TagView, validate
@@ -137,7 +139,7 @@ async def put_query(request: Request) -> Response:
     previous = knowledge.queries.by_name.get(name)
     if previous is not None:
         require_owner(principal, previous)
-    warnings = knowledge.term_warnings(question_terms(q))
+    warnings = await term_warnings(request, question_terms(q), "this query")
     for n, pattern in enumerate(questions.patterns(q)):
         if not await coordinator_of(request).matching_tags(pattern, q.match):
             where, what = ("query", "this query") if isinstance(q, DiscoverQuery) else (f"all[{n}]", "this pattern")
@@ -176,7 +178,7 @@ async def discover_saved(request: Request) -> Response:
     knowledge = knowledge_of(request)
     q = request.app.state.node.questions.of(visible(request, request.path_params["name"]))
     q = dataclasses.replace(q, tags=bool_param(request, "tags", False))
-    return await discovered(request, q, discover_warnings(knowledge, q))
+    return await discovered(request, q, await discover_warnings(knowledge, lane_of(request), q))
 
 
 @API.route("GET", "/v1/queries/{name}/route", scope=READ, summary="redirect to an instance a saved query chooses",
