@@ -10,8 +10,10 @@ datacenters), answered from the node's coordinator like `GET /v1/discover`, so a
   many whole records as fit, TC when any was left out (pure).
 - `apex`: the zone's own records, SOA, NS and the apex's addresses (pure).
 - `directory`: the `Resolver` over the node (saved queries, their discovery, one instance).
+- `connections`: the TCP connections held, per client address and in all, with a deadline for each message
+  and each answer (on the injected clock).
 - `server`: the UDP and TCP listeners on the node's event loop, with a token bucket per client address.
 
-May import: `semreg.registry`, `semreg.knowledge`, `semreg.access` (the token buckets) and below. Must not
-import the cluster, SPARQL or HTTP.
+May import: `semreg.registry`, `semreg.knowledge`, `semreg.access` (the token buckets), `semreg.clock` and
+below. Must not import the cluster, SPARQL or HTTP.
 """

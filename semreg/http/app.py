@@ -25,6 +25,7 @@ from semreg.cluster.sparql_forward import SparqlForward
 from semreg.config import Settings
 from semreg.dns.answers import Zone
 from semreg.dns.apex import listen_addresses
+from semreg.dns.connections import Limits
 from semreg.dns.directory import Directory
 from semreg.dns.names import zone
 from semreg.dns.server import DnsServer, parse_listen
@@ -277,7 +278,9 @@ async def dns_server(node: Node, settings: Settings) -> DnsServer | None:
     directory = Directory(node.coordinator, node.knowledge, node.questions)
     served = Zone(zone(settings.dns_domain), settings.dns_ttl_s, wall=node.clock.wall,
                   addresses=listen_addresses(parse_listen(settings.dns)[0]))
-    server = DnsServer(directory, served, settings.dns, settings.dns_rate_per_s, clock=node.clock.monotonic)
+    tcp = Limits(settings.dns_tcp_connections, settings.dns_tcp_per_address, settings.dns_tcp_timeout_s,
+                 settings.dns_tcp_write_timeout_s)
+    server = DnsServer(directory, served, settings.dns, settings.dns_rate_per_s, clock=node.clock, tcp=tcp)
     await server.start()
     return server
 

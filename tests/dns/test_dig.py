@@ -167,7 +167,11 @@ def test_a_ring_of_three_answers_the_same_through_every_node(tmp_path):
 
 @pytest.mark.parametrize("flags, sentence", [(["--dns", "nonsense"], "give ADDRESS:PORT"),
                                              (["--dns", "127.0.0.1:5353", "--dns-domain", "a..b"], "--dns-domain"),
-                                             (["--dns", "127.0.0.1:5353", "--dns-rate", "-1"], "--dns-rate")])
+                                             (["--dns", "127.0.0.1:5353", "--dns-rate", "-1"], "--dns-rate"),
+                                             (["--dns", "127.0.0.1:5353", "--dns-tcp-per-address", "0"],
+                                              "--dns-tcp-per-address"),
+                                             (["--dns", "127.0.0.1:5353", "--dns-tcp-write-timeout", "0"],
+                                              "--dns-tcp-write-timeout")])
 def test_serve_refuses_dns_flags_that_make_no_listener(tmp_path, flags, sentence):
     out = subprocess.run([sys.executable, "-m", "semreg", "serve", "--memory", *flags], capture_output=True, text=True,
                          timeout=60, check=False)
