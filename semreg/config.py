@@ -69,6 +69,15 @@ class Settings:
     dns_ttl_s: int = option(5, "dns-ttl", "seconds a DNS answer may be cached", metavar="S")
     dns_rate_per_s: float = option(200.0, "dns-rate", "DNS queries a second per client address (as many at once); "
                                    "past it REFUSED; 0 = no limit", metavar="QPS")
+    dns_tcp_connections: int = option(256, "dns-tcp-connections", "DNS TCP connections held at once; past it a "
+                                      "newcomer takes the place of the longest waiting one of the address holding "
+                                      "the most", metavar="N")
+    dns_tcp_per_address: int = option(16, "dns-tcp-per-address", "DNS TCP connections one client address may hold; "
+                                      "past it a new one is closed at once", metavar="N")
+    dns_tcp_timeout_s: float = option(10.0, "dns-tcp-timeout", "seconds a DNS TCP connection has to send a whole "
+                                      "message, from its opening or its last answer; then it is closed", metavar="S")
+    dns_tcp_write_timeout_s: float = option(10.0, "dns-tcp-write-timeout", "seconds a DNS TCP client has to take an "
+                                            "answer; then its connection is closed", metavar="S")
     json_body_limit_bytes: int = option(4 * MiB, "json-body-limit", "largest JSON body (413 past it)", metavar="BYTES")
     ontology_body_limit_bytes: int = option(32 * MiB, "ontology-body-limit", "largest ontology upload",
                                             metavar="BYTES")

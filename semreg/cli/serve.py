@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import math
 import os
 import signal
 import sys
@@ -137,6 +138,14 @@ def check_dns(settings: Settings) -> None:
         raise ValueError(f"--dns-ttl {settings.dns_ttl_s}: give whole seconds from 0.")
     if settings.dns_rate_per_s < 0:
         raise ValueError(f"--dns-rate {settings.dns_rate_per_s}: give queries a second, or 0 for no limit.")
+    for flag, count in (("--dns-tcp-connections", settings.dns_tcp_connections),
+                        ("--dns-tcp-per-address", settings.dns_tcp_per_address)):
+        if count < 1:
+            raise ValueError(f"{flag} {count}: give a number of connections from 1.")
+    for flag, seconds in (("--dns-tcp-timeout", settings.dns_tcp_timeout_s),
+                          ("--dns-tcp-write-timeout", settings.dns_tcp_write_timeout_s)):
+        if not 0 < seconds < math.inf:
+            raise ValueError(f"{flag} {seconds}: give seconds above 0.")
 
 
 def cluster_listen(value: str) -> tuple[str, int]:

@@ -4,8 +4,10 @@
 - One question of class IN, opcode QUERY; anything else: FORMERR, REFUSED or NOTIMP, as RFC 1035 says.
 - A name outside the zone: REFUSED (this is not a recursive resolver). A name in the zone that no saved
   query or instance has: NXDOMAIN. A name that exists without records of the type asked: NOERROR, empty.
-- An answer larger than `limit` bytes (512 over UDP, or the size the client advertised with EDNS) is cut
-  at a whole record set with the TC bit, so that the client asks again over TCP, which answers whole.
+  Both carry the zone's SOA (`apex`), so that resolvers may cache them (RFC 2308).
+- An answer larger than `limit` bytes (512 over UDP, or the size the client advertised with EDNS, at most
+  1232; 65,535 over TCP) keeps as many whole records as fit, each SRV record with its target's address, and
+  sets TC (`fit`): the client may ask again over TCP, or make do with the instances it got.
 - An internal error answers SERVFAIL, the last resort, and is logged by the caller.
 
 Building an answer of 50 records with dnspython's objects takes milliseconds; between two changes of a saved
@@ -16,9 +18,11 @@ the data it was made of (`Found.version`), and sent again with the new id while 
 from __future__ import annotations
 
 import functools
+import itertools
 import struct
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -35,13 +39,21 @@ import dns.rdtypes.IN.AAAA
 import dns.rdtypes.IN.SRV
 import dns.rrset
 
-from semreg.dns.names import ADDRESS, INSTANCE, SRV, UNKNOWN, Asked, asked, instance_name
+from semreg.dns import apex
+from semreg.dns.fit import Unit, fitted
+from semreg.dns.names import ADDRESS, APEX, INSTANCE, SRV, Asked, asked, instance_name
 from semreg.registry.targets import Target
 
 SRV_RDATA, A_RDATA, AAAA_RDATA = dns.rdtypes.IN.SRV.SRV, dns.rdtypes.IN.A.A, dns.rdtypes.IN.AAAA.AAAA
 UDP_LIMIT = 512  # bytes an answer over UDP may have unless the client says more (RFC 1035)
-EDNS_LIMIT = 4096  # the most this server answers over UDP whatever a client advertises (DNS Flag Day 2020: 1232)
+# the most this server answers over UDP whatever a client advertises (DNS Flag Day 2020): no fragments, and an
+# answer at most ~30 times its question, so that the listener is a poor amplifier
+EDNS_LIMIT = 1232
 TCP_LIMIT = 65535
+# no record is shorter than 16 bytes (a pointer to its name, type, class, TTL, length and an IPv4 address), so
+# an answer of `limit` bytes holds fewer than `limit // RECORD_BYTES` instances: the records of the others are
+# never made (20,000 instances asked over UDP make 77 instances' records, not 20,000)
+RECORD_BYTES = 16
 
 
 class Found:
@@ -74,6 +86,8 @@ class Zone:
     # answers to saved queries by the query's bytes after its id (and the transport): (version, answer bytes)
     answers: OrderedDict[tuple[bytes, bool], tuple[Hashable, bytes, Asked]] = field(default_factory=OrderedDict)
     max_answers: int = 1024
+    addresses: tuple[apex.IP, ...] = ()  # the apex's A/AAAA (`apex.listen_addresses`)
+    wall: Callable[[], float] = time.time  # the SOA's serial is its seconds
 
     def kept(self, key: tuple[bytes, bool], version: Hashable) -> bytes | None:
         entry = self.answers.get(key)
@@ -150,77 +164,100 @@ async def answer(wire: bytes, resolver: Resolver, zone: Zone, tcp: bool = False)
     if what is None:
         response.set_rcode(dns.rcode.REFUSED)
         response.flags &= ~dns.flags.AA
-    elif what.kind in (SRV, ADDRESS):
+        return response.to_wire(max_size=limit)
+    if what.kind in (SRV, ADDRESS):
         found = await resolver.query(what.name, what.environment)
-        if found is None:
-            response.set_rcode(dns.rcode.NXDOMAIN)
-        else:
-            fill_query(response, question.name, question.rdtype, what, found.targets, zone)
-            out = response.to_wire(max_size=limit, prefer_truncation=True)
+        if found is not None:
+            units, left_out = query_units(question.name, question.rdtype, what, found.targets, zone,
+                                          limit // RECORD_BYTES)
+            out = finish(response, units, limit, zone, left_out)
             if len(wire) <= UDP_LIMIT:  # a question is short; the longest packets are kept out of memory
                 zone.keep(key, found.version, out, what)
             return out
-    else:
-        await fill(response, question.name, question.rdtype, what, resolver, zone)
-    return response.to_wire(max_size=limit, prefer_truncation=True)
-
-
-async def fill(response: dns.message.Message, qname: dns.name.Name, rdtype: int, what: Asked, resolver: Resolver,
-               zone: Zone) -> None:
-    """The records of the zone's apex, an unknown name (NXDOMAIN), or one instance."""
-    if what.kind == UNKNOWN:
         response.set_rcode(dns.rcode.NXDOMAIN)
-    elif what.kind == INSTANCE:
+        return finish(response, [], limit, zone)
+    return finish(response, await other_units(response, question.name, question.rdtype, what, resolver, zone), limit,
+                  zone)
+
+
+def finish(response: dns.message.Message, units: list[Unit], limit: int, zone: Zone, left_out: bool = False) -> bytes:
+    """The answer's bytes: `units`, as many as fit in `limit`; an answer without records (NXDOMAIN, or a name
+    without records of the type asked) carries the zone's SOA, so that resolvers may cache it (RFC 2308)."""
+    if not units:
+        response.authority = [apex.soa(zone.domain, zone.ttl_s, zone.wall())]
+    return fitted(response, units, limit, left_out)
+
+
+async def other_units(response: dns.message.Message, qname: dns.name.Name, rdtype: int, what: Asked,
+                      resolver: Resolver, zone: Zone) -> list[Unit]:
+    """The records of the zone's apex, an unknown name (NXDOMAIN), or one instance."""
+    if what.kind == APEX:
+        return apex.records(rdtype, zone.domain, zone.ttl_s, zone.addresses, zone.wall())
+    if what.kind == INSTANCE:
         target = await resolver.instance(what.name)
-        if target is None:
-            response.set_rcode(dns.rcode.NXDOMAIN)
-            return
-        add_address(response.answer, qname, [target], rdtype, zone.ttl_s, cname=True)
+        if target is not None:
+            record = address_of(qname, target, rdtype, zone.ttl_s, cname=True)
+            return [Unit((record,))] if record is not None else []
+    response.set_rcode(dns.rcode.NXDOMAIN)
+    return []
 
 
-def fill_query(response: dns.message.Message, qname: dns.name.Name, rdtype: int, what: Asked,
-               found: Sequence[Target], zone: Zone) -> None:
-    """The records of a saved query's name: SRV, or A/AAAA."""
+def query_units(qname: dns.name.Name, rdtype: int, what: Asked, found: Sequence[Target], zone: Zone, most: int
+                ) -> tuple[list[Unit], bool]:
+    """The records of a saved query's name: SRV (each with its target's address), or A/AAAA; those of the first
+    `most` instances, and whether there were more."""
     if what.kind == SRV and rdtype in (dns.rdatatype.SRV, dns.rdatatype.ANY):
-        add_srv(response, qname, found, zone)
+        made = srv_units(qname, found, zone)
     elif what.kind == ADDRESS:
-        add_address(response.answer, qname, found, rdtype, zone.ttl_s)
+        made = address_units(qname, found, rdtype, zone.ttl_s)
+    else:
+        return [], False
+    units = list(itertools.islice(made, most + 1))
+    return units[:most], len(units) > most
 
 
-def add_srv(response: dns.message.Message, qname: dns.name.Name, found: Sequence[Target], zone: Zone) -> None:
-    srv = dns.rrset.RRset(qname, dns.rdataclass.IN, dns.rdatatype.SRV)
-    srv.update_ttl(zone.ttl_s)
+def srv_units(qname: dns.name.Name, found: Sequence[Target], zone: Zone) -> Iterator[Unit]:
     for t in found:
         name = instance_name(t.id, zone.domain)
         if name is None:
             continue
+        srv = dns.rrset.RRset(qname, dns.rdataclass.IN, dns.rdatatype.SRV)
+        srv.update_ttl(zone.ttl_s)
         srv.add(SRV_RDATA(dns.rdataclass.IN, dns.rdatatype.SRV, t.priority, min(t.weight, 65535), t.port, name))
-        add_address(response.additional, name, [t], dns.rdatatype.ANY, zone.ttl_s, cname=True)
-    if srv:
-        response.answer.insert(0, srv)
+        glue = address_of(name, t, dns.rdatatype.ANY, zone.ttl_s, cname=True)
+        yield Unit((srv,), (glue,) if glue is not None else ())
 
 
-def add_address(section: list, name: dns.name.Name, found: Sequence[Target], rdtype: int, ttl_s: int,
-                cname: bool = False) -> None:
-    """A and AAAA records of the targets' IP addresses (as `rdtype` asks); with `cname`, a host name as a
-    CNAME (one instance's name stands for that host); without, host names are left out."""
-    records: dict[int, dns.rrset.RRset] = {}
+def address_units(qname: dns.name.Name, found: Sequence[Target], rdtype: int, ttl_s: int) -> Iterator[Unit]:
+    """A and AAAA records of the targets' IP addresses (as `rdtype` asks), each address once; host names are
+    left out (a CNAME cannot stand beside other records)."""
+    seen: set[object] = set()
     for t in found:
         ip = t.ip
-        if ip is None:
-            if cname and rdtype in (dns.rdatatype.CNAME, dns.rdatatype.A, dns.rdatatype.AAAA, dns.rdatatype.ANY):
-                try:
-                    host = dns.name.from_text(t.address if t.address.endswith(".") else t.address + ".")
-                except dns.exception.DNSException:
-                    continue
-                records.setdefault(dns.rdatatype.CNAME, dns.rrset.from_text(name, ttl_s, "IN", "CNAME", host.to_text()))
+        if ip is None or ip in seen:
             continue
-        kind = dns.rdatatype.A if ip.version == 4 else dns.rdatatype.AAAA
-        if rdtype not in (kind, dns.rdatatype.ANY):
-            continue
-        rrset = records.get(kind)
-        if rrset is None:
-            rrset = records[kind] = dns.rrset.RRset(name, dns.rdataclass.IN, kind)
-            rrset.update_ttl(ttl_s)
-        rrset.add((A_RDATA if kind == dns.rdatatype.A else AAAA_RDATA)(dns.rdataclass.IN, kind, str(ip)))
-    section.extend(records.values())
+        record = address_of(qname, t, rdtype, ttl_s)
+        if record is not None:
+            seen.add(ip)
+            yield Unit((record,))
+
+
+def address_of(name: dns.name.Name, t: Target, rdtype: int, ttl_s: int, cname: bool = False) -> dns.rrset.RRset | None:
+    """`t`'s A or AAAA record (as `rdtype` asks); with `cname`, a host name as a CNAME (one instance's name
+    stands for that host); without, or when its address is no name, None."""
+    ip = t.ip
+    if ip is None:
+        if not cname or rdtype not in (dns.rdatatype.CNAME, dns.rdatatype.A, dns.rdatatype.AAAA, dns.rdatatype.ANY):
+            return None
+        try:
+            host = dns.name.from_text(t.address if t.address.endswith(".") else t.address + ".")
+        except dns.exception.DNSException:
+            return None
+        return dns.rrset.from_text(name, ttl_s, "IN", "CNAME", host.to_text())
+    kind = dns.rdatatype.A if ip.version == 4 else dns.rdatatype.AAAA
+    if rdtype not in (kind, dns.rdatatype.ANY):
+        return None
+    rrset = dns.rrset.RRset(name, dns.rdataclass.IN, kind)
+    rrset.update_ttl(ttl_s)
+    rrset.add((A_RDATA if kind == dns.rdatatype.A else AAAA_RDATA)(dns.rdataclass.IN, kind, str(ip)))
+    return rrset

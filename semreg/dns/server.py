@@ -2,27 +2,26 @@
 started and stopped with the app. Each client address has a token bucket (`--dns-rate` queries a second,
 as many at once): past it a query is answered REFUSED, cheaply, without being looked at. Bytes never stop
 a listener: whatever a packet holds gets FORMERR, and an error inside an answer gets SERVFAIL and a log line.
-Over TCP (RFC 7766) each message is framed by a two-byte length; a connection may send several, and is
-closed when it stays idle for `TCP_IDLE_S` or sends a frame that cannot be read."""
+Over TCP (RFC 7766) each message is framed by a two-byte length; a connection may send several, one after
+another, and is held within the limits of `connections` (per address, in all, a deadline for each message
+and for each answer); one that sends a frame that cannot be read is closed."""
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import errno
 import logging
-import time
-from collections.abc import Callable
 from typing import Any
 
 import dns.rcode
 
 from semreg.access.ratelimit import RateLimiter
+from semreg.clock import Clock, LoopClock
 from semreg.dns.answers import Resolver, Zone, answer, bare
+from semreg.dns.connections import Connections, Limits
 
 log = logging.getLogger("semreg.dns")
 
-TCP_IDLE_S = 10.0
-MAX_TCP_CONNECTIONS = 256
 BIND_TRIES = 20  # with port 0: UDP ports whose number TCP could not also have
 MAX_PENDING = 4096  # queries being answered at once; past it a datagram is dropped (the client asks again)
 
@@ -37,17 +36,17 @@ def parse_listen(value: str) -> tuple[str, int]:
 
 class DnsServer:
     def __init__(self, resolver: Resolver, zone: Zone, listen: str, rate_per_s: float = 0.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Clock | None = None, tcp: Limits = Limits()) -> None:
         self.resolver = resolver
         self.zone = zone
         self.host, self.port = parse_listen(listen)
         self.limiter = RateLimiter(rate_per_s, rate_per_s)
-        self.clock = clock
+        self.clock = clock or LoopClock()
+        self.connections = Connections(self.clock, tcp)
         self.answered = self.refused = self.failed = 0
         self._udp: asyncio.DatagramTransport | None = None
         self._tcp: asyncio.Server | None = None
         self._tasks: set[asyncio.Task] = set()
-        self._connections = 0
 
     @property
     def address(self) -> tuple[str, int]:
@@ -88,7 +87,7 @@ class DnsServer:
 
     # -- one query ---------------------------------------------------------------------------------
     async def respond(self, wire: bytes, client: str, tcp: bool) -> bytes | None:
-        if self.limiter.take(client, self.clock()) > 0:
+        if self.limiter.take(client, self.clock.monotonic()) > 0:
             self.refused += 1
             return bare(wire, dns.rcode.REFUSED)
         try:
@@ -112,26 +111,29 @@ class DnsServer:
 
     async def _serve_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername") or ("?",)
+        conn = self.connections.open(peer[0], writer.transport.abort)
+        if conn is None:
+            writer.transport.abort()
+            return
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
-        self._connections += 1
         try:
-            if self._connections > MAX_TCP_CONNECTIONS:
-                return
-            while True:
-                head = await asyncio.wait_for(reader.readexactly(2), TCP_IDLE_S)
-                size = int.from_bytes(head, "big")
-                wire = await asyncio.wait_for(reader.readexactly(size), TCP_IDLE_S)
+            while not conn.closed:  # each step within its deadline: the connection is aborted when one passes
+                head = await reader.readexactly(2)
+                wire = await reader.readexactly(int.from_bytes(head, "big"))
+                self.connections.answering(conn)
                 out = await self.respond(wire, peer[0], tcp=True)
-                if out is None:
+                if out is None or conn.closed:
                     return
+                self.connections.writing(conn)
                 writer.write(len(out).to_bytes(2, "big") + out)
                 await writer.drain()
-        except (TimeoutError, asyncio.IncompleteReadError, ConnectionError, OSError):
-            pass  # the client went quiet, hung up or cut a message short: its connection just ends
+                self.connections.waiting(conn)
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            pass  # the client hung up or cut a message short, or its connection was closed: it just ends
         finally:
-            self._connections -= 1
+            self.connections.close(conn)
             if task is not None:
                 self._tasks.discard(task)
             writer.close()

@@ -24,9 +24,11 @@ from semreg.cluster.kv import KV
 from semreg.cluster.sparql_forward import SparqlForward
 from semreg.config import Settings
 from semreg.dns.answers import Zone
+from semreg.dns.apex import listen_addresses
+from semreg.dns.connections import Limits
 from semreg.dns.directory import Directory
 from semreg.dns.names import zone
-from semreg.dns.server import DnsServer
+from semreg.dns.server import DnsServer, parse_listen
 from semreg.errors import NotServed, SemregError
 from semreg.http import console
 from semreg.http.cluster_listener import cluster_app
@@ -274,8 +276,11 @@ async def dns_server(node: Node, settings: Settings) -> DnsServer | None:
     if not settings.dns:
         return None
     directory = Directory(node.coordinator, node.knowledge, node.questions)
-    server = DnsServer(directory, Zone(zone(settings.dns_domain), settings.dns_ttl_s), settings.dns,
-                       settings.dns_rate_per_s, clock=node.clock.monotonic)
+    served = Zone(zone(settings.dns_domain), settings.dns_ttl_s, wall=node.clock.wall,
+                  addresses=listen_addresses(parse_listen(settings.dns)[0]))
+    tcp = Limits(settings.dns_tcp_connections, settings.dns_tcp_per_address, settings.dns_tcp_timeout_s,
+                 settings.dns_tcp_write_timeout_s)
+    server = DnsServer(directory, served, settings.dns, settings.dns_rate_per_s, clock=node.clock, tcp=tcp)
     await server.start()
     return server
 

@@ -4,6 +4,7 @@ answers the same through every node. Each change is made through the HTTP API, t
 answer until it shows it, within the TTL (never a sleep to prove that nothing happened)."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -108,6 +109,34 @@ def test_two_hundred_instances_are_truncated_over_udp_and_fetched_over_tcp(node)
     assert len(resolver(port).resolve("films.semreg.", "A")) == 200
 
 
+def test_dig_reads_the_zones_soa_and_ns_and_the_soa_of_negative_answers(node):
+    server, _ = node
+    port = server.dns_port
+    soa = dig(port, "+short", "semreg.", "SOA").split()
+    assert soa[:2] == ["semreg.", "hostmaster.semreg."] and soa[3:] == ["3600", "600", "86400", str(TTL_S)]
+    assert dig(port, "+short", "semreg.", "NS").split() == ["semreg."]
+    assert dig(port, "+short", "semreg.", "A").split() == ["127.0.0.1"]
+    for name, rdtype, status in (("never-saved.semreg.", "A", "NXDOMAIN"), ("_horror._tcp.semreg.", "TXT", "NOERROR")):
+        out = dig(port, name, rdtype)
+        assert f"status: {status}" in out and "ANSWER: 0, AUTHORITY: 1," in out
+        assert re.search(rf"^semreg\.\s+{TTL_S}\s+IN\s+SOA\s+semreg\. hostmaster\.semreg\. \d+ 3600 600 86400 {TTL_S}$",
+                         out, re.M), out
+
+
+def test_dig_asking_with_a_large_edns_size_gets_at_most_1232_bytes_and_the_records_that_fit(node):
+    server, c = node
+    port = server.dns_port
+    batch = [{"id": f"mural-{n:017d}", "service": "mural", "address": f"10.4.{n // 250}.{n % 250 + 1}",
+              "port": 7500 + n, "ttl": 0, "tags": ["ex:Pintura"]} for n in range(150)]
+    assert c.post("/v1/instances/batch", json={"instances": batch}).status_code == 200
+    assert c.put("/v1/queries/murals", json={"s": "ex:Pintura"}).status_code == 201
+    out = dig(port, "+bufsize=4096", "+ignore", "_murals._tcp.semreg.", "SRV")
+    assert int(re.search(r"MSG SIZE\s+rcvd: (\d+)", out).group(1)) <= 1232
+    assert " tc" in out.split("flags:")[1].split(";")[0]
+    assert "ANSWER: 11, AUTHORITY: 0, ADDITIONAL: 12" in out  # 11 instances with their A records, and the OPT
+    assert "ANSWER: 150," in dig(port, "+bufsize=4096", "_murals._tcp.semreg.", "SRV")  # then over TCP: all
+
+
 @pytest.mark.slow
 def test_a_ring_of_three_answers_the_same_through_every_node(tmp_path):
     cluster = LocalCluster(tmp_path / "ring", replicas=2, lease_s=2)
@@ -138,7 +167,11 @@ def test_a_ring_of_three_answers_the_same_through_every_node(tmp_path):
 
 @pytest.mark.parametrize("flags, sentence", [(["--dns", "nonsense"], "give ADDRESS:PORT"),
                                              (["--dns", "127.0.0.1:5353", "--dns-domain", "a..b"], "--dns-domain"),
-                                             (["--dns", "127.0.0.1:5353", "--dns-rate", "-1"], "--dns-rate")])
+                                             (["--dns", "127.0.0.1:5353", "--dns-rate", "-1"], "--dns-rate"),
+                                             (["--dns", "127.0.0.1:5353", "--dns-tcp-per-address", "0"],
+                                              "--dns-tcp-per-address"),
+                                             (["--dns", "127.0.0.1:5353", "--dns-tcp-write-timeout", "0"],
+                                              "--dns-tcp-write-timeout")])
 def test_serve_refuses_dns_flags_that_make_no_listener(tmp_path, flags, sentence):
     out = subprocess.run([sys.executable, "-m", "semreg", "serve", "--memory", *flags], capture_output=True, text=True,
                          timeout=60, check=False)

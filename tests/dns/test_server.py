@@ -1,7 +1,7 @@
 """The DNS listeners of `--dns` (API.md, Saved queries), asked over real UDP and TCP sockets by dnspython's
 query functions and by raw bytes, against the app in this process (on a fake clock): what each kind of name
-answers, the rcodes, truncation to TCP, the rate per client, and garbage of every shape, which never stops
-the listeners nor gets SERVFAIL."""
+answers, the rcodes, the zone's SOA and NS, answers cut to the size of their transport, the rate per client,
+and garbage of every shape, which never stops the listeners nor gets SERVFAIL."""
 from __future__ import annotations
 
 import socket
@@ -9,12 +9,14 @@ import struct
 
 import dns.flags
 import dns.message
+import dns.name
 import dns.query
 import dns.rcode
 import dns.rdatatype
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.dnswire import exchange
 from support.inprocess import InProcess
 from support.paths import ONTOLOGIES
 
@@ -78,15 +80,46 @@ def test_an_environment_in_the_name_is_the_environment_read(server):
     assert empty.rcode() == dns.rcode.NOERROR and not empty.answer
 
 
-@pytest.mark.parametrize("name, rdtype, rcode", [
-    ("_never._tcp.semreg.", "SRV", dns.rcode.NXDOMAIN), ("never.semreg.", "A", dns.rcode.NXDOMAIN),
-    ("nobody.instance.semreg.", "A", dns.rcode.NXDOMAIN), ("a.b.c.semreg.", "A", dns.rcode.NXDOMAIN),
-    ("_horror._tcp.semreg.", "A", dns.rcode.NOERROR), ("horror.semreg.", "SRV", dns.rcode.NOERROR),
-    ("horror.semreg.", "TXT", dns.rcode.NOERROR), ("semreg.", "SOA", dns.rcode.NOERROR),
-    ("example.com.", "A", dns.rcode.REFUSED)])
+NEGATIVE = [("_never._tcp.semreg.", "SRV", dns.rcode.NXDOMAIN), ("never.semreg.", "A", dns.rcode.NXDOMAIN),
+            ("nobody.instance.semreg.", "A", dns.rcode.NXDOMAIN), ("a.b.c.semreg.", "A", dns.rcode.NXDOMAIN),
+            ("_horror._tcp.semreg.", "A", dns.rcode.NOERROR), ("horror.semreg.", "SRV", dns.rcode.NOERROR),
+            ("horror.semreg.", "TXT", dns.rcode.NOERROR), ("i0.instance.semreg.", "TXT", dns.rcode.NOERROR),
+            ("semreg.", "TXT", dns.rcode.NOERROR), ("semreg.", "AAAA", dns.rcode.NOERROR),
+            ("_books._tcp.nowhere.semreg.", "SRV", dns.rcode.NOERROR)]
+
+
+@pytest.mark.parametrize("name, rdtype, rcode", [*NEGATIVE, ("example.com.", "A", dns.rcode.REFUSED)])
 def test_unknown_names_are_nxdomain_known_ones_without_the_type_are_empty_others_refused(server, name, rdtype, rcode):
     m = ask(server, name, rdtype)
     assert m.rcode() == rcode and not m.answer
+
+
+@pytest.mark.parametrize("name, rdtype, rcode", NEGATIVE)
+@pytest.mark.parametrize("tcp", [False, True])
+def test_nxdomain_and_empty_answers_carry_the_soa_so_that_resolvers_may_cache_them(server, name, rdtype, rcode, tcp):
+    m = ask(server, name, rdtype, tcp=tcp)
+    assert m.rcode() == rcode and m.flags & dns.flags.AA and not m.answer
+    (soa,) = m.authority  # RFC 2308: the SOA, whose TTL and MINIMUM (both --dns-ttl) say how long to cache
+    assert (soa.name, soa.rdtype, soa.ttl, soa[0].minimum) == (dns.name.from_text("semreg."), dns.rdatatype.SOA, 5, 5)
+
+
+def test_a_name_outside_the_zone_gets_no_soa(server):
+    m = ask(server, "example.com.", "A")
+    assert m.rcode() == dns.rcode.REFUSED and not m.authority and not m.flags & dns.flags.AA
+
+
+def test_the_apex_has_an_soa_and_an_ns_record_naming_itself_at_the_listen_address(server):
+    (soa,) = ask(server, "semreg.", "SOA").answer
+    serial = int(server.clock.wall())
+    assert [str(r) for r in soa] == [f"semreg. hostmaster.semreg. {serial} 3600 600 86400 5"] and soa.ttl == 5
+    server.advance(2)  # the serial is the answer's time in seconds: it moves whenever an answer may have
+    assert ask(server, "semreg.", "SOA", tcp=True).answer[0][0].serial == serial + 2
+    ns = ask(server, "semreg.", "NS")
+    assert records(ns) == {"semreg. NS semreg."} and records(ns, "additional") == {"semreg. A 127.0.0.1"}
+    assert records(ask(server, "semreg.", "A")) == {"semreg. A 127.0.0.1"}
+    assert records(ask(server, "semreg.", "ANY")) == {"semreg. NS semreg.", "semreg. A 127.0.0.1",
+                                                      f"semreg. SOA semreg. hostmaster.semreg. {serial + 2} 3600 600 "
+                                                      "86400 5"}
 
 
 def test_an_answer_follows_registration_drain_and_removal(server):
@@ -120,6 +153,65 @@ def test_a_large_answer_is_truncated_over_udp_and_whole_over_tcp(server):
     whole = ask(server, "_big._tcp.semreg.", tcp=True)
     assert not whole.flags & dns.flags.TC and sum(len(rr) for rr in whole.answer) == 200
     assert len(records(ask(server, "big.semreg.", "A", tcp=True))) == 200
+
+
+@pytest.fixture(scope="module")
+def crowd(server):
+    """150 instances of a saved query `murals` and 1,500 of `frescos`, each id 23 characters long."""
+    c = server.client()
+    for query, term, count in (("murals", "ex:Mural", 150), ("frescos", "ex:Fresco", 1500)):
+        batch = [{"id": f"{query[:6]}-{n:016d}", "service": query, "address": f"10.5.{n // 250}.{n % 250 + 1}",
+                  "port": 9000 + n, "ttl": 0, "tags": [term]} for n in range(count)]
+        assert c.post("/v1/instances/batch", json={"instances": batch}).status_code == 200
+        assert c.put(f"/v1/queries/{query}", json={"s": term}).status_code == 201
+    return server
+
+
+def check_whole(m: dns.message.Message, query: str, most: int) -> int:
+    """Every SRV record is one of the query's instances, with its port and with its own A record beside it
+    (and no A record without its SRV record); returns how many."""
+    srv = {str(r.target): r.port for rr in m.answer for r in rr}
+    glue = {str(rr.name): r.address for rr in m.additional for r in rr}
+    assert srv.keys() == glue.keys() and 0 < len(srv) < most
+    for target, port in srv.items():
+        n = int(target.split(".")[0].split("-")[1])
+        assert target == f"{query[:6]}-{n:016d}.instance.semreg." and port == 9000 + n
+        assert glue[target] == f"10.5.{n // 250}.{n % 250 + 1}"
+    return len(srv)
+
+
+@pytest.mark.parametrize("payload", [1232, 1233, 4096, 65535])
+def test_whatever_edns_size_is_asked_a_udp_answer_is_at_most_1232_bytes(crowd, payload):
+    query = dns.message.make_query("_murals._tcp.semreg.", "SRV", use_edns=0, payload=payload).to_wire()
+    wire = udp_exchange(crowd.app.state.dns.port, query)
+    assert wire is not None and len(wire) <= 1232 < 30 * len(query)
+    m = dns.message.from_wire(wire)
+    assert m.flags & dns.flags.TC and m.payload == 1232  # what the server takes, said in its OPT record
+    check_whole(m, "murals", 150)
+
+
+@pytest.mark.parametrize("edns, most_bytes", [(False, 512), (True, 1232)])
+def test_150_instances_over_udp_keep_as_many_whole_records_as_fit_with_tc(crowd, edns, most_bytes):
+    query = dns.message.make_query("_murals._tcp.semreg.", "SRV", use_edns=0 if edns else None)
+    wire = udp_exchange(crowd.app.state.dns.port, query.to_wire())
+    assert wire is not None and len(wire) <= most_bytes
+    m = dns.message.from_wire(wire)
+    assert m.rcode() == dns.rcode.NOERROR and m.flags & dns.flags.TC
+    # 99 bytes an instance (its SRV record, never compressed, and its A record): 4 in 512 bytes, 11 in 1232
+    assert check_whole(m, "murals", 150) == (11 if edns else 4)
+    assert len(records(ask(crowd, "murals.semreg.", "A"))) == 30  # 16 bytes an A record, after 31 of header and question
+
+
+def test_1500_instances_over_tcp_keep_as_many_as_fit_in_one_message(crowd):
+    q = dns.message.make_query("_frescos._tcp.semreg.", "SRV")
+    with socket.create_connection(("127.0.0.1", crowd.app.state.dns.port), timeout=10) as s:
+        wire = exchange(s, q.to_wire())
+    m = dns.message.from_wire(wire)
+    assert m.rcode() == dns.rcode.NOERROR and m.flags & dns.flags.TC  # partial: it says so
+    # 108 bytes an instance: no pointer reaches past 16,383 bytes, where the A records are, so each names in full
+    # `instance` (and points at `semreg.`, in the question)
+    assert check_whole(m, "frescos", 1500) == 606 and len(wire) <= 65535
+    assert len(records(ask(crowd, "frescos.semreg.", "A", tcp=True))) == 1500  # 16 bytes each: all fit
 
 
 def test_past_its_rate_a_client_is_refused_until_time_passes(in_process):
