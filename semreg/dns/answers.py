@@ -17,6 +17,7 @@ the data it was made of (`Found.version`), and sent again with the new id while 
 """
 from __future__ import annotations
 
+import asyncio
 import functools
 import itertools
 import struct
@@ -54,6 +55,7 @@ TCP_LIMIT = 65535
 # an answer of `limit` bytes holds fewer than `limit // RECORD_BYTES` instances: the records of the others are
 # never made (20,000 instances asked over UDP make 77 instances' records, not 20,000)
 RECORD_BYTES = 16
+INLINE_TARGETS = 32  # instances an answer is written for on the event loop; more, on a worker thread
 
 
 class Found:
@@ -145,13 +147,16 @@ def reply(request: dns.message.Message, rcode: dns.rcode.Rcode) -> bytes:
 
 async def answer(wire: bytes, resolver: Resolver, zone: Zone, tcp: bool = False) -> bytes | None:
     """The answer to one query (None: none is sent)."""
-    key = (wire[2:], tcp)
+    name_end = question_end(wire)
+    # kept by the question's bytes after its id, the name in lower case (DNS names are: a client varying the
+    # case of its names, as resolvers do against spoofing, must not make each answer anew)
+    key = (wire[2:12] + wire[12:name_end].lower() + wire[name_end:], tcp)
     entry = zone.answers.get(key)
     if entry is not None:  # asked before: read again only if its saved query's answer changed since
         found = await resolver.query(entry[2].name, entry[2].environment)
         kept = zone.kept(key, found.version) if found is not None else None
-        if kept is not None:
-            return wire[:2] + kept[2:]
+        if kept is not None:  # the asker's id and the asker's spelling of the name
+            return wire[:2] + kept[2:12] + wire[12:name_end] + kept[name_end:]
     parsed = parse(wire)
     if not isinstance(parsed, dns.message.Message):
         return parsed
@@ -168,9 +173,14 @@ async def answer(wire: bytes, resolver: Resolver, zone: Zone, tcp: bool = False)
     if what.kind in (SRV, ADDRESS):
         found = await resolver.query(what.name, what.environment)
         if found is not None:
-            units, left_out = query_units(question.name, question.rdtype, what, found.targets, zone,
-                                          limit // RECORD_BYTES)
-            out = finish(response, units, limit, zone, left_out)
+            targets = found.targets  # read on the loop (the registry's objects); written on a thread if many
+
+            def written() -> bytes:
+                units, left_out = query_units(question.name, question.rdtype, what, targets, zone,
+                                              limit // RECORD_BYTES)
+                return finish(response, units, limit, zone, left_out)
+            # a cut 64 KB answer over TCP is written 3-4 times by dnspython: ~250 ms, off the event loop
+            out = written() if len(targets) <= INLINE_TARGETS else await asyncio.to_thread(written)
             if len(wire) <= UDP_LIMIT:  # a question is short; the longest packets are kept out of memory
                 zone.keep(key, found.version, out, what)
             return out
@@ -178,6 +188,19 @@ async def answer(wire: bytes, resolver: Resolver, zone: Zone, tcp: bool = False)
         return finish(response, [], limit, zone)
     return finish(response, await other_units(response, question.name, question.rdtype, what, resolver, zone), limit,
                   zone)
+
+
+def question_end(wire: bytes) -> int:
+    """Where the question's name ends in a query's bytes (12, the header's end, when it cannot be read)."""
+    at = 12
+    while at < len(wire):
+        length = wire[at]
+        if length == 0:
+            return at + 1
+        if length >= 0xC0:  # a pointer: none belongs in a question
+            return 12
+        at += 1 + length
+    return 12
 
 
 def finish(response: dns.message.Message, units: list[Unit], limit: int, zone: Zone, left_out: bool = False) -> bytes:
