@@ -189,7 +189,9 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
     pool = sparql.pool if isinstance(sparql, SparqlEndpoint) else None
     router = Router(node.coordinator, verbose=settings.verbose_routing)
     known = KnownQueries()
-    metrics = node_metrics(node, router, pool, sparql.forward if isinstance(sparql, ForwardedSparql) else None)
+    state = State()  # the app's, made before it for the metrics to read the DNS server from once it listens
+    metrics = node_metrics(node, router, pool, sparql.forward if isinstance(sparql, ForwardedSparql) else None,
+                           dns=lambda: getattr(state, "dns", None))
     scopes = ScopeTable(API.endpoints, (console.PREFIX,), open_paths=("/",))
     limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_burst)
     failures = FailureThrottle()
@@ -209,6 +211,7 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
                     middleware=middleware(node, metrics, tokens, scopes, limiter, known, sparql, failures),
                     exception_handlers={SemregError: _semreg_error, HTTPException: _http_error,
                                         Exception: _unexpected})
+    app.state = state
     hand_to_handlers(app.state, node, settings, tokens=tokens, router=router, metrics=metrics, known=known,
                      sparql=sparql)
     app.state.auth_failures = failures
@@ -225,8 +228,10 @@ def without_sparql(node: Node, settings: Settings) -> SparqlOff | ForwardedSparq
     return ForwardedSparql(SparqlForward(node.cluster.placement, settings.sparql_time_limit_s), MAX_BODY_BYTES)
 
 
-def node_metrics(node: Node, router: Router, pool: QueryPool | None, forward: SparqlForward | None = None) -> Metrics:
-    """The node's metrics: the sources read at each scrape, and the closure's rebuilds as they happen."""
+def node_metrics(node: Node, router: Router, pool: QueryPool | None, forward: SparqlForward | None = None,
+                 dns: Callable[[], DnsServer | None] = lambda: None) -> Metrics:
+    """The node's metrics: the sources read at each scrape, and the closure's rebuilds as they happen. `dns`: the
+    DNS server once it listens."""
     metrics = Metrics()
     shard = node.shard
     metrics.attach(Sources(
@@ -235,7 +240,7 @@ def node_metrics(node: Node, router: Router, pool: QueryPool | None, forward: Sp
         concepts=lambda: node.knowledge.hierarchy.size, checks=lambda: (shard.health.runs, shard.health.failures),
         routes_by_policy=lambda: router.routes_by_policy, closure_rebuilds=lambda: node.knowledge.closure_rebuilds,
         replica_pending=lambda: node.replica_pending, pool=pool, cluster=node.cluster, at_rest=node.at_rest,
-        forward=forward))
+        forward=forward, lane=node.lane, lag=node.lag, stalls=node.stalls, dns=dns))
     node.knowledge.on_hierarchy(lambda hierarchy, seconds: metrics.observe_closure(seconds))
     return metrics
 

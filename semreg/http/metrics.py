@@ -53,6 +53,10 @@ class Sources:
     at_rest: Any = None  # semreg.storage.at_rest.AtRest, with a data directory
     cluster: Any = None  # semreg.cluster.cluster.Cluster, in a cluster
     forward: Any = None  # semreg.cluster.sparql_forward.SparqlForward, on a ring member started with --no-sparql
+    lane: Any = None  # semreg.work.lane.Lane: request work
+    lag: Any = None  # semreg.work.lag.LoopLag: how late the event loop runs
+    stalls: Any = None  # semreg.work.stalls.StallWatch, unless --stall-log 0
+    dns: Callable[[], Any] | None = None  # the DNS server (semreg.dns.server.DnsServer) with --dns, else None
 
 
 class Metrics:
@@ -109,6 +113,8 @@ class _Collector(Collector):
             yield CounterMetricFamily("semreg_store_reopens", "times the data directory's store was closed and "
                                       "opened again to give its block caches back", value=src.at_rest.reopens)
         yield from _sparql(src)
+        yield from _work(src)
+        yield from _dns(src.dns() if src.dns is not None else None)
         yield from _memory()
         cluster = src.cluster
         if cluster is not None:
@@ -134,6 +140,50 @@ class _Collector(Collector):
             yield CounterMetricFamily("semreg_cluster_syncs", "hand-off and anti-entropy passes over what this node "
                                       "holds", value=cluster.syncs)
             yield GaugeMetricFamily("semreg_cluster_degraded", "1 while etcd cannot be reached", value=int(cluster.degraded))
+
+
+def _work(src: Sources) -> Iterator:
+    """Request work (README, Limits): jobs, what was refused and why, slices, and how late the loop runs."""
+    lane, lag, stalls = src.lane, src.lag, src.stalls
+    if lane is not None:
+        yield CounterMetricFamily("semreg_work_jobs", "request work run on the event loop in slices", value=lane.jobs)
+        refused = CounterMetricFamily("semreg_work_refused", "request work refused: shed, out of time, or past a "
+                                      "budget (by the budget's name)", labels=["reason"])
+        for reason in ("shed", "timeout", "scored", "expanded", "walked", "instances"):
+            refused.add_metric([reason], lane.refused.get(reason, 0))
+        yield refused
+        yield CounterMetricFamily("semreg_work_slices", "slices of request work run", value=lane.slices)
+        yield CounterMetricFamily("semreg_work_long_slices", "slices of request work longer than 20 ms (a checkpoint "
+                                  "missing on some path)", value=lane.long_slices)
+        yield GaugeMetricFamily("semreg_work_longest_slice_seconds", "the longest slice of request work since start",
+                                value=lane.longest_slice_s)
+        yield GaugeMetricFamily("semreg_work_running", "request work under way", value=lane.running)
+        yield GaugeMetricFamily("semreg_work_waiting", "request work waiting for a place", value=lane.waiting)
+    if lag is not None:
+        yield GaugeMetricFamily("semreg_loop_lag_seconds", "the longest stall of the event loop in the last 2 s",
+                                value=lag.lag_s())
+        yield GaugeMetricFamily("semreg_loop_late_share", "the share of the last 2 s the event loop spent stalled "
+                                "(past --shed-late-share, new request work is shed)", value=lag.late_share())
+        yield GaugeMetricFamily("semreg_loop_max_lag_seconds", "the latest the event loop ran a beat, since start",
+                                value=lag.max_lag_s)
+    if stalls is not None:
+        yield CounterMetricFamily("semreg_loop_stalls", "stalls of the event loop past --stall-log (each logged "
+                                  "with its stack)", value=stalls.stalls)
+
+
+def _dns(server: Any) -> Iterator:
+    if server is None:
+        return
+    yield CounterMetricFamily("semreg_dns_answered", "DNS queries answered", value=server.answered)
+    yield CounterMetricFamily("semreg_dns_refused", "DNS queries refused (past --dns-rate)", value=server.refused)
+    tcp = server.connections
+    closed = CounterMetricFamily("semreg_dns_tcp_closed", "DNS TCP connections refused or closed by the limits",
+                                 labels=["reason"])
+    for reason, n in (("per_address", tcp.refused), ("shed", tcp.shed), ("read_timeout", tcp.read_timeouts),
+                      ("write_timeout", tcp.write_timeouts)):
+        closed.add_metric([reason], n)
+    yield closed
+    yield GaugeMetricFamily("semreg_dns_tcp_connections", "DNS TCP connections held", value=tcp.held)
 
 
 class MetricsMiddleware:

@@ -323,3 +323,12 @@ def test_an_answer_is_kept_whatever_the_case_of_the_name_and_echoes_the_askers_s
         # without regard to case)
         assert {r.lower() for r in records(m)} == {r.lower() for r in records(answers[0])}
         assert {r.lower() for r in records(m, "additional")} == {r.lower() for r in records(answers[0], "additional")}
+
+
+def test_the_dns_counters_are_on_metrics(server):
+    ask(server, "_horror._tcp.semreg.")
+    metrics = server.client().get("/metrics").text
+    answered = next(line for line in metrics.splitlines() if line.startswith("semreg_dns_answered_total "))
+    assert float(answered.split()[1]) >= 1
+    assert 'semreg_dns_tcp_closed_total{reason="per_address"} 0.0' in metrics
+    assert "semreg_dns_tcp_connections " in metrics

@@ -77,6 +77,7 @@ def test_a_question_past_its_budget_is_a_400_naming_it_and_changes_nothing(srv):
     r = c.put("/v1/queries/near", json=near)
     assert r.status_code == 400 and r.json()["budget"] == "scored"
     assert c.get("/v1/queries").json() == before
+    assert 'semreg_work_refused_total{reason="scored"} 2.0' in c.get("/metrics").text
 
 
 def test_heartbeats_and_healthz_are_answered_while_a_question_runs():
@@ -120,3 +121,6 @@ def test_while_the_loop_is_behind_questions_are_shed_and_heartbeats_are_not():
         assert c.get("/healthz").status_code == 200
         assert c.get("/v1/instances/beat").status_code == 200
         assert server.node.lane.refused["shed"] >= 1
+        metrics = c.get("/metrics").text
+        assert 'semreg_work_refused_total{reason="shed"} 1.0' in metrics
+        assert "semreg_loop_late_share 0.8" in metrics
