@@ -100,6 +100,13 @@ class Settings:
                                      "tokens); 0 = no limit", metavar="RPS")
     rate_burst: float = option(0.0, "rate-burst", "requests a caller may make at once before the rate applies "
                                "(0: one second's worth)", metavar="N")
+    auth_failure_addresses: int = option(20, "auth-failure-addresses", "client addresses named in "
+                                         "semreg_auth_failures_total, those that failed last; the others are "
+                                         "counted as address=\"other\"", metavar="N")
+    auth_failure_log_rate: float = option(10.0, "auth-failure-log-rate", "log lines a second about failed "
+                                          "authentications, in all (and at most one a second per address); the "
+                                          "failures left out are counted in their address's next line",
+                                          metavar="N")
     balance_limit: bool = option(False, "balance-limit", "never route to an instance whose load has reached its "
                                  "capacity (503 instead)")
     strict_terms: bool = option(False, "strict-terms", "refuse (400) a tag or query that names a term no uploaded "

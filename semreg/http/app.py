@@ -29,7 +29,7 @@ from semreg.dns.names import zone
 from semreg.dns.server import DnsServer
 from semreg.errors import NotServed, SemregError
 from semreg.http import console
-from semreg.http.cluster_listener import cluster_app
+from semreg.http.cluster_listener import cluster_app, secret_failures
 from semreg.http.endpoints import Endpoint, ScopeTable
 from semreg.http.fastpath import DiscoverFastPath, KnownQueries
 from semreg.http.gate import AccessMiddleware, over_rate
@@ -111,7 +111,7 @@ class SparqlGet:
 
 
 def sparql_gate(tokens: Tokens, scopes: ScopeTable, limiter: RateLimiter, endpoint: SparqlEndpoint,
-                node: Node, settings: Settings) -> Gate:
+                node: Node, settings: Settings, failures: FailureThrottle) -> Gate:
     """What the query processes check of callers on the connections they serve (as the access gate
     does for the route), and whether they must ask the server first (a rate limit, a cluster)."""
     path = SPARQL_GET.path
@@ -120,12 +120,14 @@ def sparql_gate(tokens: Tokens, scopes: ScopeTable, limiter: RateLimiter, endpoi
                 endpoint_url=endpoint.endpoint_url, time_limit_s=endpoint.time_limit_s,
                 result_limit=endpoint.result_limit, max_body_bytes=endpoint.max_body_bytes,
                 cache_bytes=endpoint.cache.max_bytes // max(1, settings.sparql_max_workers),
-                forwarded_allow_ips=settings.forwarded_allow_ips)
+                forwarded_allow_ips=settings.forwarded_allow_ips, fingerprint_key=failures.key)
 
 
-def connect_pool(pool: QueryPool, node: Node, limiter: RateLimiter, metrics: Metrics) -> None:
+def connect_pool(pool: QueryPool, node: Node, limiter: RateLimiter, metrics: Metrics,
+                 failures: FailureThrottle) -> None:
     """The server's side of the requests the query processes answer on their own connections: the
-    replica's tickets and the prefixes on the shared page, the round trip, the metrics."""
+    replica's tickets and the prefixes on the shared page, the round trip, the failed authentications (counted
+    and throttled with the public port's), the metrics."""
     assert node.replica is not None
     node.replica.on_requested = pool.note_requested
     prefixes = node.knowledge.prefixes
@@ -152,6 +154,7 @@ def connect_pool(pool: QueryPool, node: Node, limiter: RateLimiter, metrics: Met
 
     pool.asker = ask
     pool.observe = observe
+    pool.on_failure = lambda failure: failures.failed(failure, node.clock.monotonic())
 
 
 def _on_sighup(tokens: Tokens, reloaded: Callable[[], None]) -> None:
@@ -187,19 +190,21 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
     pool = sparql.pool if isinstance(sparql, SparqlEndpoint) else None
     router = Router(node.coordinator, verbose=settings.verbose_routing)
     known = KnownQueries()
-    metrics = node_metrics(node, router, pool, sparql.forward if isinstance(sparql, ForwardedSparql) else None)
+    failures = FailureThrottle(shown=settings.auth_failure_addresses, lines_per_s=settings.auth_failure_log_rate)
+    wrong_secrets = secret_failures(settings.auth_failure_addresses, settings.auth_failure_log_rate)
+    metrics = node_metrics(node, router, pool, sparql.forward if isinstance(sparql, ForwardedSparql) else None,
+                           (failures, wrong_secrets) if node.cluster is not None else (failures,))
     scopes = ScopeTable(API.endpoints, (console.PREFIX,), open_paths=("/",))
     limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_burst)
-    failures = FailureThrottle()
     gate: Callable[[], Gate] | None = None
     if isinstance(sparql, SparqlEndpoint):
         endpoint, query_pool = sparql, sparql.pool
         node.on_stopping.append(query_pool.stop)
-        connect_pool(query_pool, node, limiter, metrics)
+        connect_pool(query_pool, node, limiter, metrics, failures)
 
         def gate() -> Gate:
             """The query processes' gate, of the tokens in force (made again when SIGHUP reloads them)."""
-            return sparql_gate(tokens, scopes, limiter, endpoint, node, settings)
+            return sparql_gate(tokens, scopes, limiter, endpoint, node, settings, failures)
 
         query_pool.set_gate(gate())
     app = Starlette(routes=[*API.routes(), *console.routes()],
@@ -212,7 +217,7 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
     app.state.auth_failures = failures
     app.state.scopes = scopes  # the internal route checks a forwarded SPARQL request's caller as the gate does
     app.state.limiter = limiter
-    app.state.cluster_app = cluster_app(app.state, node.clock.monotonic)  # served on --cluster-listen only
+    app.state.cluster_app = cluster_app(app.state, wrong_secrets)  # served on --cluster-listen only
     return app
 
 
@@ -223,7 +228,8 @@ def without_sparql(node: Node, settings: Settings) -> SparqlOff | ForwardedSparq
     return ForwardedSparql(SparqlForward(node.cluster.placement, settings.sparql_time_limit_s), MAX_BODY_BYTES)
 
 
-def node_metrics(node: Node, router: Router, pool: QueryPool | None, forward: SparqlForward | None = None) -> Metrics:
+def node_metrics(node: Node, router: Router, pool: QueryPool | None, forward: SparqlForward | None = None,
+                 failures: tuple[FailureThrottle, ...] = ()) -> Metrics:
     """The node's metrics: the sources read at each scrape, and the closure's rebuilds as they happen."""
     metrics = Metrics()
     shard = node.shard
@@ -233,7 +239,7 @@ def node_metrics(node: Node, router: Router, pool: QueryPool | None, forward: Sp
         concepts=lambda: node.knowledge.hierarchy.size, checks=lambda: (shard.health.runs, shard.health.failures),
         routes_by_policy=lambda: router.routes_by_policy, closure_rebuilds=lambda: node.knowledge.closure_rebuilds,
         replica_pending=lambda: node.replica_pending, pool=pool, cluster=node.cluster, at_rest=node.at_rest,
-        forward=forward))
+        forward=forward, auth_failures=tuple(f.report for f in failures)))
     node.knowledge.on_hierarchy(lambda hierarchy, seconds: metrics.observe_closure(seconds))
     return metrics
 
