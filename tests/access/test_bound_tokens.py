@@ -95,3 +95,23 @@ def test_metrics_which_count_every_environment_are_not_for_a_bound_token(servers
     assert refused.status_code == 403 and "bound to environments" in refused.json()["error"]
     assert both.client(READER).get("/metrics").status_code == 200
     assert both.client(ADMIN).get("/metrics").status_code == 200
+
+
+@pytest.mark.parametrize("body", [
+    {"s": "ex:Filme", "p": "ex:temUmGenero", "environment": "staging"},
+    {"all": [{"s": "ex:Filme", "p": "ex:temUmGenero"}, {"s": "ex:Livro"}], "environment": "staging"},
+])
+def test_a_saved_query_warns_a_bound_token_as_a_server_of_its_environments_alone_would(servers, body):
+    """Only prod has a tag of ex:Filme: a staging token must not learn that from a missing warning."""
+    both, alone = servers
+    bound = both.client(STAGE).put("/v1/queries/leak-check", json=body)
+    expected = alone.client().put("/v1/queries/leak-check", json=body)
+    try:
+        assert bound.status_code == expected.status_code == 201, bound.text
+        assert bound.json().get("warnings") == expected.json().get("warnings")
+        assert any("no registered tag matches" in w["message"] for w in bound.json()["warnings"])
+        unbound = both.client(ADMIN).put("/v1/queries/leak-check", json=body)  # it sees prod's tag
+        assert not any("no registered tag" in w["message"] for w in unbound.json().get("warnings", []))
+    finally:
+        both.client(ADMIN).delete("/v1/queries/leak-check")
+        alone.client().delete("/v1/queries/leak-check")
