@@ -10,6 +10,10 @@ shards); the hub only decides when. A change marks every topic stale; a stale to
 its next read, except one with waiters that the change is relevant to, which is recomputed at once and
 wakes its waiters if its signature moved. Concurrent reads of a stale topic share one computation.
 
+A topic's index is its scope's (`semreg.registry.indexes`): a read of one environment is numbered by
+that environment's changes alone, so that a reader kept to some environments never counts another's
+writes by it; a read of every environment by every change.
+
 Time is the injected clock's (`semreg.clock`): wait timeouts are its timers, and indexes start at its
 wall time in microseconds, so they never go backwards across a restart and are never 0.
 """
@@ -17,11 +21,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from semreg.clock import Clock
+from semreg.registry.indexes import Indexes, Scope
 
 Signature = Hashable
 Compute = Callable[[], Awaitable[tuple[Signature, Any]]]  # → (signature, payload used to build the body)
@@ -37,6 +42,7 @@ class Topic:
     relevant: Callable[[Any], bool]  # does a change possibly alter this topic?
     render: Render
     index: int
+    scope: Scope = None  # the environments its result covers, whose changes number its index
     signature: Signature = None
     payload: Any = None
     body: bytes | None = None
@@ -49,13 +55,18 @@ class Topic:
 class WatchHub:
     def __init__(self, clock: Clock, start_index: int | None = None) -> None:
         self.clock = clock
-        self.index = start_index or max(1, int(clock.wall() * 1_000_000))
+        self.indexes = Indexes(start_index or max(1, int(clock.wall() * 1_000_000)))
         self.membership_gen = 0  # bumped on every change that can alter a result
         self.view_gen = 0  # bumped on every change of a view (heartbeats included)
         self._topics: OrderedDict[Hashable, Topic] = OrderedDict()
         self._tasks: set[asyncio.Task] = set()
         self.wakeups = 0
         self.body_bytes = 0
+
+    @property
+    def index(self) -> int:
+        """The index of a read of every environment (it moves with every change)."""
+        return self.indexes.every
 
     @property
     def watches(self) -> int:
@@ -83,11 +94,13 @@ class WatchHub:
             return None
         return t
 
-    async def topic(self, key: Hashable, compute: Compute, relevant: Callable[[Any], bool], render: Render) -> Topic:
-        """The topic for `key`, its signature and body current (recomputed if anything changed since)."""
+    async def topic(self, key: Hashable, compute: Compute, relevant: Callable[[Any], bool], render: Render,
+                    scope: Scope = None) -> Topic:
+        """The topic for `key`, its signature and body current (recomputed if anything changed since); its index
+        numbered by the changes of `scope` (the environments its result covers; None: every one)."""
         t = self._topics.get(key)
         if t is None:
-            t = Topic(key, compute, relevant, render, self.index)
+            t = Topic(key, compute, relevant, render, self.indexes.of(scope), scope)
             self._topics[key] = t
             await self._refresh(t, bump=False)
         else:
@@ -126,7 +139,7 @@ class WatchHub:
             if changed:
                 t.signature = signature
                 if bump:
-                    t.index = self.index
+                    t.index = self.indexes.moved(t.scope, t.index)
             done.set_result(changed)
             return changed
         except BaseException as exc:
@@ -151,9 +164,14 @@ class WatchHub:
             del topics[key]
 
     # -- changes -----------------------------------------------------------------------------------
-    def changed(self, changes: Any, *, membership: bool, everything: bool = False) -> None:
-        """Note a change; recompute (and maybe wake) the watched topics it is relevant to."""
-        self.index += 1
+    def changed(self, changes: Any, *, membership: bool, everything: bool = False,
+                environments: Iterable[str] | None = None) -> None:
+        """Note a change, which touched `environments` (None: not known, as everything); recompute (and maybe
+        wake) the watched topics it is relevant to."""
+        if everything or environments is None:
+            self.indexes.changed_everything()
+        else:
+            self.indexes.changed(environments)
         self.view_gen += 1
         if not membership:
             return
