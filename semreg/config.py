@@ -33,7 +33,8 @@ class Settings:
                                           metavar="FILE")
     tokens_file: Path | None = option(None, "tokens", "tokens file (JSON), reloaded on SIGHUP; see the README",
                                       metavar="FILE", env="SEMREG_TOKENS_FILE")
-    insecure: bool = option(False, "insecure", "allow listening beyond loopback without tokens")
+    insecure: bool = option(False, "insecure", "allow listening beyond loopback without tokens (--host, --dns, "
+                            "--cluster-listen)")
     etcd: str = option("", "etcd", "etcd endpoints of the cluster's membership (without it the node runs alone)",
                        metavar="URL,...")
     etcd_ca: Path | None = option(None, "etcd-ca", "CA certificate etcd's certificate is checked against (TLS to "
