@@ -45,9 +45,9 @@ class ChangeFeed:
         added = False
         for c in changes:
             if c.membership:
-                floor = self.indexes.floor
+                forgotten = self.indexes.forgotten
                 self.indexes.changed(c.environments)
-                if self.indexes.floor != floor:  # forgotten environments' numbers moved: their readers start over
+                if self.indexes.forgotten != forgotten:  # a forgotten environment's number moved: read it all again
                     self._log.append(None)
                 self._log.append(c)
                 added = True

@@ -39,6 +39,7 @@ class Indexes:
         self.every = start  # every environment's
         self.everything = 0  # changes of everything
         self.floor = 0
+        self.forgotten = 0  # environments forgotten so far
         self.most = max(1, most)
         self._counts: OrderedDict[str, int] = OrderedDict()  # the most recently changed last
 
@@ -59,6 +60,7 @@ class Indexes:
         while len(counts) > self.most:
             _, n = counts.popitem(last=False)
             self.floor = max(self.floor, n)
+            self.forgotten += 1
 
     def changed_everything(self) -> None:
         """A change of everything: every scope's index moves."""

@@ -51,16 +51,17 @@ steps = st.lists(st.one_of(st.just(None), st.frozensets(st.sampled_from(ENVIRONM
 @given(changes=steps, most=st.integers(1, 5))
 def test_an_index_never_goes_back_and_moves_only_with_its_scope_while_nothing_is_forgotten(changes, most):
     indexes = Indexes(1_000, most=most)
+    seen: set[str] = set()
     for touched in changes:
         before = [indexes.of(s) for s in SCOPES]
-        floor = indexes.floor
         if touched is None:
             indexes.changed_everything()
         else:
             indexes.changed(touched)
+            seen |= touched
         after = [indexes.of(s) for s in SCOPES]
         assert all(a >= b for a, b in zip(after, before))
-        if indexes.floor == floor:
+        if len(seen) <= most:  # no environment forgotten yet
             for scope, b, a in zip(SCOPES, before, after):
                 expected = 1 if scope is None or touched is None else len(scope & touched)
                 assert a - b == expected, (scope, touched)
@@ -106,3 +107,19 @@ def test_renewals_are_not_in_the_feed_and_do_not_move_it():
     before = feed.index(frozenset({"staging"}))
     feed.append([replace(change("a", "staging"), membership=False)])
     assert feed.index(frozenset({"staging"})) == before and feed.index() == before
+
+
+def test_a_reader_of_a_forgotten_environment_reads_everything_again_and_its_index_never_goes_back():
+    feed = ChangeFeed(FakeClock())
+    feed.indexes.most = 2
+    staging = frozenset({"staging"})
+    feed.append([change("a", "staging")])
+    held = feed.index(staging)
+    for n, environment in enumerate(("prod", "prod", "prod", "dev", "qa")):  # staging forgotten, then prod (3)
+        feed.append([change(f"b{n}", environment)])
+    assert feed.index(staging) > held  # it counts as much as prod had: forward, never back
+    assert feed.since(held, staging) == (True, [])
+    feed.append([change("c", "staging")])
+    now = feed.index(staging)
+    feed.append([change("d", "staging")])
+    assert feed.since(now, staging) == (False, [change("d", "staging")])
