@@ -33,7 +33,8 @@ class Settings:
                                           metavar="FILE")
     tokens_file: Path | None = option(None, "tokens", "tokens file (JSON), reloaded on SIGHUP; see the README",
                                       metavar="FILE", env="SEMREG_TOKENS_FILE")
-    insecure: bool = option(False, "insecure", "allow listening beyond loopback without tokens")
+    insecure: bool = option(False, "insecure", "allow listening beyond loopback without tokens (--host, --dns, "
+                            "--cluster-listen)")
     etcd: str = option("", "etcd", "etcd endpoints of the cluster's membership (without it the node runs alone)",
                        metavar="URL,...")
     etcd_ca: Path | None = option(None, "etcd-ca", "CA certificate etcd's certificate is checked against (TLS to "
@@ -127,6 +128,13 @@ class Settings:
                                      "tokens); 0 = no limit", metavar="RPS")
     rate_burst: float = option(0.0, "rate-burst", "requests a caller may make at once before the rate applies "
                                "(0: one second's worth)", metavar="N")
+    auth_failure_addresses: int = option(20, "auth-failure-addresses", "client addresses named in "
+                                         "semreg_auth_failures_total, those that failed last; the others are "
+                                         "counted as address=\"other\"", metavar="N")
+    auth_failure_log_rate: float = option(10.0, "auth-failure-log-rate", "log lines a second about failed "
+                                          "authentications, in all (and at most one a second per address); the "
+                                          "failures left out are counted in their address's next line",
+                                          metavar="N")
     balance_limit: bool = option(False, "balance-limit", "never route to an instance whose load has reached its "
                                  "capacity (503 instead)")
     strict_terms: bool = option(False, "strict-terms", "refuse (400) a tag or query that names a term no uploaded "

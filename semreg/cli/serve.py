@@ -148,6 +148,28 @@ def check_dns(settings: Settings) -> None:
             raise ValueError(f"{flag} {seconds}: give seconds above 0.")
 
 
+def beyond_loopback(settings: Settings) -> list[tuple[str, str]]:
+    """Each listener of `settings` on an address beyond loopback, as (its flag, its value): the public port,
+    `--dns` and `--cluster-listen` (a value that does not parse is left to its own check)."""
+    out = [("--host", settings.host)] if not is_loopback(settings.host) else []
+    for flag, value in (("--dns", settings.dns), ("--cluster-listen", settings.cluster_listen)):
+        host, sep, _ = value.strip().rpartition(":")
+        if value and sep and host and not is_loopback(host.strip("[]")):
+            out.append((flag, value))
+    return out
+
+
+def check_open(settings: Settings) -> None:
+    """Without tokens, no listener beyond loopback unless --insecure; ValueError naming the first otherwise."""
+    exposed = beyond_loopback(settings)
+    if settings.tokens_file is not None or settings.insecure or not exposed:
+        return
+    flag, value = exposed[0]
+    raise ValueError(f"refusing to listen on {value} ({flag} {value}) with no tokens: anyone who can reach it "
+                     f"could deregister every service or read every environment. Give --tokens FILE, listen on "
+                     f"127.0.0.1, or pass --insecure.")
+
+
 def cluster_listen(value: str) -> tuple[str, int]:
     """`--cluster-listen HOST:PORT` → (host, port); ValueError says why not."""
     host, sep, port = value.strip().rpartition(":")
@@ -271,11 +293,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"semreg: --sparql-workers must be at least 1 and at most --sparql-max-workers "
               f"({settings.sparql_workers} and {settings.sparql_max_workers} given).", file=sys.stderr)
         return 2
-    if settings.tokens_file is None and not settings.insecure and not is_loopback(settings.host):
-        print(f"semreg: refusing to listen on {settings.host} with no tokens: anyone who can reach it could "
-              f"deregister every service. Give --tokens FILE, listen on 127.0.0.1, or pass --insecure.",
-              file=sys.stderr)
-        return 2
     if settings.tokens_file is not None:
         from semreg.access.tokens import Tokens, TokensFileError
 
@@ -287,6 +304,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = cluster_settings(settings) if settings.etcd else settings
         check_dns(settings)
+        check_open(settings)
     except ValueError as exc:
         print(f"semreg: {exc}", file=sys.stderr)
         return 2

@@ -31,7 +31,7 @@ from semreg.dns.names import zone
 from semreg.dns.server import DnsServer, parse_listen
 from semreg.errors import NotServed, SemregError
 from semreg.http import console
-from semreg.http.cluster_listener import cluster_app
+from semreg.http.cluster_listener import cluster_app, secret_failures
 from semreg.http.endpoints import Endpoint, ScopeTable
 from semreg.http.fastpath import DiscoverFastPath, KnownQueries
 from semreg.http.gate import AccessMiddleware, over_rate
@@ -113,7 +113,7 @@ class SparqlGet:
 
 
 def sparql_gate(tokens: Tokens, scopes: ScopeTable, limiter: RateLimiter, endpoint: SparqlEndpoint,
-                node: Node, settings: Settings) -> Gate:
+                node: Node, settings: Settings, failures: FailureThrottle) -> Gate:
     """What the query processes check of callers on the connections they serve (as the access gate
     does for the route), and whether they must ask the server first (a rate limit, a cluster)."""
     path = SPARQL_GET.path
@@ -122,12 +122,14 @@ def sparql_gate(tokens: Tokens, scopes: ScopeTable, limiter: RateLimiter, endpoi
                 endpoint_url=endpoint.endpoint_url, time_limit_s=endpoint.time_limit_s,
                 result_limit=endpoint.result_limit, max_body_bytes=endpoint.max_body_bytes,
                 cache_bytes=endpoint.cache.max_bytes // max(1, settings.sparql_max_workers),
-                forwarded_allow_ips=settings.forwarded_allow_ips)
+                forwarded_allow_ips=settings.forwarded_allow_ips, fingerprint_key=failures.key)
 
 
-def connect_pool(pool: QueryPool, node: Node, limiter: RateLimiter, metrics: Metrics) -> None:
+def connect_pool(pool: QueryPool, node: Node, limiter: RateLimiter, metrics: Metrics,
+                 failures: FailureThrottle) -> None:
     """The server's side of the requests the query processes answer on their own connections: the
-    replica's tickets and the prefixes on the shared page, the round trip, the metrics."""
+    replica's tickets and the prefixes on the shared page, the round trip, the failed authentications (counted
+    and throttled with the public port's), the metrics."""
     assert node.replica is not None
     node.replica.on_requested = pool.note_requested
     prefixes = node.knowledge.prefixes
@@ -154,6 +156,7 @@ def connect_pool(pool: QueryPool, node: Node, limiter: RateLimiter, metrics: Met
 
     pool.asker = ask
     pool.observe = observe
+    pool.on_failure = lambda failure: failures.failed(failure, node.clock.monotonic())
 
 
 def _on_sighup(tokens: Tokens, reloaded: Callable[[], None]) -> None:
@@ -189,21 +192,23 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
     pool = sparql.pool if isinstance(sparql, SparqlEndpoint) else None
     router = Router(node.coordinator, verbose=settings.verbose_routing)
     known = KnownQueries()
+    failures = FailureThrottle(shown=settings.auth_failure_addresses, lines_per_s=settings.auth_failure_log_rate)
+    wrong_secrets = secret_failures(settings.auth_failure_addresses, settings.auth_failure_log_rate)
     state = State()  # the app's, made before it for the metrics to read the DNS server from once it listens
     metrics = node_metrics(node, router, pool, sparql.forward if isinstance(sparql, ForwardedSparql) else None,
+                           (failures, wrong_secrets) if node.cluster is not None else (failures,),
                            dns=lambda: getattr(state, "dns", None))
     scopes = ScopeTable(API.endpoints, (console.PREFIX,), open_paths=("/",))
     limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_burst)
-    failures = FailureThrottle()
     gate: Callable[[], Gate] | None = None
     if isinstance(sparql, SparqlEndpoint):
         endpoint, query_pool = sparql, sparql.pool
         node.on_stopping.append(query_pool.stop)
-        connect_pool(query_pool, node, limiter, metrics)
+        connect_pool(query_pool, node, limiter, metrics, failures)
 
         def gate() -> Gate:
             """The query processes' gate, of the tokens in force (made again when SIGHUP reloads them)."""
-            return sparql_gate(tokens, scopes, limiter, endpoint, node, settings)
+            return sparql_gate(tokens, scopes, limiter, endpoint, node, settings, failures)
 
         query_pool.set_gate(gate())
     app = Starlette(routes=[*API.routes(), *console.routes()],
@@ -217,7 +222,7 @@ def create_app(settings: Settings, *, store: Store | None = None, clock: Clock |
     app.state.auth_failures = failures
     app.state.scopes = scopes  # the internal route checks a forwarded SPARQL request's caller as the gate does
     app.state.limiter = limiter
-    app.state.cluster_app = cluster_app(app.state, node.clock.monotonic)  # served on --cluster-listen only
+    app.state.cluster_app = cluster_app(app.state, wrong_secrets)  # served on --cluster-listen only
     return app
 
 
@@ -229,7 +234,8 @@ def without_sparql(node: Node, settings: Settings) -> SparqlOff | ForwardedSparq
 
 
 def node_metrics(node: Node, router: Router, pool: QueryPool | None, forward: SparqlForward | None = None,
-                 dns: Callable[[], DnsServer | None] = lambda: None) -> Metrics:
+                 failures: tuple[FailureThrottle, ...] = (), dns: Callable[[], DnsServer | None] = lambda: None
+                 ) -> Metrics:
     """The node's metrics: the sources read at each scrape, and the closure's rebuilds as they happen. `dns`: the
     DNS server once it listens."""
     metrics = Metrics()
@@ -240,7 +246,8 @@ def node_metrics(node: Node, router: Router, pool: QueryPool | None, forward: Sp
         concepts=lambda: node.knowledge.hierarchy.size, checks=lambda: (shard.health.runs, shard.health.failures),
         routes_by_policy=lambda: router.routes_by_policy, closure_rebuilds=lambda: node.knowledge.closure_rebuilds,
         replica_pending=lambda: node.replica_pending, pool=pool, cluster=node.cluster, at_rest=node.at_rest,
-        forward=forward, lane=node.lane, lag=node.lag, stalls=node.stalls, dns=dns))
+        forward=forward, lane=node.lane, lag=node.lag, stalls=node.stalls, dns=dns,
+        auth_failures=tuple(f.report for f in failures)))
     node.knowledge.on_hierarchy(lambda hierarchy, seconds: metrics.observe_closure(seconds))
     return metrics
 

@@ -1,6 +1,7 @@
 """The access gate in front of every route: who is calling (tokens), may they (scopes), and how
-often (rate limit), and how often an address may fail to authenticate (`access.failures`). Ownership
-of instances is checked by the handlers, which know the instance."""
+often (rate limit); a wrong credential is counted and throttled by `access.failures`, a valid one is
+admitted whatever others failed. Ownership of instances is checked by the handlers, which know the
+instance."""
 from __future__ import annotations
 
 import time
@@ -43,13 +44,13 @@ class AccessMiddleware:
 
 def admit(tokens: Tokens, scopes: ScopeTable, limiter: RateLimiter, failures: FailureThrottle, method: str, path: str,
           authorization: str | None, client: str, now: float) -> Principal | None:
-    """The caller of a request for `method path`, once it may make it: its token known (failures counted
-    against `client`), its scope, an unbound token where the route reads every environment, its rate.
+    """The caller of a request for `method path`, once it may make it: its token known (a wrong one counted
+    against `client` and itself), its scope, an unbound token where the route reads every environment, its rate.
     Raises the 401, 403 or 429 otherwise; None for a route open to anyone."""
     needed = scopes.required(method, path)
     if needed is None:
         return None
-    principal = failures.authenticate(tokens, authorization, client, now)
+    principal = failures.authenticate(tokens, authorization, client, now, path)
     principal.require(needed)
     if principal.bound and scopes.every_environment(method, path):
         principal.require_every_environment(path)

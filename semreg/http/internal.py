@@ -1,12 +1,14 @@
 """The internal API one node answers another with (`/internal/v1/...`): this node's shard, its change
-log and its ontologies. Every request must carry the cluster secret (401 otherwise, throttled per address);
-the routes are not part of the public contract and not in `/openapi.json`, and are served only on the cluster
-listener (`semreg.http.cluster_listener`), never on the public port.
+log and its ontologies. Every request must carry the cluster secret (401 otherwise; wrong secrets are
+throttled per address and per secret shown, the right one never); the routes are not part of the public
+contract and not in `/openapi.json`, and are served only on the cluster listener
+(`semreg.http.cluster_listener`), never on the public port.
 """
 from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import hmac
 import logging
 from typing import Any
@@ -15,6 +17,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from semreg.access.failures import Failure, FailureThrottle
 from semreg.cluster import wire
 from semreg.cluster.digests import digests
 from semreg.cluster.peer import SECRET_HEADER
@@ -36,19 +39,27 @@ log = logging.getLogger("semreg.internal")
 
 
 def guarded(request: Request) -> LocalShard:
-    """The local shard, once the request has shown the cluster secret."""
+    """The local shard, once the request has shown the cluster secret: compared first (as digests of one
+    length, in constant time), so that the right secret passes whatever others failed; a wrong one is counted
+    (`state.secret_failures`), and answered 429 instead of 401 while its address or itself is throttled."""
     state = request.app.state
     secret = state.cluster_secret
-    failures = getattr(state, "secret_failures", None)
-    address = request.client.host if request.client is not None else ""
-    if failures is not None:
-        failures.check(address)
     shown = request.headers.get(SECRET_HEADER, "")
-    if not secret or not hmac.compare_digest(shown.encode(), secret.encode()):
-        if failures is not None:
-            failures.failed(address, request.url.path)
-        raise Unauthorized("node-to-node requests need the cluster secret.")
-    return request.app.state.node.shard
+    if secret and hmac.compare_digest(_digest(shown), _digest(secret)):
+        return state.node.shard
+    failures: FailureThrottle | None = getattr(state, "secret_failures", None)
+    if failures is not None:
+        address = request.client.host if request.client is not None else ""
+        why = "a wrong cluster secret" if shown else "no cluster secret"
+        refusal = failures.failed(Failure(address, failures.fingerprint(shown), why, request.url.path),
+                                  state.node.clock.monotonic())
+        if refusal is not None:
+            raise refusal
+    raise Unauthorized("node-to-node requests need the cluster secret.")
+
+
+def _digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest()
 
 
 async def body_of(request: Request) -> Any:

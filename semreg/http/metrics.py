@@ -1,5 +1,5 @@
 """Prometheus metrics: requests by route and status, latency, instances by status, watches, checks,
-routes by policy, closure rebuilds. Exposed at `GET /metrics` in the Prometheus text format."""
+routes by policy, closure rebuilds, failed authentications by address. Exposed at `GET /metrics` in the Prometheus text format."""
 from __future__ import annotations
 
 import sys
@@ -13,6 +13,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from semreg import malloc
+from semreg.access.failure_report import FailureReport
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 
@@ -57,6 +58,7 @@ class Sources:
     lag: Any = None  # semreg.work.lag.LoopLag: how late the event loop runs
     stalls: Any = None  # semreg.work.stalls.StallWatch, unless --stall-log 0
     dns: Callable[[], Any] | None = None  # the DNS server (semreg.dns.server.DnsServer) with --dns, else None
+    auth_failures: tuple[FailureReport, ...] = ()  # the public port's, and the cluster listener's in a cluster
 
 
 class Metrics:
@@ -116,6 +118,7 @@ class _Collector(Collector):
         yield from _work(src)
         yield from _dns(src.dns() if src.dns is not None else None)
         yield from _memory()
+        yield from _auth_failures(src.auth_failures)
         cluster = src.cluster
         if cluster is not None:
             members = GaugeMetricFamily("semreg_cluster_members", "cluster members by status", labels=["status"])
@@ -243,3 +246,22 @@ def _sparql(src: Sources) -> Iterator:
                                   "answered for this one (--no-sparql)", value=src.forward.forwarded)
         yield CounterMetricFamily("semreg_sparql_forward_passed_over", "members serving SPARQL passed over for "
                                   "the next: no answer, or not serving it", value=src.forward.passed_over)
+
+
+def _auth_failures(reports: tuple[FailureReport, ...]) -> Iterator:
+    """Failed authentications by listener and client address: the addresses that failed last by name, the rest
+    as `other` (`semreg.access.failure_report`), so that cardinality stays bounded."""
+    if not reports:
+        return
+    failures = CounterMetricFamily("semreg_auth_failures", "failed authentications (wrong or malformed tokens, "
+                                   "wrong cluster secrets) by listener and client address: the addresses that "
+                                   "failed last by name, the others as address=\"other\"",
+                                   labels=["listener", "address"])
+    throttled = CounterMetricFamily("semreg_auth_throttled", "failed authentications answered 429: their address "
+                                    "or their credential had failed too often", labels=["listener"])
+    for report in reports:
+        for address, n in report.by_address():
+            failures.add_metric([report.listener, address], n)
+        throttled.add_metric([report.listener], report.refused)
+    yield failures
+    yield throttled

@@ -1,6 +1,7 @@
 """The registry: instances with their leases and statuses (`instances`, `registry`), the tag
 catalogue (`catalogue`), which instances a read covers (`selector`), discovery parts and their merge
-(`discovery`), per-query watches (`watch`), the change log (`changelog`), active health checks
+(`discovery`), per-query watches (`watch`) and their indexes by environment (`indexes`), the change log
+(`changelog`), active health checks
 (`health`, `probes`), balancing and routing (`balancer`, `routing`), a shard and its seam (`shard`,
 `revisions`), where instances live (`placement`), the coordinator over the shards (`coordinator`) and
 its writes, acknowledged at a quorum of owners (`writes`, `quorum`).

@@ -34,6 +34,7 @@ from semreg.registry import discovery, questions, quorum, writes
 from semreg.registry.catalogue import Match
 from semreg.registry.discovery import newest
 from semreg.registry.feed import ChangeFeed
+from semreg.registry.indexes import scope_of
 from semreg.registry.instances import UP, Registration
 from semreg.registry.local_shard import LocalShard
 from semreg.registry.merged import newest_copies, removals_of
@@ -63,7 +64,8 @@ class Coordinator:
 
     # -- changes -----------------------------------------------------------------------------------
     def changed(self, changes: list[Change]) -> None:
-        self.hub.changed(changes, membership=any(c.membership for c in changes))
+        environments = frozenset().union(*(c.environments for c in changes))
+        self.hub.changed(changes, membership=any(c.membership for c in changes), environments=environments)
         self.feed.append(changes)
 
     def hierarchy_changed(self, hierarchy: Hierarchy, seconds: float) -> None:
@@ -214,7 +216,7 @@ class Coordinator:
             matched = result.matched_tags if result is not None else frozenset()
             return questions.relevant(self.knowledge.hierarchy, q, matched, changes)
 
-        topic = await self.hub.topic(q.key, compute, relevant, questions.body)
+        topic = await self.hub.topic(q.key, compute, relevant, questions.body, scope_of(q.selector.environment))
         if topic.payload.missing:
             self.hub.stale(q.key)  # ask again next time: a member that timed out may answer then
         return topic
@@ -237,7 +239,7 @@ class Coordinator:
             return b"[" + b",".join(i.view_json(tags) for i in found.items) + b"]"
 
         key = ("instances", service, tags, selector)
-        topic = await self.hub.topic(key, compute, relevant, render)
+        topic = await self.hub.topic(key, compute, relevant, render, scope_of(selector.environment))
         if topic.payload.missing:
             self.hub.stale(key)
         return topic
@@ -264,7 +266,7 @@ class Coordinator:
             return orjson.dumps(body)
 
         key = ("tags", selector)
-        topic = await self.hub.topic(key, compute, relevant, render)
+        topic = await self.hub.topic(key, compute, relevant, render, scope_of(selector.environment))
         if topic.payload.missing:
             self.hub.stale(key)
         return topic

@@ -21,6 +21,7 @@ import orjson
 
 from semreg.rdf.terms import Tag
 from semreg.registry.coordinator import Coordinator, Gathered
+from semreg.registry.indexes import scope_of
 from semreg.registry.instances import BLOCKED, CRITICAL, DRAINING, UP, Instance
 from semreg.registry.merged import newest_copies, removals_of
 from semreg.registry.placement import Single
@@ -82,7 +83,7 @@ async def admitted(coordinator: Coordinator, q: ListQuery) -> Gathered:
         return missing, Gathered([i for i in found if q.admits(i)], missing)
 
     key = ("admitted", *q.filters)
-    topic = await coordinator.hub.topic(key, compute, q.relevant, lambda _: b"")
+    topic = await coordinator.hub.topic(key, compute, q.relevant, lambda _: b"", scope_of(q.selector.environment))
     if topic.payload.missing:
         coordinator.hub.stale(key)
     return topic.payload
@@ -102,7 +103,7 @@ async def page(coordinator: Coordinator, q: ListQuery) -> Topic:
         return b"[" + b",".join(i.view_json(q.tags) for i in paged.items) + b"]"
 
     key = ("page", q)
-    topic = await coordinator.hub.topic(key, compute, q.relevant, render)
+    topic = await coordinator.hub.topic(key, compute, q.relevant, render, scope_of(q.selector.environment))
     if topic.payload.missing:
         coordinator.hub.stale(key)
     return topic
@@ -140,7 +141,8 @@ async def summary(coordinator: Coordinator, environments: frozenset[str] | None)
         return body, Counts(counts, missing)
 
     key = ("summary", environments)
-    topic = await coordinator.hub.topic(key, compute, lambda changes: True, lambda c: orjson.dumps(c.counts))
+    topic = await coordinator.hub.topic(key, compute, lambda changes: True, lambda c: orjson.dumps(c.counts),
+                                        environments)
     if topic.payload.missing:
         coordinator.hub.stale(key)
     return topic

@@ -17,6 +17,10 @@ arrive while a sweep runs wait for the next one, and a sweep runs as essential r
 essential too. A batch of 10,000 registrations beside 300 watches is millions of tag checks: they no longer
 hold the loop that answers heartbeats.
 
+A topic's index is its scope's (`semreg.registry.indexes`): a read of one environment is numbered by
+that environment's changes alone, so that a reader kept to some environments never counts another's
+writes by it; a read of every environment by every change.
+
 Time is the injected clock's (`semreg.clock`): wait timeouts are its timers, and indexes start at its
 wall time in microseconds, so they never go backwards across a restart and are never 0.
 """
@@ -24,11 +28,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from semreg.clock import Clock
+from semreg.registry.indexes import Indexes, Scope
 from semreg.work.lane import ESSENTIAL, Lane, checkpoint
 
 Signature = Hashable
@@ -46,6 +51,7 @@ class Topic:
     relevant: Callable[[Any], bool]  # does a change possibly alter this topic?
     render: Render
     index: int
+    scope: Scope = None  # the environments its result covers, whose changes number its index
     signature: Signature = None
     payload: Any = None
     body: bytes | None = None
@@ -60,7 +66,7 @@ class WatchHub:
     def __init__(self, clock: Clock, start_index: int | None = None, lane: Lane | None = None) -> None:
         self.clock = clock
         self.lane = lane
-        self.index = start_index or max(1, int(clock.wall() * 1_000_000))
+        self.indexes = Indexes(start_index or max(1, int(clock.wall() * 1_000_000)))
         self.membership_gen = 0  # bumped on every change that can alter a result
         self.view_gen = 0  # bumped on every change of a view (heartbeats included)
         self._topics: OrderedDict[Hashable, Topic] = OrderedDict()
@@ -70,6 +76,11 @@ class WatchHub:
         self._pending: list[Any] = []  # changes no sweep has looked at yet
         self._pending_since = 0  # the membership generation before the first of them
         self._sweeping = False
+
+    @property
+    def index(self) -> int:
+        """The index of a read of every environment (it moves with every change)."""
+        return self.indexes.every
 
     @property
     def watches(self) -> int:
@@ -97,11 +108,13 @@ class WatchHub:
             return None
         return t
 
-    async def topic(self, key: Hashable, compute: Compute, relevant: Callable[[Any], bool], render: Render) -> Topic:
-        """The topic for `key`, its signature and body current (recomputed if anything changed since)."""
+    async def topic(self, key: Hashable, compute: Compute, relevant: Callable[[Any], bool], render: Render,
+                    scope: Scope = None) -> Topic:
+        """The topic for `key`, its signature and body current (recomputed if anything changed since); its index
+        numbered by the changes of `scope` (the environments its result covers; None: every one)."""
         t = self._topics.get(key)
         if t is None:
-            t = Topic(key, compute, relevant, render, self.index)
+            t = Topic(key, compute, relevant, render, self.indexes.of(scope), scope)
             self._topics[key] = t
             await self._refresh(t, bump=False)
         else:
@@ -150,7 +163,7 @@ class WatchHub:
             if moved:
                 t.signature = signature
                 if bump:
-                    t.index = self.index
+                    t.index = self.indexes.moved(t.scope, t.index)
             done.set_result(moved)
             return moved or changed
         except BaseException as exc:
@@ -175,9 +188,14 @@ class WatchHub:
             del topics[key]
 
     # -- changes -----------------------------------------------------------------------------------
-    def changed(self, changes: Any, *, membership: bool, everything: bool = False) -> None:
-        """Note a change; the watched topics it is relevant to are recomputed (and maybe woken) by a sweep."""
-        self.index += 1
+    def changed(self, changes: Any, *, membership: bool, everything: bool = False,
+                environments: Iterable[str] | None = None) -> None:
+        """Note a change, which touched `environments` (None: not known, as everything); the watched topics it is
+        relevant to are recomputed (and maybe woken) by a sweep."""
+        if everything or environments is None:
+            self.indexes.changed_everything()
+        else:
+            self.indexes.changed(environments)
         self.view_gen += 1
         if not membership:
             return

@@ -5,7 +5,7 @@ Messages from the server: `("conn", id, data)` with the connection's descriptor;
 `("ticket", n)`, `("prefixes", version, map)`, `("gate", Gate)`, `("query", qid, job)`,
 `("answer", seq, error)`, `("retire",)`, `("exit",)`. To the server: `("back", [(id, data)], reason)`,
 `("closed", [id])`, `("long", conn, seq, deadline)`, `("flush", ticket)`, `("ask", seq, key)`,
-`("metrics", [...])`, `("result" | "error", qid, ...)`.
+`("failed", seq, (client, fingerprint, reason, route))`, `("metrics", [...])`, `("result" | "error", qid, ...)`.
 """
 from __future__ import annotations
 

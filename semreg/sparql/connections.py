@@ -35,6 +35,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
+from semreg.access.failures import Failure
 from semreg.errors import SemregError, Unavailable
 from semreg.sparql import replica
 from semreg.sparql.channel import Channel
@@ -209,9 +210,16 @@ class ConnectionServer(ServedConnections):
 
     # -- the round trip to the server ------------------------------------------------------------------
     def _ask(self, key: str | None, deadline: float) -> SemregError | None:
+        return self._round_trip(("ask", key), deadline)
+
+    def _failed(self, failure: Failure, deadline: float) -> SemregError | None:
+        """A wrong credential, counted by the server's throttle: the 429 it answers instead of the 401, or None."""
+        return self._round_trip(("failed", tuple(failure)), deadline)
+
+    def _round_trip(self, message: tuple, deadline: float) -> SemregError | None:
         self.asked += 1
         seq = self.asked
-        self.channel.send(("ask", seq, key))
+        self.channel.send((message[0], seq, *message[1:]))
         self._wait_for_server(lambda: seq in self.answers, deadline, "the server stopped while the query waited")
         return self.answers.pop(seq)
 

@@ -36,6 +36,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
+from semreg.access.failures import Failure
 from semreg.errors import SemregError, Unavailable
 from semreg.sparql import replica
 from semreg.sparql.frames import encode
@@ -157,6 +158,10 @@ class QueryPool(ConnectionPlacement, ReplicaStream, PoolLifecycle):
         elif kind == "ask":
             assert self._loop is not None
             self._loop.create_task(self._ask(process, message[1], message[2]))
+        elif kind == "failed":  # a wrong credential on a connection it serves: the server counts it
+            refusal = self.on_failure(Failure(*message[2])) if self.on_failure is not None else None
+            if process.state != "dead":
+                process.send(encode(("answer", message[1], refusal)))
         elif kind in ("result", "error") and process.current is not None:
             self._result(process, message)
         self._schedule_retirement(process)

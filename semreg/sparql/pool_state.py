@@ -18,6 +18,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from semreg.access.failures import Failure
 from semreg.errors import SemregError
 from semreg.sparql import replica
 from semreg.sparql.pool_process import Conn, Pending, Process
@@ -33,6 +34,8 @@ Asker = Callable[[str | None], Awaitable[SemregError | None]]
 Other = Callable[[socket.socket, bytes], None]
 # observe([(method, status, seconds), ...]): requests workers answered on their own connections, for /metrics
 Observer = Callable[[list[tuple[str, int, float]]], None]
+# on_failure(a wrong credential on a worker's connection) -> the 429 to answer instead of the 401, or None
+OnFailure = Callable[[Failure], SemregError | None]
 
 
 class PoolState:
@@ -54,6 +57,7 @@ class PoolState:
         self.asker: Asker | None = None
         self.on_other: Other | None = None
         self.observe: Observer | None = None
+        self.on_failure: OnFailure | None = None
         self._inbox: collections.deque = collections.deque()
         self._inbox_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -29,6 +29,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from semreg.access.failures import Failure
 from semreg.errors import PayloadTooLarge, SemregError
 from semreg.http1.server import CONTINUE, Request, RequestError, RequestHead, RequestReader, encode_response, end_connection
 from semreg.sparql.channel import Channel
@@ -92,6 +93,8 @@ class ServedConnections:
         def sync(self, deadline: float) -> None: ...
 
         def _ask(self, key: str | None, deadline: float) -> SemregError | None: ...
+
+        def _failed(self, failure: Failure, deadline: float) -> SemregError | None: ...
 
         def _begin(self, conn_id: int, started: float, deadline: float) -> None: ...
 
@@ -209,7 +212,7 @@ class ServedConnections:
         self._begin(conn.id, started, deadline)
         try:
             reply = self.service.respond(head, body, host=head.headers.get("host") or conn.host, client=conn.client,
-                                         deadline=deadline, replica=self, ask=self._ask)
+                                         deadline=deadline, replica=self, ask=self._ask, failed=self._failed)
         except Exception:  # a failure of this code, not of the query: the client still gets an answer
             log.exception("unexpected error answering a SPARQL request")
             reply = Reply(500, [(b"content-type", b"application/json")],

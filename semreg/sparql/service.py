@@ -3,7 +3,9 @@
 
 The server sends each process a `Gate`: what the route needs of a caller (the tokens, the scope) and
 the endpoint's limits. What needs the server's own state (a rate limit, a cluster's read barrier) is
-asked of it in one round trip (`Gate.ask`); a single node without a rate limit asks nothing.
+asked of it in one round trip (`Gate.ask`); a single node without a rate limit asks nothing. A valid
+token is admitted here; a wrong one is handed to the server (`Failed`), which counts it with the public
+port's failures and says whether to answer 429 instead of 401 (`semreg.access.failures`).
 
     QueryService(store, gate).respond(request, ...) -> Reply     (status, headers, body)
 """
@@ -17,7 +19,7 @@ from typing import NamedTuple, Protocol
 import orjson
 import pyoxigraph as ox
 
-from semreg.access.failures import FailureThrottle
+from semreg.access.failures import Failure, FailureThrottle, checked
 from semreg.access.tokens import Tokens
 from semreg.errors import SemregError, Unavailable
 from semreg.http1.forwarded import forwarded
@@ -50,6 +52,7 @@ class Gate(NamedTuple):
     max_body_bytes: int
     cache_bytes: int
     forwarded_allow_ips: str = "127.0.0.1"  # uvicorn's --forwarded-allow-ips, as the route has it
+    fingerprint_key: bytes = b""  # the server's throttle's key of the fingerprints of wrong credentials
 
 
 class Reply(NamedTuple):
@@ -70,6 +73,8 @@ class Replica(Protocol):
 # ask(rate-limit key or None, deadline) -> the error to answer instead (None: go on), after the server's
 # read barrier when it has one
 Ask = Callable[[str | None, float], SemregError | None]
+# failed(a wrong credential, deadline) -> the 429 to answer instead of the 401, or None: the server's count
+Failed = Callable[[Failure, float], SemregError | None]
 
 
 def error_reply(exc: SemregError) -> Reply:
@@ -92,7 +97,7 @@ class QueryService:
         self.gate = gate
         self.cache = ResultCache(gate.cache_bytes)
         self.prefixes: dict[str, str] | None = None
-        # failed authentications on the connections this process serves (each process keeps its own count)
+        # failed authentications counted here when no server is asked (a service without a channel)
         self.failures = FailureThrottle()
 
     def set_gate(self, gate: Gate) -> None:
@@ -100,14 +105,18 @@ class QueryService:
             self.cache = ResultCache(gate.cache_bytes)
         self.gate = gate
 
-    def admit(self, head: RequestHead, client: str) -> str | None:
+    def admit(self, head: RequestHead, client: str, failed: Failed | None = None, deadline: float = 0.0
+              ) -> str | None:
         """Check the caller (`semreg.http.gate`, for this one route); the key of its rate limit, when the
-        server keeps one."""
+        server keeps one. A wrong credential goes to `failed` (the server), else to this service's count."""
         gate = self.gate
         if gate.scope is None:
             return None
-        principal = self.failures.authenticate(gate.tokens, head.headers.get("authorization"), client,
-                                               time.monotonic())
+
+        def count(failure: Failure) -> SemregError | None:
+            return failed(failure, deadline) if failed is not None else self.failures.failed(failure, time.monotonic())
+
+        principal = checked(gate.tokens, head.headers.get("authorization"), client, PATH, gate.fingerprint_key, count)
         principal.require(gate.scope)
         if principal.bound and gate.every_environment:
             principal.require_every_environment(PATH)
@@ -116,14 +125,14 @@ class QueryService:
         return principal.name if gate.tokens.enabled else client
 
     def respond(self, head: RequestHead, body: bytes, *, host: str, client: str, deadline: float,
-                replica: Replica, ask: Ask | None) -> Reply:
+                replica: Replica, ask: Ask | None, failed: Failed | None = None) -> Reply:
         """The answer to one `/sparql` request (GET or POST); `host` is the Host header or the address
         the connection reached, `client` the connection's peer (a trusted proxy names the caller and the
         scheme in X-Forwarded-For and X-Forwarded-Proto, as on the route)."""
         gate = self.gate
         scheme, client = forwarded(client, head.headers, gate.forwarded_allow_ips)
         try:
-            key = self.admit(head, client)
+            key = self.admit(head, client, failed, deadline)
             if gate.ask and ask is not None:
                 refused = ask(key, deadline)
                 if refused is not None:

@@ -13,9 +13,11 @@ import sys
 import httpx
 import pytest
 from support.inprocess import InProcess
-from support.server import wait_for
+from support.server import free_port, wait_for
 
 from semreg.access.tokens import Tokens, TokensFileError
+from semreg.cli.serve import beyond_loopback
+from semreg.config import Settings
 from semreg.logs import JsonFormatter
 
 ADMIN, A, B, R = "t-admin-0123456789ab", "t-a-0123456789ab", "t-b-0123456789ab", "t-r-0123456789ab"  # 16 or more
@@ -160,6 +162,40 @@ def test_refuses_non_loopback_without_tokens():
     out = subprocess.run([sys.executable, "-m", "semreg", "serve", "--memory", "--host", "0.0.0.0", "--port", "1"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "--insecure" in out.stderr and "--tokens" in out.stderr
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("flag", ["--dns", "--cluster-listen"])
+def test_refuses_any_other_listener_beyond_loopback_without_tokens(tmp_path, flag):
+    """`--dns 0.0.0.0:PORT` (or the cluster listener) without tokens: refused before anything listens."""
+    secret = tmp_path / "cluster.secret"
+    secret.write_text("a-cluster-secret-0123456789")
+    port = free_port()
+    cluster = ["--etcd", "http://127.0.0.1:9", "--cluster-secret", str(secret), "--advertise",
+               f"http://127.0.0.1:{port}"] if flag == "--cluster-listen" else []
+    argv = [sys.executable, "-m", "semreg", "serve", "--memory", "--no-sparql", "--port", str(free_port()),
+            flag, f"0.0.0.0:{port}", *cluster]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"semreg serve {flag} 0.0.0.0:{port} without tokens started instead of refusing")
+    assert out.returncode == 2, out.stderr
+    assert f"{flag} 0.0.0.0:{port}" in out.stderr and "--insecure" in out.stderr and "--tokens" in out.stderr
+
+
+@pytest.mark.parametrize("changes, exposed", [
+    ({}, []),
+    ({"host": "0.0.0.0"}, [("--host", "0.0.0.0")]),
+    ({"dns": "0.0.0.0:53"}, [("--dns", "0.0.0.0:53")]),
+    ({"dns": "[::]:53"}, [("--dns", "[::]:53")]),
+    ({"dns": "[::1]:53", "cluster_listen": "localhost:7080"}, []),
+    ({"cluster_listen": "10.0.0.5:7080", "dns": "127.0.0.2:53"}, [("--cluster-listen", "10.0.0.5:7080")]),
+    ({"host": "::", "dns": "*:53", "cluster_listen": "0.0.0.0:7080"},
+     [("--host", "::"), ("--dns", "*:53"), ("--cluster-listen", "0.0.0.0:7080")]),
+])
+def test_every_listener_beyond_loopback_is_named(changes, exposed):
+    settings = Settings(data_dir=None).replace(**changes)
+    assert beyond_loopback(settings) == exposed
 
 
 def test_rate_limit_answers_429_with_retry_after_and_refills_with_time(in_process):

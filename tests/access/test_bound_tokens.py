@@ -95,3 +95,91 @@ def test_metrics_which_count_every_environment_are_not_for_a_bound_token(servers
     assert refused.status_code == 403 and "bound to environments" in refused.json()["error"]
     assert both.client(READER).get("/metrics").status_code == 200
     assert both.client(ADMIN).get("/metrics").status_code == 200
+
+
+@pytest.mark.parametrize("body", [
+    {"s": "ex:Filme", "p": "ex:temUmGenero", "environment": "staging"},
+    {"all": [{"s": "ex:Filme", "p": "ex:temUmGenero"}, {"s": "ex:Livro"}], "environment": "staging"},
+])
+def test_a_saved_query_warns_a_bound_token_as_a_server_of_its_environments_alone_would(servers, body):
+    """Only prod has a tag of ex:Filme: a staging token must not learn that from a missing warning."""
+    both, alone = servers
+    bound = both.client(STAGE).put("/v1/queries/leak-check", json=body)
+    expected = alone.client().put("/v1/queries/leak-check", json=body)
+    try:
+        assert bound.status_code == expected.status_code == 201, bound.text
+        assert bound.json().get("warnings") == expected.json().get("warnings")
+        assert any("no registered tag matches" in w["message"] for w in bound.json()["warnings"])
+        unbound = both.client(ADMIN).put("/v1/queries/leak-check", json=body)  # it sees prod's tag
+        assert not any("no registered tag" in w["message"] for w in unbound.json().get("warnings", []))
+    finally:
+        both.client(ADMIN).delete("/v1/queries/leak-check")
+        alone.client().delete("/v1/queries/leak-check")
+
+
+@pytest.fixture
+def fresh(tmp_path):
+    """(both environments with tokens, only staging's and open), for tests that write."""
+    path = tmp_path / "tokens.json"
+    path.write_text(json.dumps(TOKENS))
+    with InProcess(tokens_file=path) as both, InProcess() as alone:
+        fill(both, ADMIN, ("staging", "prod"))
+        fill(alone, None, ("staging",))
+        yield both, alone
+
+
+WATCHED = [("/v1/instances", {"environment": "staging"}), ("/v1/instances", {"environment": "staging", "limit": "5"}),
+           ("/v1/discover", {"s": "ex:Obra", "p": "ex:temUmGenero", "environment": "staging"}),
+           ("/v1/tags", {"environment": "staging"}), ("/v1/changes", {}), ("/v1/changes", {"environment": "staging"})]
+
+
+def indexes(server: InProcess, token: str | None, reads=WATCHED) -> list[int]:
+    c = server.client(token)
+    return [int(c.get(path, params=params).headers["X-Semreg-Index"]) for path, params in reads]
+
+
+def put(server: InProcess, token: str | None, iid: str, environment: str, tag: str):
+    body = {"service": iid, "address": "10.0.0.2", "port": 9100, "ttl": 0, "tags": [tag], "environment": environment}
+    r = server.client(token).put(f"/v1/instances/{iid}", json=body)
+    assert r.status_code in (200, 201), r.text
+    return r
+
+
+def test_the_index_a_bound_token_sees_moves_only_with_its_environments(fresh):
+    both, alone = fresh
+    before, alone_before = indexes(both, STAGE), indexes(alone, None)
+    for n in range(5):
+        put(both, ADMIN, f"prod-{n}", "prod", "ex:Filme ex:temUmGenero ex:Terror")
+    assert both.client(ADMIN).delete("/v1/instances/prod-0").status_code == 204
+    assert indexes(both, STAGE) == before  # nothing of its environments changed: nothing moved
+    for server, token in ((both, STAGE), (alone, None)):
+        put(server, token, "livro-2", "staging", "ex:Livro ex:temUmGenero ex:Terror")
+    after, alone_after = indexes(both, STAGE), indexes(alone, None)
+    assert all(a > b for a, b in zip(after, before))
+    assert [a - b for a, b in zip(after, before)] == [a - b for a, b in zip(alone_after, alone_before)]
+    new_question = [("/v1/discover", {"s": "ex:Livro", "environment": "staging"})]  # a topic made only now
+    assert indexes(both, STAGE, new_question)[0] - before[0] == indexes(alone, None, new_question)[0] - alone_before[0]
+
+
+def test_watches_wake_for_the_changes_their_reader_may_see(fresh):
+    both, _ = fresh
+    stage, reader = both.client(STAGE), both.client(READER)
+    instances = {"environment": "staging"}
+    at = stage.get("/v1/instances", params=instances).headers["X-Semreg-Index"]
+    since = stage.get("/v1/changes").headers["X-Semreg-Index"]
+    listed = stage.submit("GET", "/v1/instances", params={**instances, "index": at, "wait": "60s"})
+    changed = stage.submit("GET", "/v1/changes", params={"index": since, "wait": "60s"})
+    everywhere = reader.get("/v1/changes").headers["X-Semreg-Index"]
+    every = reader.submit("GET", "/v1/changes", params={"index": everywhere, "wait": "60s"})
+    put(both, ADMIN, "prod-9", "prod", "ex:Pintura")
+    both.settle()
+    assert [c["id"] for c in every.result(10).json()["changes"]] == ["prod-9"]  # an unbound reader sees it
+    assert not listed.done() and not changed.done()
+    put(both, STAGE, "livro-9", "staging", "ex:Livro")
+    woken = listed.result(10)
+    assert int(woken.headers["X-Semreg-Index"]) > int(at) and "livro-9" in woken.text
+    answered = changed.result(10)
+    assert [c["id"] for c in answered.json()["changes"]] == ["livro-9"] and not answered.json()["reset"]
+    assert int(answered.headers["X-Semreg-Index"]) == int(since) + 1
+    again = stage.get("/v1/changes", params={"index": answered.headers["X-Semreg-Index"], "wait": "0s"}).json()
+    assert again == {"changes": [], "reset": False}

@@ -1,7 +1,9 @@
 """The node-to-node listener: the internal API only there (the public port answers 404 even with the secret),
-and wrong secrets throttled per client address and logged, on a ring of apps in this process."""
+the right secret always admitted, and wrong ones throttled per client address and per secret, logged and
+counted, on a ring of apps in this process."""
 from __future__ import annotations
 
+import hmac
 import logging
 import socket
 
@@ -11,8 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.inprocess_ring import InProcessRing, RingNode
 
+from semreg.access.failures import Failure
 from semreg.errors import TooManyRequests
-from semreg.http.cluster_listener import FAILURES_ALLOWED, WINDOW_S, SecretFailures
+from semreg.http.cluster_listener import SECRET_FAILURE_BURST, SECRET_FAILURE_RATE_PER_S, secret_failures
+
+REFILL_S = round(1 / SECRET_FAILURE_RATE_PER_S)
 
 
 def from_address(in_ring: InProcessRing, node: RingNode, address: str, secret: str) -> httpx.Response:
@@ -34,43 +39,73 @@ def test_the_internal_api_is_not_on_the_public_port_even_with_the_secret(in_ring
     assert n1.internal_request("GET", "/v1/instances").status_code == 404  # and the public API not there
 
 
-def test_wrong_secrets_are_throttled_per_address_and_logged(in_ring: InProcessRing,
-                                                            caplog: pytest.LogCaptureFixture) -> None:
+def test_the_right_secret_is_admitted_whatever_wrong_ones_its_address_sent(in_ring: InProcessRing,
+                                                                           caplog: pytest.LogCaptureFixture) -> None:
+    """Five wrong secrets from one address (a stray local process), then the ring's own members on that address
+    are still admitted: only the wrong ones get 429, until time passes."""
     n1 = in_ring.add("n1")
     secret = in_ring.secret.read_text().strip()
-    caplog.set_level(logging.WARNING, logger="semreg.internal")
-    for _ in range(FAILURES_ALLOWED):
+    caplog.set_level(logging.WARNING, logger="semreg.auth")
+    for _ in range(SECRET_FAILURE_BURST):
         assert from_address(in_ring, n1, "10.0.0.9", "guess" * 4).status_code == 401
     r = from_address(in_ring, n1, "10.0.0.9", "guess" * 4)
-    assert r.status_code == 429 and 1 <= int(r.headers["Retry-After"]) <= WINDOW_S + 1, r.text
-    assert from_address(in_ring, n1, "10.0.0.9", secret).status_code == 429  # the address, not the guess
-    assert from_address(in_ring, n1, "10.0.0.8", secret).status_code == 200  # another address is not held up
-    in_ring.advance(WINDOW_S + 1, step=5)
-    assert from_address(in_ring, n1, "10.0.0.9", secret).status_code == 200
-    failures = [rec for rec in caplog.records if "without the cluster secret" in rec.getMessage()]
-    assert len(failures) == FAILURES_ALLOWED and {rec.client for rec in failures} == {"10.0.0.9"}
+    assert r.status_code == 429 and int(r.headers["Retry-After"]) == REFILL_S, r.text
+    assert from_address(in_ring, n1, "10.0.0.9", secret).status_code == 200  # the right one, the same address
+    assert from_address(in_ring, n1, "10.0.0.9", "").status_code == 429  # no secret is a failure here
+    assert from_address(in_ring, n1, "10.0.0.8", "other" * 4).status_code == 401  # another address and guess
+    in_ring.advance(REFILL_S, step=4)
+    assert from_address(in_ring, n1, "10.0.0.9", "again" * 4).status_code == 401  # one failure's worth back
+    failures = [rec for rec in caplog.records if rec.getMessage() == "authentication failed"]
+    assert {rec.listener for rec in failures} == {"cluster"} and {rec.client for rec in failures} == {"10.0.0.9",
+                                                                                                       "10.0.0.8"}
+    assert all(secret not in str(rec.__dict__) for rec in caplog.records)
+    metrics = n1.get("/metrics").text
+    assert 'semreg_auth_failures_total{address="10.0.0.9",listener="cluster"} 8.0' in metrics
+    assert 'semreg_auth_throttled_total{listener="cluster"} 2.0' in metrics
+
+
+def test_the_same_wrong_secret_from_many_addresses_is_throttled_but_the_right_one_is_not(in_ring: InProcessRing
+                                                                                      ) -> None:
+    n1 = in_ring.add("n1")
+    secret = in_ring.secret.read_text().strip()
+    stale = "an-old-cluster-secret-0123"
+    statuses = [from_address(in_ring, n1, f"10.0.1.{n}", stale).status_code for n in range(SECRET_FAILURE_BURST + 1)]
+    assert statuses == [401] * SECRET_FAILURE_BURST + [429]
+    assert from_address(in_ring, n1, "10.0.1.100", secret).status_code == 200
+
+
+def test_the_secret_is_compared_as_digests_of_one_length_whatever_was_shown(in_ring: InProcessRing,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    n1 = in_ring.add("n1")
+    secret = in_ring.secret.read_text().strip()
+    compared: list[tuple[int, int]] = []
+    real = hmac.compare_digest
+
+    def spy(a: bytes, b: bytes) -> bool:
+        compared.append((len(a), len(b)))
+        return real(a, b)
+
+    monkeypatch.setattr(hmac, "compare_digest", spy)
+    for shown in (secret, secret[:3], secret + "x" * 100, ""):
+        from_address(in_ring, n1, "10.0.2.1", shown)
+    assert compared == [(32, 32)] * 4
 
 
 @pytest.mark.parametrize("failures_at, now, refused", [
     ([], 0.0, False),
-    ([0.0] * (FAILURES_ALLOWED - 1), 1.0, False),
-    ([0.0] * FAILURES_ALLOWED, 1.0, True),
-    ([0.0] * FAILURES_ALLOWED, WINDOW_S - 0.5, True),
-    ([0.0] * FAILURES_ALLOWED, WINDOW_S + 0.1, False),  # the oldest is out of the window
+    ([0.0] * (SECRET_FAILURE_BURST - 1), 1.0, False),
+    ([0.0] * SECRET_FAILURE_BURST, 1.0, True),
+    ([0.0] * SECRET_FAILURE_BURST, REFILL_S - 0.5, True),
+    ([0.0] * SECRET_FAILURE_BURST, REFILL_S, False),  # one failure's worth back
 ])
-def test_the_throttle_counts_failures_within_the_window(failures_at: list[float], now: float, refused: bool) -> None:
-    clock = [0.0]
-    throttle = SecretFailures(lambda: clock[0])
+def test_the_throttle_allows_a_burst_then_one_failure_every_refill(failures_at: list[float], now: float,
+                                                                   refused: bool) -> None:
+    throttle = secret_failures(20, 10)
     for t in failures_at:
-        clock[0] = t
-        throttle.failed("a", "/internal/v1/x")
-    clock[0] = now
-    if refused:
-        with pytest.raises(TooManyRequests):
-            throttle.check("a")
-    else:
-        throttle.check("a")
-    throttle.check("b")
+        assert throttle.failed(Failure("a", "f", "a wrong cluster secret", "/internal/v1/x"), t) is None
+    answer = throttle.failed(Failure("a", "f", "a wrong cluster secret", "/internal/v1/x"), now)
+    assert isinstance(answer, TooManyRequests) if refused else answer is None
+    assert throttle.failed(Failure("b", "g", "a wrong cluster secret", "/internal/v1/x"), now) is None
 
 
 def exchange(port: int, raw: bytes) -> tuple[int, bool]:

@@ -38,7 +38,8 @@ async def list_ontologies(request: Request) -> Response:
             metas = [m.as_json() for m in sorted(knowledge.ontologies.metas.values(), key=lambda m: m.name)]
             return tuple((m["name"], m["uploaded_at"], m["triples"]) for m in metas), metas
 
-        return await hub.topic(("ontologies",), compute, lambda changes: False, orjson.dumps)
+        # numbered by the changes of everything alone: the ontologies are no environment's
+        return await hub.topic(("ontologies",), compute, lambda changes: False, orjson.dumps, frozenset())
 
     return await watched(request, await topic(), topic)
 

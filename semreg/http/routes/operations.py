@@ -23,8 +23,8 @@ OBJECT = {"type": "object"}
            replies=[Reply(200, s.TokenView)], errors=(401,))
 async def token_self(request: Request) -> Response:
     """Open, so that a token of any scope can learn what it may do; the token is checked here (401 when it
-    is not valid, 429 once its address has failed too often). Without one, the caller is anonymous, with
-    every scope when no tokens are in force and with none when they are."""
+    is not valid, 429 instead once its address or itself has failed too often). Without one, the caller is
+    anonymous, with every scope when no tokens are in force and with none when they are."""
     tokens = request.app.state.tokens
     if tokens.enabled and not request.headers.get("authorization"):
         return JSONResponse({"name": OPEN.name, "scopes": [], "tokens": True})
@@ -32,7 +32,7 @@ async def token_self(request: Request) -> Response:
     client = request.client.host if request.client else "unknown"
     try:
         principal = state.auth_failures.authenticate(tokens, request.headers.get("authorization"), client,
-                                                     state.node.clock.monotonic())
+                                                     state.node.clock.monotonic(), request.url.path)
     except Unauthorized as exc:
         return JSONResponse(exc.body(), status_code=401, headers={"WWW-Authenticate": 'Bearer realm="semreg"'})
     scopes = [scope for scope in (READ, WRITE, ADMIN) if principal.admin or scope in principal.scopes]

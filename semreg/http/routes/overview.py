@@ -47,17 +47,14 @@ async def summary(request: Request) -> Response:
            params=(ENVIRONMENTS, *WATCH), replies=[Reply(200, cs.ChangesView, headers=INDEX_HEADER)])
 async def changes(request: Request) -> Response:
     """Without `index`, none (the index to start from); with `index=N`, the changes after it the token may
-    see, waiting for one up to `wait`; `reset` when they are no longer all known."""
+    see, waiting for one up to `wait`; `reset` when they are no longer all known. The index is numbered by
+    the changes of the environments read (`semreg.registry.feed`)."""
     environments = environments_read(request)
     index, wait = watch_params(request, request.app.state.settings.watch_max_wait_s)
     feed = coordinator_of(request).feed
-
-    def visible(change: Change) -> bool:
-        return environments is None or not environments.isdisjoint(change.environments)
-
-    reset, found = (False, []) if index is None else await feed.wait(index, visible, wait)
+    reset, found = (False, []) if index is None else await feed.wait(index, environments, wait)
     return JSONResponse({"changes": [entry(c, environments) for c in found], "reset": reset},
-                        headers={"X-Semreg-Index": str(feed.index)})
+                        headers={"X-Semreg-Index": str(feed.index(environments))})
 
 
 def entry(change: Change, environments: frozenset[str] | None) -> dict[str, Any]:

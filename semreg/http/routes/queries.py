@@ -5,7 +5,8 @@ the list), and its answers through the handlers of `GET /v1/discover` and `GET /
 Saving takes the `write` scope, and a query is its saver's: only that token or an admin token replaces or
 removes it (another token: 403). Reading one, the list and its answers take `read`; a token bound to
 environments sees only the queries of its environments (another's: 404, as a server holding only its
-environments would answer).
+environments would answer), and saving one warns it that no registered tag matches as such a server
+would: only its environments' tags count.
 """
 from __future__ import annotations
 
@@ -140,8 +141,12 @@ async def put_query(request: Request) -> Response:
     if previous is not None:
         require_owner(principal, previous)
     warnings = await term_warnings(request, question_terms(q), "this query")
+    coordinator = coordinator_of(request)
+    # a bound token hears of the tags of its environments' instances only, as a server holding only those
+    visible = await coordinator.tags_in(principal.environments or ()) if principal.bound else None
     for n, pattern in enumerate(questions.patterns(q)):
-        if not await coordinator_of(request).matching_tags(pattern, q.match):
+        matched = await coordinator.matching_tags(pattern, q.match)
+        if not any(visible is None or m[0] in visible for m in matched):
             where, what = ("query", "this query") if isinstance(q, DiscoverQuery) else (f"all[{n}]", "this pattern")
             warnings.append({"field": where, "message": f"no registered tag matches {what} under the ontologies of "
                              f"now: it answers nothing until an instance registers a tag it matches."})
