@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import gc
 
+from semreg import heap
 from semreg.heap import HeapSettler, paused
 
 
@@ -125,3 +126,16 @@ def test_a_node_serving_no_sparql_freezes_its_registrations_as_they_pile_up():
             assert node.heap.freezes >= 1 and len(first) == 1000 and _frozen(first)
 
     asyncio.run(main())
+
+
+def test_making_many_pauses_the_collector_and_freezes_what_it_made():
+    import gc
+
+    assert gc.isenabled()
+    with heap.making(10):
+        assert gc.isenabled()  # a few registrations: nothing changes
+    frozen = gc.get_freeze_count()
+    with heap.making(heap.MAKING_AT_ONCE):
+        assert not gc.isenabled()
+        made = [[n] for n in range(1000)]
+    assert gc.isenabled() and gc.get_freeze_count() >= frozen + len(made)

@@ -57,7 +57,7 @@ from semreg.registry.discovery import DiscoverQuery, DiscoverResult, Member, Par
 from semreg.registry.instances import UP
 from semreg.registry.registry import Change
 from semreg.registry.selector import Selector
-from semreg.work.lane import checkpoint
+from semreg.work.lane import checkpoint, paced
 
 MAX_PATTERNS = 64  # patterns in `all`, and tags in `provided`
 
@@ -271,7 +271,7 @@ def merge(q: ConjunctiveQuery, parts: Sequence[Part], widened: bool = False) -> 
         return discovery.ranked(q, parts[0].matches, parts[0].matched_tags, match_json)
     copies: dict[str, tuple[Member, Combined]] = {}
     for p in parts:
-        for m, group in p.matches:
+        for m, group in paced(p.matches):
             for inst in group:
                 known = copies.get(inst.id)
                 if known is None or discovery.newest(known[0], inst) is inst:

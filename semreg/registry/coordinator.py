@@ -43,7 +43,7 @@ from semreg.registry.registry import REMOVALS, Change
 from semreg.registry.selector import Selector
 from semreg.registry.shard import Removed, ShardUnavailable
 from semreg.registry.watch import Topic, WatchHub
-from semreg.work.lane import Lane
+from semreg.work.lane import Lane, paced, sort
 
 
 @dataclass
@@ -57,7 +57,8 @@ class Gathered:
 class Coordinator:
     def __init__(self, knowledge: Knowledge, clock: Clock, placement: Placement, lane: Lane | None = None) -> None:
         self.knowledge = knowledge
-        self.hub = WatchHub(clock, lane=lane)
+        self.lane = lane or Lane()
+        self.hub = WatchHub(clock, lane=self.lane)
         self.feed = ChangeFeed(clock)  # the same changes, numbered, for views of a few of many instances
         self.placement = placement
         self.stragglers = quorum.Stragglers()
@@ -207,9 +208,12 @@ class Coordinator:
         async def compute() -> tuple[Any, discovery.DiscoverResult]:
             asked = q if len(self.placement.readers()) == 1 else questions.shard_query(q)
             parts, missing = await self.gather(lambda shard: shard.resolve(asked))
-            result = questions.merge(q, parts, widened=asked is not q)
-            result.missing = missing
-            return (discovery.signature(result), missing), result
+
+            def merged() -> tuple[Any, discovery.DiscoverResult]:
+                result = questions.merge(q, parts, widened=asked is not q)
+                result.missing = missing
+                return (discovery.signature(result), missing), result
+            return await self.lane.run(merged, what="this question")
 
         def relevant(changes: Iterable[Change]) -> bool:
             result = self.hub.payload(q.key)
@@ -224,19 +228,22 @@ class Coordinator:
     async def instances(self, service: str | None, tags: bool = True, selector: Selector = Selector()) -> Topic:
         async def compute() -> tuple[Any, Gathered]:
             lists, missing = await self.gather(lambda shard: shard.instances(service))
-            # the newest copy of each, unless removed since, then the selector: an older copy may be in
-            # another environment
-            removed = removals_of(lists)
-            insts = [i for i in newest_copies([i for found in lists for i in found.items], removed)
-                     if selector.admits(i.reg)]
-            return (tuple(i.state for i in insts), missing), Gathered(insts, missing)
+
+            def merged() -> tuple[Any, Gathered]:
+                # the newest copy of each, unless removed since, then the selector: an older copy may be in
+                # another environment
+                removed = removals_of(lists)
+                insts = [i for i in newest_copies([i for found in lists for i in found.items], removed)
+                         if selector.admits(i.reg)]
+                return (tuple(i.state for i in paced(insts)), missing), Gathered(insts, missing)
+            return await self.lane.run(merged, what="this listing")
 
         def relevant(changes: Iterable[Change]) -> bool:
             return any((service is None or service in c.services) and selector.covers(c.environments)
                        for c in changes)
 
         def render(found: Gathered) -> bytes:
-            return b"[" + b",".join(i.view_json(tags) for i in found.items) + b"]"
+            return b"[" + b",".join(paced(i.view_json(tags) for i in found.items)) + b"]"
 
         key = ("instances", service, tags, selector)
         topic = await self.hub.topic(key, compute, relevant, render, scope_of(selector.environment))
@@ -246,13 +253,13 @@ class Coordinator:
 
     async def tags(self, selector: Selector = Selector()) -> Topic:
         async def compute() -> tuple[Any, Gathered]:
-            holders: dict[Tag, set[str]] = {}
             found, missing = await self.gather(lambda shard: shard.tag_holders(selector))
-            for one in found:
-                for tag, ids in one.items.items():
-                    holders.setdefault(tag, set()).update(ids)
+            holders = await self.lane.run(merged_holders, found, what="this listing")
             await self._without_removed(holders, removals_of(found))
-            counts = sorted(((t, len(ids)) for t, ids in holders.items()), key=lambda x: x[0].text)
+
+            def counted() -> list[tuple[Tag, int]]:
+                return sort([(t, len(ids)) for t, ids in paced(holders.items())], key=_by_text)
+            counts = await self.lane.run(counted, what="this listing")
             return (tuple(counts), missing), Gathered(counts, missing)
 
         def relevant(changes: Iterable[Change]) -> bool:
@@ -260,7 +267,7 @@ class Coordinator:
                        for c in changes)
 
         def render(found: Gathered) -> bytes:
-            body: dict[str, Any] = {"tags": [{**t.as_json(), "instances": n} for t, n in found.items]}
+            body: dict[str, Any] = {"tags": [{**t.as_json(), "instances": n} for t, n in paced(found.items)]}
             if found.missing:
                 body.update(partial=True, missing=list(found.missing))
             return orjson.dumps(body)
@@ -329,6 +336,19 @@ class Coordinator:
         """Whether some registered tag names `iri` (a concept known only from registrations)."""
         answers, _ = await self.gather(lambda shard: shard.names_term(iri))
         return any(answers)
+
+
+def merged_holders(found: list[Any]) -> dict[Tag, set[str]]:
+    """Every shard's tags with their holders, merged (a local shard's are its live index: read from a copy)."""
+    holders: dict[Tag, set[str]] = {}
+    for one in found:
+        for tag, ids in paced(list(one.items.items())):
+            holders.setdefault(tag, set()).update(ids)
+    return holders
+
+
+def _by_text(pair: tuple[Tag, int]) -> str:
+    return pair[0].text
 
 
 def not_registered(instance_id: str) -> NotFound:

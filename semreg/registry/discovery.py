@@ -34,7 +34,7 @@ from semreg.registry.registry import Change
 from semreg.registry.selector import ALL, Selector
 from semreg.registry.similar import similar_match
 from semreg.work.budget import INSTANCES
-from semreg.work.lane import charge, checkpoint
+from semreg.work.lane import charge, checkpoint, paced
 
 MATCHES_LISTED = 1000
 
@@ -167,7 +167,7 @@ def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> Dis
         copies: dict[str, Member] = {}
         merged: dict[Tag, tuple[Match, dict[str, Member]]] = {}
         for p in parts:
-            for m, group in p.matches:
+            for m, group in paced(p.matches):
                 holders = merged.setdefault(m[0], (m, {}))[1]
                 for inst in group:
                     holders[inst.id] = inst
@@ -177,7 +177,7 @@ def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> Dis
         ordered = sorted(merged.values(), key=lambda entry: rank_key(entry[0][1], entry[0][2], entry[0][0]))
         any_status = q.any_status
         matches = []
-        for m, holders in ordered:
+        for m, holders in paced(ordered):
             group = [copies[i] for i in sorted(holders) if i not in left_out]
             if not any_status:
                 group = [inst for inst in group if inst.status == UP]
@@ -200,6 +200,7 @@ def ranked(q: Any, matches: Sequence[tuple[Any, list[Member]]], matched: frozens
     limit = q.limit
     dumps = orjson.dumps
     for m, group in matches:
+        checkpoint()
         kept = []
         for inst in group:
             iid = inst.id
@@ -265,7 +266,7 @@ def body(result: DiscoverResult, query: bytes | None = None, render: Callable[[A
     parts.append(b',"instances":[')
     shown: dict[Match, bytes] = {}
     views = []
-    for inst, m in zip(result.members, result.best):
+    for inst, m in paced(zip(result.members, result.best)):
         match = shown.get(m)
         if match is None:
             match = shown[m] = render(m)

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any, TypeVar
 
+from semreg import heap
 from semreg.clock import Cancellable, Clock
 from semreg.errors import BadRequest
 from semreg.rdf.terms import Tag
@@ -144,10 +145,12 @@ class LocalShard:
         return [applied.get(reg.id, (None, False)) for reg, _ in items]
 
     async def _in_slices(self, size: int, fn: Callable[..., T], *args: Any) -> T:
-        """`fn(*args)` at once when it is a few writes' work, else as essential work on the lane."""
+        """`fn(*args)` at once when it is a few writes' work, else as essential work on the lane (the collector
+        paused meanwhile for a large one: `semreg.heap.making`)."""
         if size <= INLINE_WRITES:
             return fn(*args)
-        return await self.lane.run(fn, *args, what="this write", essential=True)
+        with heap.making(size):
+            return await self.lane.run(fn, *args, what="this write", essential=True)
 
     def _fresh_records(self, items: list[tuple[Registration, int]]
                        ) -> tuple[list[tuple[Registration, int]], list[tuple[dict[str, Any], int]]]:
@@ -343,7 +346,8 @@ class LocalShard:
         return self.registry.get(instance_id)
 
     async def instances(self, service: str | None) -> Held[list[Instance]]:
-        return Held(self.registry.of_service(service), self.removals.current())
+        listed = await self.lane.run(self.registry.of_service, service, what="this listing")
+        return Held(listed, self.removals.current())
 
     async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None, str]]:
         """Of these instances, the ones held here: their revision, the token that registered them and their

@@ -8,15 +8,19 @@ from typing import Any
 
 from semreg.registry.discovery import newest
 from semreg.registry.shard import Held
+from semreg.work.lane import checkpoint, sort
 
 
 def newest_copies(instances: list[Any], removed: dict[str, int]) -> list[Any]:
-    """One copy of each instance (the newest), by id; none of an instance removed at a later revision."""
+    """One copy of each instance (the newest), by id; none of an instance removed at a later revision. As request
+    work, in slices (`semreg.work.lane`)."""
     found: dict[str, Any] = {}
-    for inst in instances:
+    for k, inst in enumerate(instances):
+        if k % 4096 == 4095:
+            checkpoint()
         known = found.get(inst.id)
         found[inst.id] = inst if known is None else newest(known, inst)
-    return [inst for i in sorted(found) if (inst := found[i]).revision > removed.get(i, 0)]
+    return [inst for i in sort(found) if (inst := found[i]).revision > removed.get(i, 0)]
 
 
 def removals_of(answers: Iterable[Held[Any]]) -> dict[str, int]:

@@ -21,7 +21,7 @@ from semreg.registry.catalogue import Catalogue
 from semreg.registry.environment_counts import EnvironmentCounts
 from semreg.registry.instances import CRITICAL, UP, Instance, Registration
 from semreg.registry.selector import ALL, EVERYTHING, Selector
-from semreg.work.lane import checkpoint, current
+from semreg.work.lane import checkpoint, current, sort
 
 REGISTERED, REPLACED, DEREGISTERED, EXPIRED, DELETED = "registered", "replaced", "deregistered", "expired", "deleted"
 STATUS, RENEWED, CHECK = "status", "renewed", "check"
@@ -309,11 +309,19 @@ class Registry:
         return inst
 
     def of_service(self, service: str | None = None) -> list[Instance]:
+        """The instances (of a service), by id; as request work, sorted and gathered in slices."""
         if service is None:
             ids: Iterable[str] = self.instances.keys()
         else:
             ids = self.by_service.get(service, ())
-        return [self.instances[i] for i in sorted(ids)]
+        out = []
+        for k, i in enumerate(sort(list(ids))):  # a copy of the ids: the sort may pause
+            if k % 4096 == 4095:
+                checkpoint()
+            inst = self.instances.get(i)
+            if inst is not None:  # gone while the listing paused
+                out.append(inst)
+        return out
 
     def tag_holders(self, selector: Selector = EVERYTHING) -> Mapping[Tag, Collection[str]]:
         """Every tag with the ids of its instances that `selector` admits: the catalogue's live index (read,

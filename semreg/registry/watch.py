@@ -41,6 +41,7 @@ Compute = Callable[[], Awaitable[tuple[Signature, Any]]]  # → (signature, payl
 Render = Callable[[Any], bytes]  # payload → the JSON body
 MAX_IDLE_TOPICS = 4096  # topics kept without a waiter; a new question every request must not grow memory
 MAX_BODY_BYTES = 64 * 1024 * 1024  # rendered bodies kept; past it, idle topics go, least recent first
+RENDERED_AT_ONCE = 256  # instances or tags an answer names that are rendered at once; more, as request work
 _EVERYTHING = object()  # a change that may move every result (a new closure, members came or went)
 
 
@@ -125,11 +126,21 @@ class WatchHub:
                 self._drop_body(t)
                 t.view_gen = self.view_gen
         if t.body is None:
-            t.body = t.render(t.payload)
-            self.body_bytes += len(t.body)
+            body = await self._render(t)
+            if t.body is None:  # else another read rendered it meanwhile
+                t.body = body
+                self.body_bytes += len(body)
             if self.body_bytes > MAX_BODY_BYTES or len(self._topics) > MAX_IDLE_TOPICS:
                 self._evict(keep=t)
         return t
+
+    async def _render(self, t: Topic) -> bytes:
+        """The topic's body: at once when its answer is short, else as request work, in slices."""
+        payload = t.payload
+        size = len(getattr(payload, "members", None) or getattr(payload, "items", None) or ())
+        if self.lane is None or size <= RENDERED_AT_ONCE:
+            return t.render(payload)
+        return await self.lane.run(t.render, payload, what="this answer")
 
     def _drop_body(self, t: Topic) -> None:
         if t.body is not None:

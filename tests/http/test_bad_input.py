@@ -205,3 +205,14 @@ def test_route_without_s_says_s_is_required(api):
     r = api.get("/v1/route", params={"p": "v:p"})
     assert r.status_code == 400 and r.json()["field"] == "s"
     assert r.json()["error"].startswith("s is required: the subject term of the pattern to route by")
+
+
+@pytest.mark.parametrize("item, words", [(1, "instances[1] must be a JSON object"),
+                                         ("x", "instances[1] must be a JSON object"),
+                                         ([GOOD], "instances[1] must be a JSON object"),
+                                         (dict(GOOD, port=0), "instances[1].port")])
+def test_a_batch_names_the_item_that_is_not_an_instance_and_registers_none(api, item, words):
+    before = api.get("/v1/instances").json()
+    r = api.post("/v1/instances/batch", json={"instances": [dict(GOOD, id="b0"), item]})
+    assert r.status_code == 400 and words in r.json()["error"], r.text
+    assert api.get("/v1/instances").json() == before

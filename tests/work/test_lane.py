@@ -295,3 +295,54 @@ def test_any_mix_of_jobs_each_gets_its_own_answer_and_one_slice_a_turn(jobs):
         assert all(len(names) == 1 for names in per_turn.values())
         assert lane.running == 0 and lane._holder is None
     asyncio.run(go())
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(max_size=6), max_size=400), st.integers(1, 50))
+def test_a_sort_in_a_job_is_sorted_and_gives_the_loop_back(items, run):
+    async def go():
+        lane = Lane(slice_s=0.0)
+        turns = []
+
+        async def count() -> None:
+            while True:
+                turns.append(1)
+                await asyncio.sleep(0)
+        counter = asyncio.ensure_future(count())
+        out = await lane.run(work.sort, items)
+        keyed = await lane.run(lambda: work.sort(items, key=len))
+        counter.cancel()
+        return out, keyed, len(turns)
+    original = work.SORTED_AT_ONCE
+    work.SORTED_AT_ONCE = run
+    try:
+        out, keyed, turns = asyncio.run(go())
+    finally:
+        work.SORTED_AT_ONCE = original
+    assert out == sorted(items) and keyed == sorted(items, key=len)  # stable, as sorted is
+    if len(items) > 2 * run:
+        assert turns > 1  # the loop turned while it sorted
+    assert work.sort(items) == sorted(items)  # outside a job: sorted
+
+
+def test_paced_gives_the_loop_back_every_so_many_items():
+    async def go():
+        lane = Lane(slice_s=0.0)
+        seen = []
+
+        async def count() -> None:
+            while True:
+                seen.append("turn")
+                await asyncio.sleep(0)
+        counter = asyncio.ensure_future(count())
+        await asyncio.sleep(0)
+        out = await lane.run(lambda: [seen.append(x) or x for x in work.paced(range(10), every=3)])
+        counter.cancel()
+        return out, seen
+    out, seen = asyncio.run(go())
+    assert out == list(range(10))
+    items = [s for s in seen if s != "turn"]
+    assert items == list(range(10))
+    # a turn of the loop before every third item's turn comes: between 1 and 2, 4 and 5, 7 and 8
+    assert all(seen.index(k + 1) > seen.index(k) + 1 for k in (1, 4, 7))
+    assert seen.index(3) == seen.index(2) + 1

@@ -10,6 +10,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from semreg import heap
 from semreg.access.tokens import READ, WRITE
 from semreg.errors import BadRequest, Forbidden
 from semreg.http import schemas as s
@@ -217,6 +218,11 @@ async def post_instance(request: Request) -> Response:
            replies=[Reply(200, s.RegisteredView)], errors=(413, 415))
 async def batch_instances(request: Request) -> Response:
     settings = request.app.state.settings
+    with heap.making(settings.max_batch_instances):  # what a batch makes lives on: never walked by the collector
+        return await registered_batch(request, settings)
+
+
+async def registered_batch(request: Request, settings: Any) -> Response:
     data = await read_json(request, settings.json_body_limit_bytes)
     body = validate(BatchBody, data)
     if len(body.instances) > settings.max_batch_instances:
