@@ -78,8 +78,8 @@ class WatchLog:
 async def rearmed_watch(url: str, target: str, wait_s: int, log: WatchLog,
                         headers: Mapping[str, str] | None = None) -> None:
     """GET `target` for its index, then block on it (`&index=N&wait=`) again after every answer, until
-    cancelled. An answer before the wait's end is a wake; a failed request is retried a second later at
-    the same index."""
+    cancelled. An answer before the wait's end is a wake; a failed request, or an answer without an index,
+    is retried a second later at the same index."""
     conn = Connection(url, headers)
     sep = "&" if "?" in target else "?"
     index: str | None = None
@@ -94,8 +94,9 @@ async def rearmed_watch(url: str, target: str, wait_s: int, log: WatchLog,
                 await asyncio.sleep(1.0)
                 continue
             now = time.perf_counter()
-            if response.status != 200:
-                log.errors[f"HTTP {response.status}"] += 1
+            answered = response.headers.get("x-semreg-index")
+            if response.status != 200 or not answered:
+                log.errors[f"HTTP {response.status}" if response.status != 200 else "no X-Semreg-Index"] += 1
                 await asyncio.sleep(1.0)
                 continue
             if index is None:
@@ -104,7 +105,7 @@ async def rearmed_watch(url: str, target: str, wait_s: int, log: WatchLog,
                 log.wakes.append(now)
             else:
                 log.timeouts += 1
-            index = response.headers.get("x-semreg-index") or index
+            index = answered
     finally:
         conn.close()
 

@@ -13,10 +13,10 @@ one of 20 of those questions, so each read of those must wake once per write to 
 the write's acknowledgement); the reads of the other 10 must never wake.
 
 The adversary (`semreg.bench.aio.adversary`, in a child process) loops, back to back, on four lanes: the
-64-pattern `all,similar` discovery with a new floor each time and the saved-query put of that body; a large
-ontology's upload (DBpedia's from --shared-data, else a generated one of 20,000 classes) and a batch of
-10,000 instances of its own, then their removal one by one; a backup and a restore; five SPARQL queries at
-once that would run past the time limit (a cross product of the registry graph).
+64-pattern `all,similar` discovery with a new floor and new terms each time, and the saved-query put of that
+body; a large ontology's upload (DBpedia's from --shared-data, else a generated one of 20,000 classes), a
+restore and a backup; a batch of 10,000 instances of its own, then their removal one by one; five SPARQL
+queries at once that would run past the time limit (a cross product of the registry graph).
 
 The restore: the bench registers 100,000 instances of its own on the measured node first and takes their
 backup, before anything else is registered; the adversary restores that backup with `force=true`, which
@@ -26,8 +26,12 @@ those 100,000 instances in every phase (each on one of ten terms no question ask
 the adversary takes is of them too.
 
 Phases: `reference` (the liveness load alone, 20 s), `adversary` (--adversary-s, 60 s) and `after` (10 s,
-the node catching up). The bench's own schedule is measured apart from the server: how late each heartbeat
-left the bench (its lateness at the sender) and how late the bench's event loop woke (its loop lag). Both
+the node catching up). A heartbeat's latency is from when it was due, as a fleet of independent clients
+would see it, and from when it left the bench. The bench's own schedule is measured apart: how late each
+heartbeat left (its lateness at the sender: waiting for one of its 64 connections, all waiting for the
+server, or for the bench's loop) and how late the bench's event loop woke its timers (its loop lag, which
+says which of the two it was). A wake is timed from its write's acknowledgement and from its sending: the
+server may wake a read before it acknowledges the write (it acknowledges once the write is durable). Both
 scenarios run only when named; they start their own servers (no --semreg-url). Targets are the issue's,
 on the adversary phase; nothing is asserted.
 
@@ -68,7 +72,8 @@ TARGETS = (Target("heartbeat p99", "adversary.heartbeat_from_due.p99_ms", "<=", 
            Target("heartbeat max", "adversary.heartbeat_from_due.max_ms", "<=", 200.0, "ms"),
            Target("/healthz max", "adversary.healthz.max_ms", "<=", 200.0, "ms"),
            Target("leases lost", "leases_lost", "<=", 0),
-           Target("expected wake p99", "adversary.wakes.p99_ms", "<=", 100.0, "ms"),
+           Target("expected wake p99 from the write's ack", "adversary.wakes.p99_ms", "<=", 100.0, "ms"),
+           Target("expected wake p99 from the write's sending", "adversary.wakes_from_write.p99_ms", "<=", 100.0, "ms"),
            Target("wrong wakes", "wrong_wakes", "<=", 0),
            Target("5xx but 503", "adversary_failures", "<=", 0))
 
@@ -79,7 +84,7 @@ TARGETS = (Target("heartbeat p99", "adversary.heartbeat_from_due.p99_ms", "<=", 
 def noisy_neighbour(ctx: BenchContext) -> dict:
     load = setup(ctx)
     with ctx.own_semreg() as url:
-        return run(ctx, load, [Member("node", url, ctx.semreg_pid(url))], prepare(ctx, url, load))
+        return run(ctx, load, [Member("node", url, ctx.semreg_pid(url))], prepare(ctx, [url], load))
 
 
 @scenario("noisy-neighbour-ring", "noisy-neighbour through a ring of three members (k=2): the liveness load spread "
@@ -93,7 +98,7 @@ def noisy_neighbour_ring(ctx: BenchContext) -> dict:
         with ctx.ui.step("starting etcd and 3 semreg members (k=2)"):
             cluster.start(0)
             nodes = [cluster.add(*member_options(ctx, k)) for k in range(3)]
-        return run(ctx, load, [Member(n.name, n.url, n.pid) for n in nodes], prepare(ctx, nodes[0].url, load))
+        return run(ctx, load, [Member(n.name, n.url, n.pid) for n in nodes], prepare(ctx, [n.url for n in nodes], load))
     finally:
         with ctx.ui.step("stopping the ring"):
             cluster.close()
@@ -118,15 +123,17 @@ def large_ontology(ctx: BenchContext, load: NoisyLoad) -> tuple[Path, str]:
     return path, f"generated, {load.generated_classes:,} classes"
 
 
-def prepare(ctx: BenchContext, url: str, load: NoisyLoad) -> dict[str, Any]:
-    """Everything but the heartbeating instances on the node (through `url`): the figures of the preparation."""
+def prepare(ctx: BenchContext, urls: list[str], load: NoisyLoad) -> dict[str, Any]:
+    """Everything but the heartbeating instances, through the first of `urls` (every member's background
+    writes waited for): the figures of the preparation."""
+    url = urls[0]
     started = time.perf_counter()
     backup = ctx.peers.workdir / "noisy-backup.nq.gz"
     with ctx.client(url, timeout_s=900) as http:
         expect(http.put(f"/v1/prefixes/{adv.PREFIX}", json={"iri": NS}), 200, 201, 204)
         with ctx.ui.step(f"registering the restore's {load.restore_instances:,} instances"):
             register_batches(ctx, http, restore_instances(load.restore_instances), BATCH)
-        ctx.wait_settled(http, 900)
+        settle(ctx, urls)
         with ctx.ui.step("taking their backup"):
             backup_s = download(ctx, url, backup)
         if backup_s is None:
@@ -142,8 +149,14 @@ def prepare(ctx: BenchContext, url: str, load: NoisyLoad) -> dict[str, Any]:
             register_batches(ctx, http, [watch_instance(g) for g in range(load.groups)])
             for g in range(2, load.groups, 3):
                 expect(http.put(f"/v1/queries/nn-watch-{g:03d}", json={"s": group_term(g)}), 200, 201)
-        ctx.wait_settled(http, 900)
+    settle(ctx, urls)
     return {"prepare_s": round(time.perf_counter() - started, 1), "ontology": what, "ontology_path": str(ontology),
             "backup_path": str(backup), "backup_mib": mib(backup.stat().st_size), "backup_s": backup_s,
             "upload_alone_s": round(upload_s, 2)}
 
+
+
+def settle(ctx: BenchContext, urls: list[str]) -> None:
+    for url in urls:
+        with ctx.client(url) as http:
+            ctx.wait_settled(http, 1800)
