@@ -245,6 +245,39 @@ def test_probes_and_answered_heartbeats_against_the_local_target():
     assert log.armed_at is None and not log.wakes and log.errors == {"no X-Semreg-Index": 1}
 
 
+def test_heartbeats_that_leave_after_their_lease_ended_are_counted_per_instance():
+    """A server whose every answer gives a lease already over: each instance's second heartbeat is a lapse."""
+    import asyncio
+    import datetime as dt
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while head := await reader.readuntil(b"\r\n\r\n"):
+            length = [line for line in head.lower().split(b"\r\n") if line.startswith(b"content-length:")]
+            await reader.readexactly(int(length[0].split(b":")[1]) if length else 0)
+            over = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=1)).isoformat()
+            body = orjson.dumps({"id": "x", "status": "up", "expires_at": over})
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                         % (len(body), body))
+
+    with LoopThread() as loop:
+        async def start() -> asyncio.AbstractServer:
+            return await asyncio.start_server(serve, "127.0.0.1", 0)
+
+        server = loop.run(start(), 10)
+        port = server.sockets[0].getsockname()[1]
+        beater = Heartbeater(f"http://127.0.0.1:{port}", [f"i{n}" for n in range(5)], period_s=0.1, connections=5,
+                             answers=True)
+        running = loop.spawn(beater.run())
+        deadline = time.monotonic() + 10
+        while beater.stats.critical_answers < 15 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        beater.stop()
+        running.result(10)
+        loop.call(server.close)
+    assert beater.stats.lapsed == {0, 1, 2, 3, 4} and beater.stats.critical_answers >= 15
+    assert beater.stats.failed == 0
+
+
 @pytest.mark.process
 def test_the_adversary_runs_in_a_child_process_and_reports_every_outcome(tmp_path):
     ontology, backup = tmp_path / "o.ttl", tmp_path / "b.nq.gz"

@@ -37,6 +37,7 @@ class HeartbeatStats:
     errors: Counter[str] = field(default_factory=Counter)
     lateness_s: list[float] = field(default_factory=list)  # send time minus due time, per heartbeat
     critical_answers: int = 0  # heartbeats sent after the lease their instance's previous answer gave had lapsed
+    lapsed: set[int] = field(default_factory=set)  # the indexes of the instances those heartbeats were for
     # with `answers`: (due, sent, answered, status) of every heartbeat sent, perf_counter times, status 0 when
     # the connection failed
     beats: list[tuple[float, float, float, int]] = field(default_factory=list)
@@ -108,6 +109,7 @@ class Heartbeater:
                 self.stats.lateness_s.append(sent - due)
                 if self.answers and time.time() > self._lease_ends.get(index, float("inf")):
                     self.stats.critical_answers += 1
+                    self.stats.lapsed.add(index)
                 n += 1
                 body = b'{"load": %d}' % (n % 10)
                 try:

@@ -26,14 +26,16 @@ those 100,000 instances in every phase (each on one of ten terms no question ask
 the adversary takes is of them too.
 
 Phases: `reference` (the liveness load alone, 20 s), `adversary` (--adversary-s, 60 s) and `after` (10 s,
-the node catching up). A heartbeat's latency is from when it was due, as a fleet of independent clients
-would see it, and from when it left the bench. The bench's own schedule is measured apart: how late each
-heartbeat left (its lateness at the sender: waiting for one of its 64 connections, all waiting for the
-server, or for the bench's loop) and how late the bench's event loop woke its timers (its loop lag, which
-says which of the two it was). A wake is timed from its write's acknowledgement and from its sending: the
-server may wake a read before it acknowledges the write (it acknowledges once the write is durable). Both
-scenarios run only when named; they start their own servers (no --semreg-url). Targets are the issue's,
-on the adversary phase; nothing is asserted.
+the node catching up). The heartbeats go over as many connections as instances, as a fleet's would; a
+heartbeat's latency is from when it was due and from when it left the bench. The bench's own schedule is
+measured apart: how late each heartbeat left (its lateness at the sender: every connection waiting for the
+server, or the bench's loop behind) and how late the bench's event loop woke its timers (its loop lag, which
+says which of the two it was). A lease lost is an instance the server counted critical (sampled from
+/metrics), or whose heartbeat left after the lease its previous answer gave had ended, or not `up` at the end.
+A wake is timed from its write's acknowledgement and from its sending: the server may wake a read before
+it acknowledges the write (it acknowledges once the write is durable). Both scenarios run only when named;
+they start their own servers (no --semreg-url). Targets are the issue's, on the adversary phase; nothing
+is asserted.
 
     noisy_load.py     what is registered and asked (pure)
     noisy_phases.py   the run: the load and probes, the three phases, the figures
@@ -67,6 +69,7 @@ from semreg.bench.scenarios.noisy_phases import run
 from semreg.bench.scenarios.registration import DBPEDIA
 from semreg.bench.scenarios.scale_ring import member_options
 from semreg.bench.scenarios.storage import download
+from semreg.bench.scenarios.watches import open_files_for
 
 TARGETS = (Target("heartbeat p99", "adversary.heartbeat_from_due.p99_ms", "<=", 20.0, "ms"),
            Target("heartbeat max", "adversary.heartbeat_from_due.max_ms", "<=", 200.0, "ms"),
@@ -108,7 +111,9 @@ def setup(ctx: BenchContext) -> NoisyLoad:
     if ctx.external:
         raise BenchError("the noisy-neighbour scenarios restore into the server and read its processes; run them "
                          "without --semreg-url")
-    return QUICK_LOAD if ctx.settings.quick else NoisyLoad()
+    load = QUICK_LOAD if ctx.settings.quick else NoisyLoad()
+    open_files_for(load.heartbeat_connections + load.watches + 64)  # before the servers start: they inherit it
+    return load
 
 
 

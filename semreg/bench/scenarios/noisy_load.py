@@ -21,8 +21,9 @@ class NoisyLoad:
     instances: int = 3000  # heartbeating, each every period_s: 1,000 a second
     ttl_s: int = 10
     period_s: float = 3.0
-    # a heartbeat waits for one of these when all are waiting for the server: its lateness at the sender
-    heartbeat_connections: int = 64
+    # as many as instances, as a fleet has: a heartbeat leaves late only when every connection is waiting
+    # for the server or the bench's loop is behind, never behind a queue of the bench's own
+    heartbeat_connections: int = 3000
     watches: int = 300
     groups: int = 30  # questions the reads spread over; the last `quiet_groups` are never written to
     quiet_groups: int = 10
@@ -38,7 +39,7 @@ class NoisyLoad:
     after_s: float = 10.0
 
 
-QUICK_LOAD = NoisyLoad(instances=300, heartbeat_connections=8, watches=30, groups=6, quiet_groups=2,
+QUICK_LOAD = NoisyLoad(instances=300, heartbeat_connections=300, watches=30, groups=6, quiet_groups=2,
                        noisy_instances=80, patterns=8, restore_instances=2000, batch_instances=300, sparql_at_once=2,
                        generated_classes=400, reference_s=3.0, after_s=2.0)
 

@@ -173,6 +173,7 @@ def summarise(load: NoisyLoad, members: list[Member], rec: Recorders, beaters: l
             "server_rss_max_mib": pick(one, {m: mib(int(top)) if (top := v[phase]) else None for m, v in rss.items()})})
     seen_critical = max((int(v) for m in critical_max.values() for v in m.values() if v is not None), default=0)
     lapsed_beats = sum(b.stats.critical_answers for b in beaters)
+    lapsed_instances = sum(len(b.stats.lapsed) for b in beaters)  # each beater's instances are its own
     not_up = Counter(str(view.get("status")) for view in listed if view.get("status") != "up")
     missing = load.instances - len(listed)
     adversary = nf.outcome_figures(outcomes)
@@ -183,8 +184,9 @@ def summarise(load: NoisyLoad, members: list[Member], rec: Recorders, beaters: l
                  "noisy_instances": load.noisy_instances, "patterns": load.patterns,
                  "sparql_at_once": load.sparql_at_once, "adversary_s": seconds, "members": len(members)},
         **{phase: per_phase[phase] for phase in nf.PHASES},
-        "leases_lost": max(seen_critical, lapsed_beats, sum(not_up.values()) + max(0, missing)),
+        "leases_lost": max(seen_critical, lapsed_instances, sum(not_up.values()) + max(0, missing)),
         "critical_max_sampled": seen_critical, "lapses_seen_by_heartbeats": lapsed_beats,
+        "instances_lapsed_seen_by_heartbeats": lapsed_instances,
         "not_up_at_end": dict(not_up), "missing_at_end": max(0, missing),
         "wrong_wakes": wakes["wrong"], "watches": {k: v for k, v in wakes.items() if k != "per_phase"},
         "write_errors": dict(rec.writes.errors.most_common(3)),
