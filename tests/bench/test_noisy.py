@@ -139,26 +139,32 @@ def test_probes_count_what_was_not_answered():
     assert figures["adversary"]["failed"] == 1
 
 
-@pytest.mark.parametrize("writes, wakes, armed, samples, wrong, missed", [
-    ([(1.0, 1.1)], [1.05], 0.0, [(1.1, pytest.approx(-0.05), pytest.approx(0.05))], [], 0),  # before the ack
-    ([(1.0, 1.1)], [1.3], 0.0, [(1.1, pytest.approx(0.2), pytest.approx(0.3))], [], 0),
-    ([(1.0, 1.1), (2.0, 2.1)], [2.5], 0.0, [(1.1, pytest.approx(1.4), pytest.approx(1.5))], [], 0),  # one wake, two
-    ([(1.0, 1.1)], [1.3, 1.6], 0.0, [(1.1, pytest.approx(0.2), pytest.approx(0.3))], [1.6], 0),  # the second: wrong
-    ([(1.0, 1.1), (2.0, 2.1)], [1.5], 0.0, [(1.1, pytest.approx(0.4), pytest.approx(0.5))], [], 1),  # 2nd missed
-    ([(1.0, 1.1), (2.0, 2.1)], [2.5], 1.5, [(2.1, pytest.approx(0.4), pytest.approx(0.5))], [], 0),  # armed late
-    ([(1.0, 1.1)], [], None, [], [], 0),  # never armed: nothing expected
-    ([], [3.0], None, [], [3.0], 0),
-    ([(96.0, 96.1)], [], 0.0, [], [], 0),  # too near the end to count as missed
+W1, W2 = (1.0, 1.1, True), (2.0, 2.1, True)
+
+
+@pytest.mark.parametrize("writes, wakes, armed, samples, wrong, missed, refused", [
+    ([W1], [1.05], 0.0, [(1.1, pytest.approx(-0.05), pytest.approx(0.05))], [], 0, 0),  # before the ack
+    ([W1], [1.3], 0.0, [(1.1, pytest.approx(0.2), pytest.approx(0.3))], [], 0, 0),
+    ([W1, W2], [2.5], 0.0, [(1.1, pytest.approx(1.4), pytest.approx(1.5))], [], 0, 0),  # one wake for two writes
+    ([W1], [1.3, 1.6], 0.0, [(1.1, pytest.approx(0.2), pytest.approx(0.3))], [1.6], 0, 0),  # the second: wrong
+    ([W1, W2], [1.5], 0.0, [(1.1, pytest.approx(0.4), pytest.approx(0.5))], [], 1, 0),  # the second missed
+    ([W1, W2], [2.5], 1.5, [(2.1, pytest.approx(0.4), pytest.approx(0.5))], [], 0, 0),  # armed after the first
+    ([W1], [], None, [], [], 0, 0),  # never armed: nothing expected
+    ([], [3.0], None, [], [3.0], 0, 0),
+    ([(96.0, 96.1, True)], [], 0.0, [], [], 0, 0),  # too near the end to count as missed
+    ([(1.0, 1.2, False)], [1.1], 0.0, [], [], 0, 1),  # a refused write that changed the answer anyway
+    ([(1.0, 1.2, False), W2], [2.5], 0.0, [(2.1, pytest.approx(0.4), pytest.approx(0.5))], [], 0, 0),
+    ([(1.0, 1.2, False)], [], 0.0, [], [], 0, 0),  # a refused write is not waited for
 ])
-def test_wakes_are_matched_to_the_writes_they_answer(writes, wakes, armed, samples, wrong, missed):
-    assert nf.match_wakes(writes, wakes, armed, end=100.0) == (samples, wrong, missed)
+def test_wakes_are_matched_to_the_writes_they_answer(writes, wakes, armed, samples, wrong, missed, refused):
+    assert nf.match_wakes(writes, wakes, armed, end=100.0) == (samples, wrong, missed, refused)
 
 
 def test_wake_figures_over_reads_and_questions():
     logs = [WatchLog(0, armed_at=5.0, wakes=[30.2]), WatchLog(0, armed_at=5.0, wakes=[30.05]),
             WatchLog(1, armed_at=5.0, wakes=[40.0]),  # a question never written to: wrong
             WatchLog(0, armed_at=None)]
-    figures = nf.wake_figures(logs, {0: [(30.0, 30.1)]}, PHASES, end=90.0)
+    figures = nf.wake_figures(logs, {0: [(30.0, 30.1, True)]}, PHASES, end=90.0)
     adversary = figures["per_phase"]["adversary"]
     assert adversary["wakes"]["n"] == 2 and adversary["wakes"]["max_ms"] == pytest.approx(100.0)
     assert adversary["wakes_before_ack"] == 1 and adversary["wakes_from_write"]["max_ms"] == pytest.approx(200.0)
@@ -254,7 +260,7 @@ def test_heartbeats_that_leave_after_their_lease_ended_are_counted_per_instance(
         while head := await reader.readuntil(b"\r\n\r\n"):
             length = [line for line in head.lower().split(b"\r\n") if line.startswith(b"content-length:")]
             await reader.readexactly(int(length[0].split(b":")[1]) if length else 0)
-            over = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=1)).isoformat()
+            over = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)).isoformat()
             body = orjson.dumps({"id": "x", "status": "up", "expires_at": over})
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
                          % (len(body), body))

@@ -112,9 +112,10 @@ async def rearmed_watch(url: str, target: str, wait_s: int, log: WatchLog,
 
 @dataclass
 class WriteLog:
-    """The writes made at known times, per group: (sent, acknowledged) of each one answered 2xx."""
+    """The writes made at known times, per group: (sent, answered, acknowledged) of each, `acknowledged` False
+    for one refused or cut (it may still have changed the answer: a ring member may hold a write it refused)."""
 
-    writes: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
+    writes: dict[int, list[tuple[float, float, bool]]] = field(default_factory=dict)
     latencies_s: list[tuple[float, float]] = field(default_factory=list)  # (sent, seconds to the answer)
     errors: Counter[str] = field(default_factory=Counter)
 
@@ -122,7 +123,8 @@ class WriteLog:
 async def write_at_known_times(url: str, groups: list[int], every_s: float, flip: Callable[[int, bool], Write],
                                log: WriteLog, headers: Mapping[str, str] | None = None) -> None:
     """Every `every_s` one write to the next group in turn: `flip(group, present)` says what to send to make
-    the group's answer change (present: whether the group's changing instance is registered now)."""
+    the group's answer change (present: whether the group's changing instance is registered now). A refused
+    write is sent again at the group's next turn; a removal answered 404 found it absent."""
     conn = Connection(url, {"Content-Type": "application/json", **(headers or {})})
     present: dict[int, bool] = {}
 
@@ -134,14 +136,16 @@ async def write_at_known_times(url: str, groups: list[int], every_s: float, flip
             response = await conn.request(method, target, body)
         except TRANSPORT_ERRORS as exc:
             log.errors[type(exc).__name__] += 1
+            log.writes.setdefault(group, []).append((sent, time.perf_counter(), False))
             return
         acked = time.perf_counter()
         log.latencies_s.append((sent, acked - sent))
-        if response.status // 100 != 2:
+        ok = response.status // 100 == 2
+        log.writes.setdefault(group, []).append((sent, acked, ok))
+        if not ok:
             log.errors[f"HTTP {response.status}: {response.body[:100].decode(errors='replace')}"] += 1
-            return
-        present[group] = not present.get(group, False)
-        log.writes.setdefault(group, []).append((sent, acked))
+        if ok or (method == "DELETE" and response.status == 404):
+            present[group] = not present.get(group, False)
 
     try:
         await _paced(every_s, turn)

@@ -72,54 +72,61 @@ def probe_figures(rows: Sequence[tuple[float, float, int]], phases: Phases) -> d
     return out
 
 
-def match_wakes(writes: Sequence[tuple[float, float]], wakes: Sequence[float], armed_at: float | None,
-                end: float, grace_s: float = MISSED_GRACE_S) -> tuple[list[tuple[float, float, float]], list[float], int]:
-    """One blocking read's wakes against the (sent, acknowledged) writes to its group, both in time order.
+def match_wakes(writes: Sequence[tuple[float, float, bool]], wakes: Sequence[float], armed_at: float | None,
+                end: float, grace_s: float = MISSED_GRACE_S) -> tuple[list[tuple[float, float, float]], list[float], int, int]:
+    """One blocking read's wakes against the (sent, answered, acknowledged) writes to its group, both in time
+    order.
 
-    A wake answers every write sent before it that an earlier wake did not: its latency is from the first of
-    them's acknowledgement (negative when the wake came first) and from its sending. A wake with no such write is
-    wrong. A write the read was waiting for (sent after it was armed) that no wake answered, acknowledged
-    `grace_s` before the end, is missed. Returns ((acknowledged, from the acknowledgement, from the sending)
-    per rightful wake, the times of the wrong wakes, missed)."""
+    A wake answers every write sent before it that an earlier wake did not. When one of them was
+    acknowledged, the wake's latency is from the first such one's acknowledgement (negative when the wake came
+    first) and from its sending; when all were refused, the wake is counted apart (a refused write may have
+    changed the answer). A wake with no such write is wrong. An acknowledged write the read was waiting for
+    (sent after it was armed) that no wake answered, acknowledged `grace_s` before the end, is missed. Returns
+    ((acknowledged, from the acknowledgement, from the sending) per rightful wake, the times of the wrong
+    wakes, missed, wakes by refused writes)."""
     if armed_at is None:
-        return [], list(wakes), 0
+        return [], list(wakes), 0, 0
     pending = [w for w in writes if w[0] >= armed_at]
     samples: list[tuple[float, float, float]] = []
     wrong: list[float] = []
-    p = 0
+    p = refused = 0
     for t in wakes:
         q = p
         while q < len(pending) and pending[q][0] < t:
             q += 1
-        if q == p:
+        answered = [w for w in pending[p:q] if w[2]]
+        p, was = q, p
+        if q == was:
             wrong.append(t)
-            continue
-        sent, acked = pending[p]
-        samples.append((acked, t - acked, t - sent))
-        p = q
-    missed = sum(1 for _sent, acked in pending[p:] if acked < end - grace_s)
-    return samples, wrong, missed
+        elif not answered:
+            refused += 1
+        else:
+            sent, acked, _ok = answered[0]
+            samples.append((acked, t - acked, t - sent))
+    missed = sum(1 for _sent, acked, ok in pending[p:] if ok and acked < end - grace_s)
+    return samples, wrong, missed, refused
 
 
-def wake_figures(logs: Sequence[WatchLog], writes: Mapping[int, Sequence[tuple[float, float]]], phases: Phases,
+def wake_figures(logs: Sequence[WatchLog], writes: Mapping[int, Sequence[tuple[float, float, bool]]], phases: Phases,
                  end: float) -> dict[str, Any]:
     """Every read's wakes matched to its group's writes (`match_wakes`; a group never written to expects
     none): per phase the latency of the rightful wakes and the wrong ones, and overall what was expected,
-    missed, which questions woke wrongly, and how many reads never armed. `waited_for` counts the (write,
-    read) pairs: a wake that answers several writes at once is one wake."""
+    missed, which questions woke wrongly, and how many reads never armed. `waited_for` counts the
+    (acknowledged write, read) pairs: a wake that answers several writes at once is one wake."""
     samples: list[tuple[float, float, float]] = []
     wrong: list[float] = []
     wrong_groups: Counter[int] = Counter()
-    missed = waited_for = 0
+    missed = waited_for = by_refused = 0
     for log in logs:
         mine = writes.get(log.group, [])
-        got, bad, lost = match_wakes(mine, log.wakes, log.armed_at, end)
+        got, bad, lost, refused = match_wakes(mine, log.wakes, log.armed_at, end)
         samples += got
         wrong += bad
         wrong_groups[log.group] += len(bad)
         missed += lost
+        by_refused += refused
         if log.armed_at is not None:
-            waited_for += sum(1 for sent, _acked in mine if sent >= log.armed_at)
+            waited_for += sum(1 for sent, _acked, ok in mine if ok and sent >= log.armed_at)
     latency = phases.split((acked, (from_ack, from_sent)) for acked, from_ack, from_sent in samples)
     wrongly = phases.split((t, t) for t in wrong)
     per_phase = {phase: {"wakes": latency_stats([max(0.0, a) for a, _s in latency[phase]]),
@@ -127,7 +134,8 @@ def wake_figures(logs: Sequence[WatchLog], writes: Mapping[int, Sequence[tuple[f
                          "wakes_from_write": latency_stats([s for _a, s in latency[phase]]),
                          "wrong_wakes": len(wrongly[phase])} for phase in PHASES}
     return {"per_phase": per_phase, "waited_for": waited_for, "woken": len(samples), "missed": missed,
-            "wrong": len(wrong), "wrong_by_question": {f"{g:03d}": n for g, n in sorted(wrong_groups.items()) if n},
+            "woken_by_refused_writes": by_refused, "wrong": len(wrong),
+            "wrong_by_question": {f"{g:03d}": n for g, n in sorted(wrong_groups.items()) if n},
             "unarmed": sum(1 for log in logs if log.armed_at is None),
             "errors": dict(sum((log.errors for log in logs), Counter()).most_common(5))}
 
