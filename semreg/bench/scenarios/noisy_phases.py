@@ -60,7 +60,6 @@ def run(ctx: BenchContext, load: NoisyLoad, members: list[Member], prepared: dic
     plan = adv.AdversaryPlan(first.url, figures.pop("ontology_path"), figures.pop("backup_path"), dict(headers),
                              patterns=load.patterns, batch_instances=load.batch_instances,
                              sparql_at_once=load.sparql_at_once)
-    seconds = ctx.settings.adversary_s
     with LoopThread("semreg-bench-noisy") as loop:
         with ctx.client(first.url) as http, ctx.ui.step(f"registering {load.instances:,} heartbeating instances"):
             register_batches(ctx, http, heartbeating(load.instances, load.ttl_s), BATCH)
@@ -73,40 +72,55 @@ def run(ctx: BenchContext, load: NoisyLoad, members: list[Member], prepared: dic
                 # wake it, or not, by chance
                 jobs += start_writers(loop, load, members, rec, headers, woken)
                 time.sleep(load.period_s)
-            bounds, cpu = [time.perf_counter()], [cpu_of(members)]
-            with ctx.ui.step(f"reference: the liveness load alone ({load.reference_s:.0f} s)"):
-                sample_for(load.reference_s, members, rec)
-            bounds.append(time.perf_counter())
-            cpu.append(cpu_of(members))
-            neighbour = adv.Adversary(plan)
-            neighbour.start()
-            try:
-                with ctx.ui.step(f"adversary on {first.name} ({seconds} s)"):
-                    sample_for(seconds, members, rec)
-            finally:
-                bounds.append(time.perf_counter())
-                cpu.append(cpu_of(members))
-                outcomes, unfinished, error = neighbour.stop()
-            with ctx.ui.step(f"after: the adversary stopped ({load.after_s:.0f} s)"):
-                sample_for(max(0.0, bounds[-1] + load.after_s - time.perf_counter()), members, rec)
-            bounds.append(time.perf_counter())
-            cpu.append(cpu_of(members))
+            bounds, cpu, (outcomes, unfinished, error) = three_phases(ctx, load, members, rec, plan)
         finally:
-            for b in beaters:
-                b.stop()
-            for job in jobs[len(beaters):]:
-                job.cancel()
-            for job in jobs[:len(beaters)]:
-                with contextlib.suppress(Exception):
-                    job.result(60)
+            stop_load(beaters, jobs)
         with ctx.client(first.url, timeout_s=300) as http:
             listed = expect(http.get("/v1/instances", params={"service": "nn-hb", "tags": "false"})).json()
     if error:
         figures["adversary_error"] = error
     phases = nf.Phases((bounds[0], bounds[1], bounds[2], bounds[3]))
-    figures.update(summarise(load, members, rec, beaters, phases, cpu, listed, outcomes, unfinished, seconds))
+    figures.update(summarise(load, members, rec, beaters, phases, cpu, listed, outcomes, unfinished,
+                             ctx.settings.adversary_s))
     log_summary(ctx, figures)
     return figures
+
+
+def three_phases(ctx: BenchContext, load: NoisyLoad, members: list[Member], rec: Recorders, plan: adv.AdversaryPlan
+                 ) -> tuple[list[float], list[dict[str, float | None]], tuple[list[adv.Outcome], dict[str, int], str]]:
+    """The reference, the adversary's minute in its child process, and the after: the phases' bounds, each
+    member's CPU seconds at each bound, and what the adversary saw (outcomes, unfinished, error)."""
+    seconds = ctx.settings.adversary_s
+    bounds, cpu = [time.perf_counter()], [cpu_of(members)]
+    with ctx.ui.step(f"reference: the liveness load alone ({load.reference_s:.0f} s)"):
+        sample_for(load.reference_s, members, rec)
+    bounds.append(time.perf_counter())
+    cpu.append(cpu_of(members))
+    neighbour = adv.Adversary(plan)
+    neighbour.start()
+    try:
+        with ctx.ui.step(f"adversary on {members[0].name} ({seconds} s)"):
+            sample_for(seconds, members, rec)
+    finally:
+        bounds.append(time.perf_counter())
+        cpu.append(cpu_of(members))
+        seen = neighbour.stop()
+    with ctx.ui.step(f"after: the adversary stopped ({load.after_s:.0f} s)"):
+        sample_for(max(0.0, bounds[-1] + load.after_s - time.perf_counter()), members, rec)
+    bounds.append(time.perf_counter())
+    cpu.append(cpu_of(members))
+    return bounds, cpu, seen
+
+
+def stop_load(beaters: list[Heartbeater], jobs: list) -> None:
+    """The heartbeats stopped (those queued still sent), the probes cancelled: `jobs` starts with the beaters'."""
+    for b in beaters:
+        b.stop()
+    for job in jobs[len(beaters):]:
+        job.cancel()
+    for job in jobs[:len(beaters)]:
+        with contextlib.suppress(Exception):
+            job.result(60)
 
 
 def start_probes(loop: LoopThread, load: NoisyLoad, members: list[Member], rec: Recorders,
