@@ -170,3 +170,38 @@ def log_milestones(log_text: str, messages: tuple[str, ...], since: float) -> di
         if at >= since - 0.001:  # the log's times are cut to the millisecond
             seen[record["msg"]] = round(at - since, 2)
     return {m: seen[m] for m in messages if m in seen}
+
+
+# -- CPU time, from /proc/<pid>/stat -----------------------------------------------------------------------
+def cpu_ticks(stat_text: str) -> int | None:
+    """utime + stime + cutime + cstime (clock ticks) from the text of /proc/<pid>/stat: the CPU of the process
+    and of the children it has waited for (fields after the command name, which may hold spaces)."""
+    fields = stat_text.rpartition(")")[2].split()
+    try:
+        return sum(int(fields[n]) for n in (11, 12, 13, 14))
+    except (IndexError, ValueError):
+        return None
+
+
+def tree_cpu_seconds(pid: int | None) -> float | None:
+    """The CPU seconds of a process and of every live descendant (each with the children it waited for), or
+    None when the process is gone or there is no /proc."""
+    import os
+
+    if pid is None:
+        return None
+    ticks, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            with open(f"/proc/{current}/stat") as stat:
+                mine = cpu_ticks(stat.read())
+        except OSError:
+            mine = None
+        if mine is None:
+            if current == pid:
+                return None
+            continue
+        ticks += mine
+        todo.extend(child_pids(current))
+    return ticks / os.sysconf("SC_CLK_TCK")

@@ -47,6 +47,7 @@ class BenchSettings:
     heartbeat_connections: int = 16  # keep-alive connections the heartbeats share
     storage_instances: int = 100_000  # instances a server holds when its start-up is timed (scenario storage)
     minutes: int = 30  # how long the churn load runs (scenario soak)
+    adversary_s: int = 60  # how long the adversary runs (scenarios noisy-neighbour, noisy-neighbour-ring)
     seed: int = 7
     only: tuple[str, ...] = ()
     quick: bool = False
@@ -74,7 +75,7 @@ class BenchSettings:
 QUICK = {"instances": 1000, "classes": 300, "duration_s": 2, "warmup_s": 0, "rounds": 1,
          "register_repeats": 5, "register_replacements": 2, "closure_rounds": 2,
          "watches": 300, "watch_groups": 10, "checked_instances": 50, "heartbeat_instances": 200,
-         "storage_instances": 5000, "minutes": 1}
+         "storage_instances": 5000, "minutes": 1, "adversary_s": 8}
 
 # flag, settings field, type, help
 _SIZES = (
@@ -99,6 +100,8 @@ _SIZES = (
      "directory is timed (default 100000; quick 5000)"),
     ("--minutes", "minutes", int, "minutes the soak's churn load runs, memory read at the end of each (default 30; "
      "quick 1)"),
+    ("--adversary-s", "adversary_s", int, "seconds the noisy neighbour runs, after a reference without it "
+     "(default 60; quick 8)"),
     ("--seed", "seed", int, "seed of the synthetic data set (default 7)"),
 )
 
@@ -111,8 +114,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", metavar="NAME[,NAME]", default="",
                         help="run only these scenarios (comma list of discovery, many-tags, cold-discovery, "
                              "sparql, register-1000-tags, closure, storage, watches, health-checks, heartbeat-load, ring, "
-                             "paused-owner, dns, cluster, soak, scale, scale-ring, owlstc, no-sparql; an unknown name lists "
-                             "every scenario; soak, scale, scale-ring and no-sparql run only when named)")
+                             "paused-owner, dns, cluster, soak, scale, scale-ring, owlstc, no-sparql, noisy-neighbour, "
+                             "noisy-neighbour-ring; an unknown name lists every scenario; soak, scale, scale-ring, "
+                             "no-sparql and the noisy-neighbour ones run only when named)")
     for flag, dest, kind, text in _SIZES:
         parser.add_argument(flag, dest=dest, type=kind, default=None, metavar="N", help=text)
     parser.add_argument("--semreg-url", metavar="URL", default=None,

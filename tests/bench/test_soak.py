@@ -131,7 +131,8 @@ def test_settings_minutes_and_soak_only_when_named():
     with pytest.raises(ValueError, match="--minutes must be at least 1"):
         _settings("--minutes", "0")
     assert "soak" in SCENARIOS and "soak" not in default_names()
-    assert default_names() == [name for name in SCENARIOS if name not in ("soak", "scale", "scale-ring", "no-sparql")]
+    assert default_names() == [name for name in SCENARIOS if name not in (
+        "soak", "scale", "scale-ring", "no-sparql", "noisy-neighbour", "noisy-neighbour-ring")]
     assert [t.path for t in SCENARIOS["soak"].targets] == ["growth_pct"]
 
 

@@ -14,6 +14,9 @@ on a shared machine (the figures are in `semreg.http1.client`).
     heartbeats.py  heartbeats on an even schedule (`Heartbeater`, `heartbeat_due`)
     metrics.py     /metrics sampled in the background while other load runs (`sample_metrics`)
     target.py      a tiny HTTP server for active health checks to hit (`HealthTarget`)
+    probes.py      /healthz probed, blocking reads re-armed, writes at known times, /v1/cluster sampled, the
+                   bench loop's own lag (the noisy-neighbour scenarios)
+    adversary.py   the noisy neighbour: the heaviest requests of each kind looped in a child process (`Adversary`)
 
 What these load drivers measure is summarised by `semreg.bench.stats`; what the bench reads off the
 server's process by `semreg.bench.readings`.

@@ -2,15 +2,19 @@
 
 `heartbeat_due` is the schedule (pure): every instance once a period, the period's heartbeats spread
 evenly. A `Heartbeater` keeps to it over a few keep-alive connections and counts what came back
-(`HeartbeatStats`), including how late each heartbeat left.
+(`HeartbeatStats`), including how late each heartbeat left and, when asked, when each was answered and
+whether it came after the lease its instance's previous answer gave had run out.
 """
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+import orjson
 
 from semreg.bench.aio.connection import TRANSPORT_ERRORS, Connection
 
@@ -32,22 +36,38 @@ class HeartbeatStats:
     statuses: Counter[str] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
     lateness_s: list[float] = field(default_factory=list)  # send time minus due time, per heartbeat
-    critical_answers: int = 0  # heartbeats whose answer said the instance had been critical
+    critical_answers: int = 0  # heartbeats sent after the lease their instance's previous answer gave had lapsed
+    lapsed: set[int] = field(default_factory=set)  # the indexes of the instances those heartbeats were for
+    # with `answers`: (due, sent, answered, status) of every heartbeat sent, perf_counter times, status 0 when
+    # the connection failed
+    beats: list[tuple[float, float, float, int]] = field(default_factory=list)
+
+
+def lease_end(body: bytes) -> float | None:
+    """The `expires_at` of a heartbeat's answer as epoch seconds, or None when it has none."""
+    try:
+        at = orjson.loads(body).get("expires_at")
+        return dt.datetime.fromisoformat(at).timestamp() if isinstance(at, str) else None
+    except (ValueError, AttributeError):
+        return None
 
 
 class Heartbeater:
     """`PUT /v1/instances/{id}/heartbeat` for every id once a period, spread evenly (`heartbeat_due`),
     over `connections` keep-alive connections. A heartbeat is sent at its due time or, when every
-    connection is busy, as soon as one is free; its lateness is recorded."""
+    connection is busy, as soon as one is free; its lateness is recorded. With `answers`, so are its
+    times and the leases that lapsed between two heartbeats of an instance (`critical_answers`)."""
 
     def __init__(self, url: str, ids: Sequence[str], period_s: float, connections: int = 16,
-                 headers: Mapping[str, str] | None = None) -> None:
+                 headers: Mapping[str, str] | None = None, answers: bool = False) -> None:
         self.url = url
         self.ids = list(ids)
         self.period_s = period_s
         self.connections = connections
         self.headers = {"Content-Type": "application/json", **(headers or {})}
         self.stats = HeartbeatStats()
+        self.answers = answers
+        self._lease_ends: dict[int, float] = {}  # instance index → epoch seconds its last answer's lease ends
         self.scheduled = 0
         self._stopping = False
         self.started = 0.0
@@ -85,18 +105,28 @@ class Heartbeater:
         try:
             while (item := await queue.get()) is not None:
                 index, due = item
-                self.stats.lateness_s.append(time.perf_counter() - due)
+                sent = time.perf_counter()
+                self.stats.lateness_s.append(sent - due)
+                if self.answers and time.time() > self._lease_ends.get(index, float("inf")):
+                    self.stats.critical_answers += 1
+                    self.stats.lapsed.add(index)
                 n += 1
                 body = b'{"load": %d}' % (n % 10)
                 try:
                     response = await conn.request("PUT", f"/v1/instances/{self.ids[index]}/heartbeat", body)
                 except TRANSPORT_ERRORS as exc:
+                    if self.answers:
+                        self.stats.beats.append((due, sent, time.perf_counter(), 0))
                     self.stats.failed += 1
                     self.stats.errors[f"{type(exc).__name__}: {exc}"[:200]] += 1
                     continue
                 self.stats.statuses[str(response.status)] += 1
+                if self.answers:
+                    self.stats.beats.append((due, sent, time.perf_counter(), response.status))
                 if response.status == 200:
                     self.stats.ok += 1
+                    if self.answers and (ends := lease_end(response.body)) is not None:
+                        self._lease_ends[index] = ends
                 else:
                     self.stats.failed += 1
                     self.stats.errors[f"HTTP {response.status}: {response.body[:200].decode(errors='replace')}"] += 1

@@ -7,7 +7,7 @@ that compares servers reports a ratio. Targets (`Target`) are checked by the run
 asserted. To add a scenario, write it in the module of its family (or a new one), decorate it, and
 name it in `SCENARIOS` below; `--only NAME` selects it. A scenario in `ONLY_WHEN_NAMED` is left out of
 a run that names none (the soak takes half an hour by default; scale, scale-ring and no-sparql are as long as
---instances makes them).
+--instances makes them; the noisy-neighbour ones first register 100,000 instances).
 
     common.py        `Scenario` and `@scenario`, and the steps several scenarios share
     discovery.py     discovery, many-tags, cold-discovery: GET /v1/discover against etcd and SPARQL
@@ -28,6 +28,9 @@ a run that names none (the soak takes half an hour by default; scale, scale-ring
     replica.py       no-sparql: what the SPARQL replica costs a node, as what --no-sparql saves (scale's readings)
     soak.py          soak: memory per minute of the server, the SPARQL template and the query processes under
                      steady churn (heartbeats, watches, discoveries, SPARQL, registrations and removals)
+    noisy.py         noisy-neighbour, noisy-neighbour-ring: heartbeats, /healthz and blocking reads without and
+                     with an adversary looping the heaviest requests, on one node and on a ring of three
+    noisy_figures.py their figures, phase by phase, from what the probes and the adversary recorded (pure)
 
 The scenario modules import common.py (ring also the cold questions of discovery.py), never this
 package's `SCENARIOS`: only this module imports them all, so there is no circle among them.
@@ -38,6 +41,7 @@ from semreg.bench.scenarios import (
     discovery,
     dns,
     liveness,
+    noisy,
     owlstc,
     paused,
     registration,
@@ -73,9 +77,11 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     scale_ring.scale_ring,
     owlstc.owlstc,
     replica.no_sparql,
+    noisy.noisy_neighbour,
+    noisy.noisy_neighbour_ring,
 )}
 
-ONLY_WHEN_NAMED = frozenset({"soak", "scale", "scale-ring", "no-sparql"})
+ONLY_WHEN_NAMED = frozenset({"soak", "scale", "scale-ring", "no-sparql", "noisy-neighbour", "noisy-neighbour-ring"})
 
 
 def default_names() -> list[str]:
