@@ -1,5 +1,5 @@
 """The noisy-neighbour scenarios: does a node keep its picture of who is alive while one client loops the
-heaviest requests it can send? (issue 38)
+heaviest requests it can send?
 
     noisy-neighbour       one node of its own
     noisy-neighbour-ring  a ring of three members (k=2) with etcd; the heartbeats, probes and reads spread
