@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -46,6 +46,17 @@ def expect(response: httpx.Response, *statuses: int) -> httpx.Response:
         raise BenchError(f"{request.method} {request.url.path} answered {response.status_code}: "
                          f"{response.text[:500]}")
     return response
+
+
+def patiently(send: Callable[[], httpx.Response], tries: int = 10) -> httpx.Response:
+    """`send()`'s response, sent again after the Retry-After of a 503 (a node shedding load, a ring member back
+    after its lease lapsed), as a client would, at most `tries` times in all."""
+    for _ in range(tries - 1):
+        response = send()
+        if response.status_code != 503:
+            return response
+        time.sleep(float(response.headers.get("Retry-After", "1")))
+    return send()
 
 
 def median_figures(runs: list[dict]) -> dict:

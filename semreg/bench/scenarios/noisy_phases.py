@@ -23,7 +23,7 @@ from semreg.bench.aio.probes import (
     sample_cluster,
     write_at_known_times,
 )
-from semreg.bench.context import BenchContext, expect
+from semreg.bench.context import BenchContext, expect, patiently
 from semreg.bench.readings import process_rss_bytes, tree_cpu_seconds
 from semreg.bench.scenarios import noisy_figures as nf
 from semreg.bench.scenarios.common import mib, register_batches, wait_for
@@ -76,7 +76,8 @@ def run(ctx: BenchContext, load: NoisyLoad, members: list[Member], prepared: dic
         finally:
             stop_load(beaters, jobs)
         with ctx.client(first.url, timeout_s=300) as http:
-            listed = expect(http.get("/v1/instances", params={"service": "nn-hb", "tags": "false"})).json()
+            listed = expect(patiently(lambda: http.get("/v1/instances", params={"service": "nn-hb", "tags": "false"}))
+                            ).json()
     if error:
         figures["adversary_error"] = error
     phases = nf.Phases((bounds[0], bounds[1], bounds[2], bounds[3]))

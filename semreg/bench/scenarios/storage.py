@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import httpx
 
-from semreg.bench.context import BenchContext, expect
+from semreg.bench.context import BenchContext, expect, patiently
 from semreg.bench.dataset import Dataset
 from semreg.bench.peers import BenchError, PeerProcess
 from semreg.bench.scenarios.common import mib, scenario
@@ -127,14 +127,15 @@ def register(ctx: BenchContext, http: httpx.Client, data: Dataset) -> Registered
     with ctx.ui.step(f"registering {data.instances:,} instances × {data.tags_per_instance} tags in batches of "
                      f"{BATCH:,}", total=data.instances) as advance:
         for batch in data.batches(BATCH):
-            for attempt in range(RETRIES + 1):
+            def send(batch: list = batch) -> httpx.Response:
+                nonlocal elapsed, retried
                 started = time.perf_counter()
                 response = http.post("/v1/instances/batch", json={"instances": batch})
                 elapsed += time.perf_counter() - started
-                if response.status_code != 503 or attempt == RETRIES:
-                    break
-                retried += 1
-                time.sleep(float(response.headers.get("Retry-After", "1")))
+                retried += response.status_code == 503
+                return response
+            response = patiently(send, RETRIES + 1)
+            retried -= response.status_code == 503  # the last answer is not a retry
             expect(response)
             advance(len(batch))
     return Registered(elapsed, retried)
