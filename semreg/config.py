@@ -72,6 +72,8 @@ class Settings:
     json_body_limit_bytes: int = option(4 * MiB, "json-body-limit", "largest JSON body (413 past it)", metavar="BYTES")
     ontology_body_limit_bytes: int = option(32 * MiB, "ontology-body-limit", "largest ontology upload",
                                             metavar="BYTES")
+    ontology_xml_depth: int = option(100, "ontology-xml-depth", "deepest an RDF/XML upload's elements may nest (400 "
+                                     "past it: parsing takes time quadratic in the depth)", metavar="N")
     restore_body_limit_bytes: int = option(1024 * MiB, "restore-body-limit", "largest backup POST /v1/restore takes",
                                            metavar="BYTES")
     restore_inflated_limit_bytes: int = option(8192 * MiB, "restore-inflated-limit", "most bytes a backup may "

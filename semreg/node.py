@@ -66,7 +66,8 @@ class Node:
             self.store.on_written = self.at_rest.records_written
         published = published_to(self.replica, self.at_rest)
         self.heap = heap.HeapSettler()
-        self.knowledge = Knowledge(self.store, self.write, published, strict_terms=settings.strict_terms)
+        self.knowledge = Knowledge(self.store, self.write, published, strict_terms=settings.strict_terms,
+                                   xml_depth=settings.ontology_xml_depth)
         self.shard = LocalShard(self.clock, self.store, self.write, self.submit, health, settings.node_id)
         self.coordinator = Coordinator(self.knowledge, self.clock, Single(self.shard))
         self.questions = Questions(self.knowledge)  # what each saved query asks, parsed once per change

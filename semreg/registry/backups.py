@@ -191,11 +191,11 @@ def check(contents: Contents) -> None:
                              f"{exc.message}", ontology=o.name) from None
 
 
-async def check_ontologies(contents: Contents) -> None:
+async def check_ontologies(contents: Contents, knowledge: Knowledge) -> None:
     """Each ontology parses as its media type (what its upload will do again)."""
     for o in contents.ontologies:
         try:
-            await asyncio.to_thread(parsing.parse, o.source.encode(), o.media_type)
+            await asyncio.to_thread(knowledge.ontologies.parse, o.source.encode(), o.media_type)
         except BadRequest as exc:
             raise BadRequest(f"the backup's ontology '{o.name}' does not parse: {exc.message}", ontology=o.name) from None
 
@@ -230,7 +230,7 @@ async def restore(placement: Placement, stragglers: Stragglers, knowledge: Knowl
     instances are read back from where the reading put them aside a batch at a time, on a worker thread."""
     await asyncio.to_thread(check, contents)
     check_queries(contents)
-    await check_ontologies(contents)
+    await check_ontologies(contents, knowledge)
     held = await inventories(placement)
     if not force:
         refuse_unless_empty(held, knowledge)
