@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import gc
 import gzip
+import json
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from support.backups import HEAD, TAG_LINE, gzip_bomb, holding_one
+from support.raw import Raw
 
 GZ = {"Content-Type": "application/gzip"}
 MiB = 1 << 20
@@ -87,3 +89,19 @@ def test_a_body_that_ends_inside_its_gzip_data_or_trails_other_bytes_is_refused(
     for body in (whole[:-3], whole + b"not gzip", whole + gzip.compress(TAG_LINE)[:5]):
         said = refused_and_unchanged(target, body)
         assert "ends early" in said["error"] or "damaged" in said["error"], said
+
+
+def test_a_bomb_sent_over_a_socket_is_refused_before_its_body_ends(in_process):
+    server = in_process(restore_inflated_limit_bytes=INFLATED_LIMIT)
+    port = int(server.listen().rsplit(":", 1)[1])
+    bomb = gzip_bomb(TAG_LINE, 1 << 30)
+    first = bomb[:512 * 1024]  # inflates to more than the 64 MiB limit on its own
+    raw = Raw(port)
+    try:
+        raw.send(b"POST /v1/restore HTTP/1.1\r\nHost: semreg.test\r\nContent-Type: application/gzip\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\n" + f"{len(first):x}\r\n".encode() + first + b"\r\n")
+        head, body = raw.response()  # the rest of the body, and its last chunk, are never sent
+    finally:
+        raw.close()
+    assert head.status == 400 and json.loads(body)["limit"] == "restore-inflated-limit", body[:300]
+    assert server.client().get("/v1/instances").json() == []
