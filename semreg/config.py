@@ -82,7 +82,15 @@ class Settings:
     json_body_limit_bytes: int = option(4 * MiB, "json-body-limit", "largest JSON body (413 past it)", metavar="BYTES")
     ontology_body_limit_bytes: int = option(32 * MiB, "ontology-body-limit", "largest ontology upload",
                                             metavar="BYTES")
+    ontology_xml_depth: int = option(100, "ontology-xml-depth", "deepest an RDF/XML upload's elements may nest (400 "
+                                     "past it: parsing takes time quadratic in the depth)", metavar="N")
     restore_body_limit_bytes: int = option(1024 * MiB, "restore-body-limit", "largest backup POST /v1/restore takes",
+                                           metavar="BYTES")
+    restore_inflated_limit_bytes: int = option(8192 * MiB, "restore-inflated-limit", "most bytes a backup may "
+                                               "inflate to (400 as soon as it passes them, while it streams)",
+                                               metavar="BYTES")
+    restore_line_limit_bytes: int = option(16 * MiB, "restore-line-limit", "longest line a backup may have, and most "
+                                           "text one registration's tags and meta may hold (400 naming the line)",
                                            metavar="BYTES")
     sparql: bool = option(True, "sparql", "serve /sparql from a replica of the whole registry on this node; with "
                           "--no-sparql the node keeps no replica and, in a ring, forwards /sparql to a member that "

@@ -71,7 +71,8 @@ class Node:
         published = published_to(self.replica, self.at_rest)
         self.heap = heap.HeapSettler()
         self.lag, self.stalls, self.lane = request_work(settings)
-        self.knowledge = Knowledge(self.store, self.write, published, strict_terms=settings.strict_terms)
+        self.knowledge = Knowledge(self.store, self.write, published, strict_terms=settings.strict_terms,
+                                   xml_depth=settings.ontology_xml_depth)
         self.shard = LocalShard(self.clock, self.store, self.write, self.submit, health, settings.node_id, self.lane)
         self.coordinator = Coordinator(self.knowledge, self.clock, Single(self.shard), self.lane)
         self.questions = Questions(self.knowledge)  # what each saved query asks, parsed once per change

@@ -3,9 +3,10 @@ uploaded, client-set prefixes, saved queries) to one gzipped N-Quads file and ba
 `POST /v1/restore`).
 
 A backup is written to `FILE.part`, checked whole, then renamed: a cut download never leaves a file that
-looks like a backup. A restore checks the whole file before sending anything, and names the line where a
-corrupt or truncated one breaks. Both show progress on stderr when it is a terminal, and nothing else
-there otherwise.
+looks like a backup. A restore checks the whole file before sending anything, as the server will, with the
+same two limits (`--restore-inflated-limit`, `--restore-line-limit`, read from the same SEMREG_* variables as
+`semreg serve`'s), and names the line where a corrupt, truncated or oversized one breaks. Both show progress on
+stderr when it is a terminal, and nothing else there otherwise.
 """
 from __future__ import annotations
 
@@ -19,11 +20,15 @@ from typing import IO, Any
 
 import httpx
 
+from semreg import config
 from semreg.cli.common import client_for, command, common_options
 from semreg.cli.output import API_ERROR, UsageError, print_json, say, warn
 from semreg.client import Client, Unreachable
 from semreg.client.calls import describe_transport_error, error_from
-from semreg.storage import backup
+from semreg.storage import backup, backup_reading
+from semreg.storage.lines import Limits
+
+LIMITS = ("restore_inflated_limit_bytes", "restore_line_limit_bytes")  # settings both sides apply to a backup
 
 
 class _Quiet:
@@ -63,14 +68,19 @@ def _absolute(advance: Callable[[int], None]) -> Callable[..., None]:
     return told
 
 
-def _check(path: Path, ui: Any, shown: str | None = None) -> backup.Contents | None:
-    """The backup in `path`, read whole; None (the reason said) when it is not a complete one."""
+def _check(path: Path, ui: Any, limits: Limits, shown: str | None = None) -> dict[str, int] | None:
+    """What the backup in `path` holds, read whole; None (the reason said) when it is not a complete one."""
     with ui.step(f"checking {shown or path.name}", total=path.stat().st_size) as advance, open(path, "rb") as f:
         try:
-            return backup.read(f, _absolute(advance))
+            with backup_reading.read(f, _absolute(advance), limits) as contents:
+                return contents.counts()
         except backup.BadBackup as exc:
             warn(f"{path}: {exc.message}")
             return None
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    return Limits(args.restore_inflated_limit_bytes, args.restore_line_limit_bytes)
 
 
 def _download(client: Client, into: IO[bytes], advance: Callable[[int], None]) -> None:
@@ -107,16 +117,15 @@ def run_backup(args: argparse.Namespace) -> int:
         with _progress(args) as ui:
             with ui.step("downloading the backup") as advance, open(part, "wb") as f:
                 _download(client, f, advance)
-            contents = _check(part, ui, path.name)
-        if contents is None:
-            warn("the registry's answer was cut short; no backup was written.")
+            counts = _check(part, ui, _limits(args), path.name)
+        if counts is None:
+            warn("no backup was written.")
             return API_ERROR
         os.replace(part, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             part.unlink()
         client.close()
-    counts = contents.counts()
     if args.json:
         print_json({**counts, "file": str(path), "bytes": path.stat().st_size})
     else:
@@ -132,8 +141,7 @@ def run_restore(args: argparse.Namespace) -> int:
     client = client_for(args)
     try:
         with _progress(args) as ui:
-            contents = _check(path, ui)
-            if contents is None:
+            if _check(path, ui, _limits(args)) is None:
                 warn("nothing was restored.")
                 return API_ERROR
             with ui.step("restoring (sending, then applying)", total=path.stat().st_size) as advance:
@@ -155,6 +163,7 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
                 "prefixes) to a gzipped N-Quads file, while it keeps serving (admin token)", run_backup)
     p.add_argument("file", help="the backup file to write, e.g. registry.nq.gz")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help=progress_help)
+    _limit_options(p, env)
     p = command(sub, "restore", common, "load a backup into an empty registry, node or ring (admin token); the "
                 "whole file is checked first", run_restore)
     p.add_argument("file", help="a file semreg backup (or GET /v1/backup) wrote")
@@ -162,3 +171,16 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
                    help="restore into a registry that holds something: the backup's instances, ontologies and "
                         "prefixes replace those of the same id or name; nothing else is removed")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help=progress_help)
+    _limit_options(p, env)
+
+
+def _limit_options(p: argparse.ArgumentParser, env: Mapping[str, str]) -> None:
+    """The limits a restore reads a backup with, as `semreg serve` takes them (flag, SEMREG_* variable, default):
+    the file is checked here as the server will check it."""
+    from_env = config.environment(env)
+    for f in config.options():
+        if f.name in LIMITS:
+            meta = f.metadata
+            p.add_argument("--" + meta["flag"], dest=f.name, type=int, metavar=meta["metavar"],
+                           default=from_env.get(f.name, f.default),
+                           help=f"{meta['help']} (env {meta['env']}; default {f.default}, as the server's)")

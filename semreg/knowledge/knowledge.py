@@ -15,6 +15,7 @@ from typing import Any
 from semreg.errors import Conflict, InvalidTerm, NotFound
 from semreg.knowledge.ontologies import Ontologies, Published, Write
 from semreg.knowledge.queries import SavedQueries
+from semreg.rdf import xml_bounds
 from semreg.rdf.terms import ANY, PrefixMap, Tag, check_iri, validate_prefix_name
 from semreg.reasoning import expansion
 from semreg.reasoning.lexicon import Lexicon
@@ -30,14 +31,15 @@ HierarchyListener = Callable[[Hierarchy, float], None]  # (the new hierarchy, se
 
 
 class Knowledge:
-    def __init__(self, store: Store, write: Write, replica: Published, strict_terms: bool = False) -> None:
+    def __init__(self, store: Store, write: Write, replica: Published, strict_terms: bool = False,
+                 xml_depth: int = xml_bounds.DEPTH) -> None:
         self.store = store
         self._write = write
         self.prefixes = PrefixMap()
         self.hierarchy = Hierarchy()
         self.lexicon = Lexicon()
         self.strict_terms = strict_terms
-        self.ontologies = Ontologies(store, replica, write, self._install)
+        self.ontologies = Ontologies(store, replica, write, self._install, xml_depth)
         self.queries = SavedQueries(store, write)
         self._listeners: list[HierarchyListener] = []
         self.closure_ms = 0.0

@@ -24,7 +24,7 @@ from typing import Any, Protocol, cast
 import pyoxigraph as ox
 
 from semreg.errors import BadRequest, NotFound
-from semreg.rdf import parsing
+from semreg.rdf import parsing, xml_bounds
 from semreg.reasoning.reasoner import Hierarchy, Outcome, Reasoner
 from semreg.storage.store import OntologyMeta, Store, now_rfc3339
 
@@ -119,8 +119,9 @@ def phase(timings: dict[str, float], name: str):
 
 class Ontologies:
     def __init__(self, store: Store, replica: Published, write: Write,
-                 install: Callable[[Hierarchy, dict[str, str], float], None]) -> None:
+                 install: Callable[[Hierarchy, dict[str, str], float], None], xml_depth: int = xml_bounds.DEPTH) -> None:
         self.store = store
+        self.xml_depth = xml_depth  # how deep an RDF/XML document's elements may nest (`semreg.rdf.xml_bounds`)
         self.replica = replica
         self._write = write
         self._install_hierarchy = install
@@ -135,6 +136,10 @@ class Ontologies:
     def __contains__(self, name: str) -> bool:
         return name in self.metas
 
+    def parse(self, body: bytes, media_type: str) -> parsing.Parsed:
+        """A document as an upload is parsed (a 400 when it is not one); the caller's thread does the work."""
+        return parsing.parse(body, media_type, self.xml_depth)
+
     def __len__(self) -> int:
         return len(self.metas)
 
@@ -144,7 +149,7 @@ class Ontologies:
         records = await self._write(self.store.load_ontologies)
         for meta, source in records:
             try:
-                parsed = await asyncio.to_thread(parsing.parse, source.encode(), meta.media_type)
+                parsed = await asyncio.to_thread(self.parse, source.encode(), meta.media_type)
             except BadRequest as exc:
                 log.error("a recorded ontology no longer parses; it is left out", extra={"ontology": meta.name,
                                                                                           "reason": exc.message})
@@ -166,7 +171,7 @@ class Ontologies:
         media = parsing.media_type_of(content_type)
         timings: dict[str, float] = {}
         with phase(timings, "parse"):
-            parsed = await asyncio.to_thread(parsing.parse, body, media)
+            parsed = await asyncio.to_thread(self.parse, body, media)
         try:
             source = body.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -7,8 +7,8 @@ Through a ring it gathers what every member holds, as hand-offs and anti-entropy
 `export` of the newest copy of each instance from the member holding it): each instance once, at its
 newest revision, and none whose newest revision anywhere is a removal.
 
-A restore is checked whole before anything changes (every registration, prefix, saved query and ontology,
-which is parsed), refused with a `Conflict` when the target already holds something unless forced, then
+A restore is checked whole before anything changes (every registration as the file is read, then every prefix,
+saved query and ontology, which is parsed), refused with a `Conflict` when the target already holds something unless forced, then
 applied: ontologies (through the same path as an upload, so a ring takes them on every node), prefixes, saved
 queries with their owners (after the ontologies and prefixes their terms may need), then the
 instances with their owner, registration time and status, on their owners as a hand-off puts them
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,21 +161,25 @@ async def gather(placement: Placement) -> list[tuple[dict[str, Any], int]]:
 
 
 # -- restore --------------------------------------------------------------------------------------------
-def check(contents: Contents) -> list[Registration]:
-    """Every registration and prefix of a backup, checked (400 naming the first that is not one)."""
-    regs = []
-    for rec, _ in contents.records:
-        if isinstance(rec.get("check"), dict):  # as a registration stores it: only the target it names
-            rec["check"] = {k: v for k, v in rec["check"].items() if v is not None}
-        try:
-            reg = Registration.from_record(rec)
-            if not 1 <= reg.port <= 65535 or reg.weight < 1:
-                raise ValueError("its port or weight is out of range")
-        except (KeyError, TypeError, ValueError) as exc:
-            raise BadRequest(f"the backup's instance '{rec.get('id')}' is not a valid registration: {exc}.",
-                             instance=rec.get("id")) from None
-        regs.append(reg)
-    for prefix, iri in contents.prefixes.items():
+def check_record(rec: dict[str, Any]) -> None:
+    """One registration of a backup checked as the registry would take it (400 naming it if it is not one),
+    its health check kept as a registration stores it: only the target it names. `backup_reading` calls it on
+    each record as it is read."""
+    if isinstance(rec.get("check"), dict):
+        rec["check"] = {k: v for k, v in rec["check"].items() if v is not None}
+    try:
+        reg = Registration.from_record(rec)
+        if not 1 <= reg.port <= 65535 or reg.weight < 1:
+            raise ValueError("its port or weight is out of range")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BadRequest(f"the backup's instance '{rec.get('id')}' is not a valid registration: {exc}.",
+                         instance=rec.get("id")) from None
+
+
+def check(contents: Contents) -> None:
+    """Every prefix and ontology name of a backup, checked (400 naming the first that is not one); its
+    registrations were as it was read (`check_record`)."""
+    for prefix, iri in contents.prefixes:
         validate_prefix_name(prefix)
         check_iri(iri)
     for o in contents.ontologies:
@@ -184,14 +189,13 @@ def check(contents: Contents) -> list[Registration]:
         except SemregError as exc:
             raise BadRequest(f"the backup's ontology '{o.name}' has a media type semreg does not read: "
                              f"{exc.message}", ontology=o.name) from None
-    return regs
 
 
-async def check_ontologies(contents: Contents) -> None:
+async def check_ontologies(contents: Contents, knowledge: Knowledge) -> None:
     """Each ontology parses as its media type (what its upload will do again)."""
     for o in contents.ontologies:
         try:
-            await asyncio.to_thread(parsing.parse, o.source.encode(), o.media_type)
+            await asyncio.to_thread(knowledge.ontologies.parse, o.source.encode(), o.media_type)
         except BadRequest as exc:
             raise BadRequest(f"the backup's ontology '{o.name}' does not parse: {exc.message}", ontology=o.name) from None
 
@@ -222,10 +226,11 @@ async def restore(placement: Placement, stragglers: Stragglers, knowledge: Knowl
                   by: str | None = None, publish_ontology: PublishOntology | None = None,
                   publish_prefix: PublishPrefix | None = None, publish_query: PublishQuery | None = None
                   ) -> dict[str, int]:
-    """Apply a validated backup (see the module's docstring); the counts of what it held."""
-    check(contents)
+    """Apply a backup read with `check_record` (see the module's docstring); the counts of what it held. The
+    instances are read back from where the reading put them aside a batch at a time, on a worker thread."""
+    await asyncio.to_thread(check, contents)
     check_queries(contents)
-    await check_ontologies(contents)
+    await check_ontologies(contents, knowledge)
     held = await inventories(placement)
     if not force:
         refuse_unless_empty(held, knowledge)
@@ -234,7 +239,7 @@ async def restore(placement: Placement, stragglers: Stragglers, knowledge: Knowl
         change = await knowledge.ontologies.put(o.name, o.source.encode(), o.media_type)
         if publish_ontology is not None:
             await publish_ontology(o.name, change.meta.sha256, change.meta.media_type)
-    for prefix, iri in contents.prefixes.items():
+    for prefix, iri in contents.prefixes:
         await knowledge.put_prefix(prefix, iri, by=by, forced=True)
         if publish_prefix is not None:
             await publish_prefix(prefix, iri)
@@ -244,15 +249,18 @@ async def restore(placement: Placement, stragglers: Stragglers, knowledge: Knowl
         await knowledge.queries.put(saved, by=by)
         if publish_query is not None:
             await publish_query(saved)
-    records = []
-    for rec, revision in contents.records:
+    batches = _batches(iter(contents.records), RESTORE_BATCH)
+    while (batch := await asyncio.to_thread(next, batches, None)) is not None:
         # a copy older than what the target holds of that id (a replaced instance, a removal) would be
         # ignored: it is written at a new revision instead
-        newer = revision if revision > abs(held.get(rec["id"], (0, None))[0]) else placement.next_revision()
-        records.append((rec, newer))
-    for start in range(0, len(records), RESTORE_BATCH):
-        await _send(placement, stragglers, records[start:start + RESTORE_BATCH])
+        await _send(placement, stragglers, [(rec, revision if revision > abs(held.get(rec["id"], (0, None))[0])
+                                              else placement.next_revision()) for rec, revision in batch])
     return contents.counts()
+
+
+def _batches(items: Iterator[tuple[dict[str, Any], int]], n: int) -> Iterator[list[tuple[dict[str, Any], int]]]:
+    while batch := list(itertools.islice(items, n)):
+        yield batch
 
 
 async def _send(placement: Placement, stragglers: Stragglers, items: list[tuple[dict[str, Any], int]]) -> None:

@@ -15,24 +15,24 @@ is restored from `sr:source`, the document exactly as uploaded; its graph is the
 
 `encode` writes a snapshot as gzip chunks at level 1: 10,000 instances of three tags, 35 MB of N-Quads,
 become 1.8 MB in 0.12 s of compression; level 6 makes 1.35 MB of them in 0.23 s, twice the CPU for a quarter
-less. `read` validates and parses a whole file, and refuses a corrupt one with a `BadBackup` naming the line
-where it breaks. No HTTP here, and nothing of the registry: records are the durable dicts
-`semreg.storage.registrations.Reader` reads back.
+less. Each registration's lines, and each ontology's, prefix's and saved query's, come together: a reader
+puts each together as it streams by (`semreg.storage.backup_reading`, which refuses a corrupt file with a
+`BadBackup` naming the line where it breaks). No HTTP here, and nothing of the registry: records are the
+durable dicts `semreg.storage.registrations.Reader` reads back.
 """
 from __future__ import annotations
 
-import gzip
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any, cast
+from typing import Any
 
 import orjson
 import pyoxigraph as ox
 
 from semreg.errors import BadRequest
 from semreg.rdf.terms import RDF, SR, XSD
-from semreg.storage.registrations import Reader
+from semreg.storage.spill import Spill
 from semreg.storage.store import RECORDS, ontology_graph
 from semreg.storage.vocabulary import record_nquads
 from semreg.timefmt import rfc3339
@@ -50,8 +50,6 @@ _A = ox.NamedNode(RDF + "type")
 _NAME, _MEDIA, _UPLOADED, _SOURCE = (ox.NamedNode(SR + n) for n in ("name", "mediaType", "uploadedAt", "source"))
 _NAMESPACE = ox.NamedNode(SR + "namespace")
 _OWNER, _JSON = ox.NamedNode(SR + "owner"), ox.NamedNode(SR + "json")
-_COUNTS = {SR + "instances": "instances", SR + "ontologies": "ontologies", SR + "prefixes": "prefixes",
-           SR + "queries": "queries"}
 _TAKEN = SR + "takenAt"
 
 
@@ -75,21 +73,41 @@ class QueryCopy:
     query: dict[str, Any]
 
 
+def _record(item: list[Any]) -> tuple[dict[str, Any], int]:
+    return item[0], item[1]
+
+
+def _prefix(item: list[str]) -> tuple[str, str]:
+    return item[0], item[1]
+
+
 @dataclass
 class Contents:
-    """What a backup holds: durable records with revisions, ontologies in upload order, client-set prefixes,
-    saved queries with their owners."""
+    """What a backup holds, put aside as it was read (`Spill`: in memory up to a few MiB, then in a temporary
+    file) and read back in the file's order, as often as needed: durable records with revisions, ontologies in
+    upload order, client-set prefixes as (prefix, namespace), saved queries with their owners. `close()` once
+    done with it."""
 
-    records: list[tuple[dict[str, Any], int]] = field(default_factory=list)
-    ontologies: list[OntologyCopy] = field(default_factory=list)
-    prefixes: dict[str, str] = field(default_factory=dict)
+    records: Spill[tuple[dict[str, Any], int]] = field(default_factory=lambda: Spill(_record))
+    ontologies: Spill[OntologyCopy] = field(default_factory=lambda: Spill(lambda item: OntologyCopy(*item)))
+    prefixes: Spill[tuple[str, str]] = field(default_factory=lambda: Spill(_prefix))
+    queries: Spill[QueryCopy] = field(default_factory=lambda: Spill(lambda item: QueryCopy(*item)))
     taken_at: str = ""
     lines: int = 0
-    queries: list[QueryCopy] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {"instances": len(self.records), "ontologies": len(self.ontologies), "prefixes": len(self.prefixes),
                 "queries": len(self.queries)}
+
+    def close(self) -> None:
+        for spill in (self.records, self.ontologies, self.prefixes, self.queries):
+            spill.close()
+
+    def __enter__(self) -> Contents:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 # -- writing -------------------------------------------------------------------------------------------
@@ -156,124 +174,3 @@ def _nquads(quads: Iterable[ox.Quad]) -> bytes:
 
 def _integer(n: int) -> ox.Literal:
     return ox.Literal(str(n), datatype=ox.NamedNode(XSD + "integer"))
-
-
-# -- reading -------------------------------------------------------------------------------------------
-class _Counted:
-    """A binary stream that counts what went through it: bytes (for progress) and newlines (for errors)."""
-
-    def __init__(self, inner: IO[bytes] | gzip.GzipFile, on_read: Callable[[int], None] | None = None,
-                 lines: bool = False) -> None:
-        self.inner = inner
-        self.on_read = on_read
-        self.count_lines = lines
-        self.bytes = 0
-        self.lines = 0
-        self.again = b""  # what was peeked at, read again first
-
-    def read(self, n: int = -1) -> bytes:
-        if self.again:
-            data, self.again = self.again, b""
-            return data
-        data = self.inner.read(n)
-        self.bytes += len(data)
-        if self.count_lines:
-            self.lines += data.count(b"\n")
-        if self.on_read is not None:
-            self.on_read(self.bytes)
-        return data
-
-    def readable(self) -> bool:
-        return True
-
-
-def read(source: IO[bytes], progress: Callable[[int], None] | None = None) -> Contents:
-    """Validate and parse a whole backup (`source`: the gzipped file, at its start). `progress(n)` is told the
-    compressed bytes read so far. Raises `BadBackup` naming the line where the file breaks."""
-    raw = _Counted(source, progress)
-    text = _Counted(gzip.GzipFile(fileobj=cast(IO[bytes], raw), mode="rb"), lines=True)
-    found = _Found()
-    try:
-        text.again = first = text.read(len(HEADER))
-        if not first and not raw.bytes:
-            raise BadBackup("the backup is empty.", line=0)
-        if first != HEADER:
-            raise BadBackup("this is not a semreg backup: its first line is not '# semreg backup ...'.", line=1)
-        for quad in ox.parse(cast(IO[bytes], text), format=ox.RdfFormat.N_QUADS):  # a stream: it reads
-            found.add(quad)
-    except SyntaxError as exc:
-        line = exc.lineno or text.lines + 1
-        raise BadBackup(f"the backup is corrupt at line {line}: {exc.msg}", line=line) from exc
-    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
-        line = text.lines
-        if isinstance(exc, gzip.BadGzipFile) and text.bytes == 0:
-            raise BadBackup("this is not a semreg backup: it is not gzip-compressed.", line=0) from exc
-        raise BadBackup(f"the file ends early after line {line}, or is damaged there ({exc}); it is not a complete "
-                        f"backup.", line=line + 1) from exc
-    return found.contents(text.lines)
-
-
-class _Found:
-    """The quads of a backup, sorted as they come: registrations, ontologies, prefixes, the summary."""
-
-    def __init__(self) -> None:
-        self.reader = Reader()
-        self.ontologies: dict[str, dict[str, str]] = {}
-        self.prefixes: dict[str, dict[str, str]] = {}
-        self.queries: dict[str, dict[str, str]] = {}
-        self.summary: dict[str, str] = {}
-
-    def add(self, quad: ox.Quad) -> None:
-        if self.reader.add(quad) or quad.graph_name != RECORDS:
-            return  # a registration's, or an ontology's graph (the source is what is restored)
-        s, p, o = quad.subject, quad.predicate.value, quad.object
-        if not isinstance(s, ox.NamedNode) or not isinstance(o, ox.Literal):
-            return
-        if s == SUMMARY:
-            self.summary[_COUNTS.get(p, "taken_at" if p == _TAKEN else p)] = o.value
-        elif s.value.startswith(ONTOLOGY_NODE):
-            self.ontologies.setdefault(s.value[len(ONTOLOGY_NODE):], {})[p] = o.value
-        elif s.value.startswith(PREFIX_NODE):
-            self.prefixes.setdefault(s.value[len(PREFIX_NODE):], {})[p] = o.value
-        elif s.value.startswith(QUERY_NODE):
-            self.queries.setdefault(s.value[len(QUERY_NODE):], {})[p] = o.value
-
-    def contents(self, lines: int) -> Contents:
-        if "taken_at" not in self.summary:  # the summary's last line
-            raise BadBackup(f"the backup is incomplete: it ends after line {lines} without its closing summary "
-                            f"(<urn:semreg:backup>), so the file was cut short.", line=lines + 1)
-        records, problems = self.reader.records()
-        if problems:
-            raise BadBackup(f"the backup holds a registration that cannot be read: {problems[0]}.",
-                            instance=problems[0].instance)
-        ontologies = []
-        for name, fields in sorted(self.ontologies.items()):
-            try:
-                ontologies.append(OntologyCopy(fields[_NAME.value], fields[_MEDIA.value], fields.get(_UPLOADED.value, ""),
-                                               fields[_SOURCE.value]))
-            except KeyError as exc:
-                raise BadBackup(f"the backup's ontology '{name}' has no {exc.args[0].rsplit('#', 1)[-1]}.") from None
-        ontologies.sort(key=lambda o: (o.uploaded_at, o.name))  # the upload order: a later declaration wins
-        prefixes = {}
-        for prefix, fields in sorted(self.prefixes.items()):
-            if _NAMESPACE.value not in fields:
-                raise BadBackup(f"the backup's prefix '{prefix}' has no namespace.")
-            prefixes[fields.get(_NAME.value, prefix)] = fields[_NAMESPACE.value]
-        found = Contents(records, ontologies, prefixes, self.summary.get("taken_at", ""), lines, self._queries())
-        for what, n in found.counts().items():
-            declared = self.summary.get(what, "0" if what == "queries" else None)
-            if declared != str(n):
-                raise BadBackup(f"the backup is incomplete: its summary says {declared} {what}, but it holds {n}.")
-        return found
-
-    def _queries(self) -> list[QueryCopy]:
-        queries = []
-        for name, fields in sorted(self.queries.items()):
-            try:
-                query = orjson.loads(fields[_JSON.value])
-            except (KeyError, orjson.JSONDecodeError):
-                raise BadBackup(f"the backup's saved query '{name}' has no readable query (sr:json).") from None
-            if not isinstance(query, dict):
-                raise BadBackup(f"the backup's saved query '{name}' is not a JSON object.")
-            queries.append(QueryCopy(fields.get(_NAME.value, name), fields.get(_OWNER.value), query))
-        return queries

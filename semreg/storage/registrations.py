@@ -4,7 +4,9 @@ writer, for a backup being restored and for a data directory whose records must 
 `Reader` takes quads in any order (a file, a store), keeps the few that describe registrations, and
 `records()` gives each one as the durable record `LocalShard` restores (`Registration.record()` with
 `registered_at` wall seconds and `admin_status`) with its revision; what cannot be a registration is a
-`Problem` naming the instance and the reason, never an exception from deep inside.
+`Problem` naming the instance and the reason, never an exception from deep inside. A quad read twice is kept
+once (RDF is a set), so a file that repeats a line does not grow what is kept; `kept` says roughly how many
+bytes of text the tag and meta entries kept so far hold, for a reader that bounds it.
 """
 from __future__ import annotations
 
@@ -46,9 +48,11 @@ class Reader:
     def __init__(self) -> None:
         self._fields: dict[str, dict[str, Any]] = {}  # instance IRI → field → lexical value
         self._typed: set[str] = set()
-        self._links: dict[str, list[tuple[str, ox.BlankNode | ox.NamedNode]]] = {}  # IRI → [(tag|meta, node)]
+        # IRI → (tag|meta, node), in the order first read (a dict kept as an ordered set)
+        self._links: dict[str, dict[tuple[str, ox.BlankNode | ox.NamedNode], None]] = {}
         self._nodes: dict[ox.BlankNode | ox.NamedNode, dict[str, str]] = {}  # tag and meta nodes' fields
         self._books: dict[str, dict[str, str]] = {}  # IRI → revision, owner (urn:semreg:records)
+        self.kept = 0  # bytes of text in the links and nodes kept, roughly (each entry counted with 32 of overhead)
 
     def add(self, quad: ox.Quad) -> bool:
         """Take one quad; False when it is not about registrations (the caller keeps it or not)."""
@@ -73,12 +77,21 @@ class Reader:
             if p == _TYPE and isinstance(o, ox.NamedNode) and o.value == _INSTANCE:
                 self._typed.add(s.value)
             elif p in (_TAG, _META) and isinstance(o, (ox.BlankNode, ox.NamedNode)):
-                self._links.setdefault(s.value, []).append((p, o))
+                links = self._links.setdefault(s.value, {})
+                if (p, o) not in links:
+                    links[(p, o)] = None
+                    self.kept += len(o.value) + 32
             elif (key := _BY_IRI.get(p)) is not None and isinstance(o, ox.Literal):
                 self._fields.setdefault(s.value, {})[key] = o.value
             return
         if isinstance(s, (ox.BlankNode, ox.NamedNode)) and p in (_SUBJECT, _PREDICATE, _OBJECT, _KEY, _VALUE):
-            self._nodes.setdefault(s, {})[p] = o.value if isinstance(o, (ox.NamedNode, ox.Literal)) else ""
+            fields = self._nodes.get(s)
+            if fields is None:
+                fields = self._nodes[s] = {}
+                self.kept += len(s.value) + 32
+            value = o.value if isinstance(o, (ox.NamedNode, ox.Literal)) else ""
+            self.kept += len(value) - len(fields.get(p, ""))
+            fields[p] = value
 
     @property
     def count(self) -> int:

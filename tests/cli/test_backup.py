@@ -3,10 +3,14 @@ answers as the one backed up; a registry that holds something is refused with a 
 file is refused before anything is sent, naming the line; no progress noise when stderr is not a terminal."""
 from __future__ import annotations
 
+import gzip
+
 import httpx
 import pytest
-from support.backups import answers, backup_ids, semreg
+from support.backups import HEAD, TAG_LINE, answers, backup_ids, gzip_bomb, semreg
 from support.ring import load, upload
+
+from semreg.storage.backup import encode
 
 pytestmark = pytest.mark.process
 
@@ -49,3 +53,37 @@ def test_a_missing_file_or_registry_is_said_plainly(tmp_path):
     unreachable = semreg("backup", str(tmp_path / "b.nq.gz"), "--url", "http://127.0.0.1:9", "--timeout", "2")
     assert unreachable.returncode == 3 and not (tmp_path / "b.nq.gz").exists()
     assert not (tmp_path / "b.nq.gz.part").exists()
+
+
+def test_a_restore_past_a_limit_is_refused_by_the_command_before_anything_is_sent(in_process, tmp_path):
+    server = in_process()
+    url = server.listen()
+    c = server.client()
+    assert c.put("/v1/instances/kept", json={"service": "k", "address": "10.3.0.1", "port": 3, "ttl": 0}).status_code == 201
+    bomb = tmp_path / "bomb.nq.gz"
+    bomb.write_bytes(gzip_bomb(TAG_LINE, 1 << 30))
+    refused = semreg("restore", str(bomb), "--url", url, "--force", "--restore-inflated-limit", str(64 << 20))
+    assert refused.returncode == 1, refused.stderr
+    assert "inflates to more than 67108864 bytes" in refused.stderr and "--restore-inflated-limit" in refused.stderr
+    assert "nothing was restored" in refused.stderr
+    long = tmp_path / "long.nq.gz"
+    long.write_bytes(gzip.compress(HEAD + TAG_LINE + b'<urn:semreg:instance:x> <https://w3id.org/semreg#service> "'
+                                   + b"x" * (17 << 20) + b'" <urn:semreg:registry> .\n', compresslevel=1))
+    refused = semreg("restore", str(long), "--url", url, "--force")
+    assert refused.returncode == 1, refused.stderr
+    assert "line 3 of the backup is longer than 16777216 bytes" in refused.stderr and "--restore-line-limit" in refused.stderr
+    assert [i["id"] for i in c.get("/v1/instances").json()] == ["kept"]
+
+
+def test_a_server_with_lower_limits_refuses_what_the_command_let_through(in_process, tmp_path):
+    server = in_process(restore_line_limit_bytes=4096)
+    url = server.listen()
+    wide = {"id": "wide", "service": "s" * 5000, "address": "10.0.0.1", "port": 80, "scheme": "http", "tags": [],
+            "weight": 1, "capacity": None, "ttl": 0.0, "check": None, "owner": None, "environment": "default",
+            "deregister_after": 90.0, "meta": {}}
+    path = tmp_path / "wide.nq.gz"
+    path.write_bytes(b"".join(encode([(wide, 1)], [], {}, 1764580000.0)))
+    refused = semreg("restore", str(path), "--url", url)
+    assert refused.returncode == 1, refused.stderr
+    assert "of the backup is longer than 4096 bytes" in refused.stderr and "--restore-line-limit" in refused.stderr
+    assert server.client().get("/v1/instances").json() == []

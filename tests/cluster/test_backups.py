@@ -21,7 +21,7 @@ from support.ring import body, load, upload
 from support.server import wait_for
 
 from semreg.registry import backups
-from semreg.storage import backup
+from semreg.storage import backup_reading
 
 GZ = {"Content-Type": "application/gzip"}
 
@@ -60,8 +60,8 @@ def test_a_ring_backup_holds_each_instance_once_the_newest_copy_and_none_removed
     text = gzip.decompress(r.content).decode()
     ids = re.findall(r'<https://w3id.org/semreg#id> "([^"]+)"', text)
     assert sorted(ids) == sorted(f"i{n:04d}" for n in range(40) if n != 4)  # each once, the removed one not at all
-    contents = backup.read(io.BytesIO(r.content))
-    by_id = {rec["id"]: rec for rec, _ in contents.records}
+    with backup_reading.read(io.BytesIO(r.content)) as contents:
+        by_id = {rec["id"]: rec for rec, _ in contents.records}
     assert by_id["i0003"]["service"] == "replaced"
 
     target = InProcess().start()

@@ -9,6 +9,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.backups import holding_one
 from support.paths import ONTOLOGIES
 
 GZ = {"Content-Type": "application/gzip"}
@@ -182,15 +183,8 @@ def test_owners_survive_a_restore(secured, tmp_path):
 @pytest.fixture(scope="module")
 def target(tmp_path_factory):
     """One registry with something in it, for the corruption property: it must never change."""
-    from support.inprocess import InProcess
-
-    server = InProcess().start()
-    c = server.client()
-    assert c.put("/v1/instances/kept", json={"service": "k", "address": "10.3.0.1", "port": 3, "ttl": 0}).status_code == 201
-    try:
+    with holding_one() as c:
         yield c
-    finally:
-        server.stop()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

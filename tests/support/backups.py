@@ -1,12 +1,17 @@
-"""What the process tests of backup and restore share: the command line, writers that keep a registry busy
-over HTTP while a backup runs, and what a client sees of a registry, to compare two of them."""
+"""What the tests of backup and restore share: the command line, writers that keep a registry busy over HTTP
+while a backup runs, what a client sees of a registry (to compare two of them), bodies that inflate far past
+their size (`gzip_bomb`), and a registry that a refused restore must leave as it was (`holding_one`)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import struct
 import subprocess
 import sys
 import threading
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +21,8 @@ from support.paths import ROOT
 from support.ring import body
 
 QUERIES = ROOT / "queries"
+HEAD = b"# semreg backup 1, taken 2026-01-01T00:00:00Z\n"
+TAG_LINE = (b"<urn:semreg:instance:x> <https://w3id.org/semreg#tag> _:b78t0 <urn:semreg:registry> .\n")  # a valid line
 LIVE = ("expires_at", "load")  # a restored instance has a fresh lease and no load reported yet
 
 
@@ -84,7 +91,41 @@ def _named(binding: dict[str, Any]) -> dict[str, Any]:
 
 
 def backup_ids(path: Path) -> list[str]:
-    from semreg.storage import backup
+    from semreg.storage import backup_reading
 
-    with open(path, "rb") as f:
-        return sorted(rec["id"] for rec, _ in backup.read(f).records)
+    with open(path, "rb") as f, backup_reading.read(f) as contents:
+        return sorted(rec["id"] for rec, _ in contents.records)
+
+
+def gzip_bomb(line: bytes, inflated_bytes: int, head: bytes = HEAD) -> bytes:
+    """One gzip member (as `gzip` writes it, CRC and size right) of `head` then `line` repeated to about
+    `inflated_bytes`, made without compressing it all: a mebibyte of lines is compressed once, after a full
+    flush, so that its deflate blocks can be repeated as they are."""
+    block = line * max(1, (1 << 20) // len(line))
+    copies = max(1, inflated_bytes // len(block))
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = deflate.compress(head) + deflate.flush(zlib.Z_FULL_FLUSH)
+    middle = deflate.compress(block) + deflate.flush(zlib.Z_FULL_FLUSH)
+    last = deflate.flush(zlib.Z_FINISH)
+    crc = zlib.crc32(head)
+    for _ in range(copies):
+        crc = zlib.crc32(block, crc)
+    size = len(head) + copies * len(block)
+    return (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff" + first + middle * copies + last
+            + struct.pack("<II", crc, size & 0xFFFFFFFF))
+
+
+@contextlib.contextmanager
+def holding_one(**settings: Any) -> Iterator[Any]:
+    """A client of an app in this process (with `settings`) that holds one instance, `kept`: a restore that is
+    refused must leave it as it is."""
+    from support.inprocess import InProcess
+
+    server = InProcess(**settings).start()
+    try:
+        c = server.client()
+        r = c.put("/v1/instances/kept", json={"service": "k", "address": "10.3.0.1", "port": 3, "ttl": 0})
+        assert r.status_code == 201, r.text
+        yield c
+    finally:
+        server.stop()

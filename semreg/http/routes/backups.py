@@ -1,12 +1,10 @@
 """Backup and restore: the whole registry (instances, ontologies as uploaded, client-set prefixes, saved
-queries with their owners) as one gzipped N-Quads file, streamed out, and taken back in
-(`semreg.registry.backups`, `semreg.storage.backup`)."""
+queries with their owners) as one gzipped N-Quads file, streamed out, and taken back in as it streams in
+(`semreg.registry.backups`, `semreg.storage.backup`, `semreg.storage.backup_reading`)."""
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from collections.abc import AsyncIterator, Iterator
-from typing import IO
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -19,7 +17,7 @@ from semreg.http.requests import bool_param
 from semreg.http.responses import JSONResponse
 from semreg.http.routes.common import cluster_of, coordinator_of, knowledge_of, principal_of
 from semreg.registry import backups
-from semreg.storage import backup
+from semreg.storage import backup, backup_reading
 from semreg.timefmt import rfc3339
 
 API = Endpoints()
@@ -27,7 +25,7 @@ GZIP = {backup.MEDIA_TYPE: {"schema": {"type": "string", "contentMediaType": bac
 # a restore also takes the file as plain bytes (`curl --data-binary` sends it so): a gzip file is one
 RESTORE_BODY = {**GZIP, "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
 GZIP_TYPES = (backup.MEDIA_TYPE, "application/x-gzip", "application/octet-stream")
-SPOOL_BYTES = 8 * 1024 * 1024  # a body kept in memory up to this size, then in a temporary file
+FEED_BYTES = 256 * 1024  # body bytes handed to the reading at once
 
 
 @API.route("GET", "/v1/backup", scope=ADMIN, summary="one consistent snapshot of the registry: gzipped N-Quads",
@@ -67,15 +65,18 @@ async def post_restore(request: Request) -> Response:
     if lock.locked():
         raise Conflict("another restore is running on this node; wait for it to finish.")
     async with lock:
-        with tempfile.SpooledTemporaryFile(SPOOL_BYTES) as body:
-            await _spool(request, body, request.app.state.settings.restore_body_limit_bytes)
-            body.seek(0)
-            contents = await asyncio.to_thread(backup.read, body)
-        counts = await backups.restore(
-            coordinator.placement, coordinator.stragglers, knowledge_of(request), contents, force,
-            by=principal_of(request).name, publish_ontology=cluster.publish_ontology if cluster is not None else None,
-            publish_prefix=cluster.publish_prefix if cluster is not None else None,
-            publish_query=cluster.publish_query if cluster is not None else None)
+        reading = backup_reading.Reading(backup_reading.limits_of(request.app.state.settings), backups.check_record)
+        try:
+            await _read(request, reading, request.app.state.settings.restore_body_limit_bytes)
+            contents = await asyncio.to_thread(reading.finish)
+            counts = await backups.restore(
+                coordinator.placement, coordinator.stragglers, knowledge_of(request), contents, force,
+                by=principal_of(request).name,
+                publish_ontology=cluster.publish_ontology if cluster is not None else None,
+                publish_prefix=cluster.publish_prefix if cluster is not None else None,
+                publish_query=cluster.publish_query if cluster is not None else None)
+        finally:
+            reading.close()
     return JSONResponse(counts)
 
 
@@ -87,16 +88,24 @@ def _restore_lock(request: Request) -> asyncio.Lock:
     return lock
 
 
-async def _spool(request: Request, into: IO[bytes], limit_bytes: int) -> None:
-    """The body into `into`, never more than `limit_bytes` (413, from Content-Length when it says so)."""
+async def _read(request: Request, reading: backup_reading.Reading, limit_bytes: int) -> None:
+    """The body read into `reading` as it arrives, `FEED_BYTES` at a time on a worker thread (inflating and parsing
+    grow with the body, so they stay off the event loop), never more than `limit_bytes` of it (413, from
+    Content-Length when it says so). A body past a limit of the reading is refused as soon as it passes it."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit_bytes:
         raise PayloadTooLarge(f"the backup is {int(declared)} bytes; the limit is {limit_bytes} bytes "
                               f"(--restore-body-limit).", limit_bytes=limit_bytes)
-    size = 0
+    size, held, pending = 0, 0, list[bytes]()
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit_bytes:
             raise PayloadTooLarge(f"the backup is larger than the limit of {limit_bytes} bytes (--restore-body-limit).",
                                   limit_bytes=limit_bytes)
-        into.write(chunk)
+        pending.append(chunk)
+        held += len(chunk)
+        if held >= FEED_BYTES:
+            await asyncio.to_thread(reading.feed, pending[0] if len(pending) == 1 else b"".join(pending))
+            held, pending = 0, []
+    if pending:
+        await asyncio.to_thread(reading.feed, b"".join(pending))
