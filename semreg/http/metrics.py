@@ -155,6 +155,12 @@ def _work(src: Sources) -> Iterator:
         for reason in ("shed", "timeout", "scored", "expanded", "walked", "instances"):
             refused.add_metric([reason], lane.refused.get(reason, 0))
         yield refused
+        spent = GaugeMetricFamily("semreg_work_spent_max", "the most one piece of request work that finished spent "
+                                  "of each budget, since start (what the --max-... flags may be set against)",
+                                  labels=["budget"])
+        for name in ("scored", "expanded", "walked", "instances"):
+            spent.add_metric([name], lane.spent_max.get(name, 0))
+        yield spent
         yield CounterMetricFamily("semreg_work_slices", "slices of request work run", value=lane.slices)
         yield CounterMetricFamily("semreg_work_long_slices", "slices of request work longer than 20 ms (a checkpoint "
                                   "missing on some path)", value=lane.long_slices)

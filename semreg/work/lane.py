@@ -7,8 +7,9 @@ code, run in a greenlet (the library SQLAlchemy's asyncio layer runs its synchro
 `checkpoint()` where the registry may change under it: between patterns, between the terms of a walk, every few
 hundred terms scored. At a checkpoint past its slice (`SLICE_S`) the job hands the loop back, and goes on where
 it stopped once the loop has turned. The lane lets **one slice run per turn of the loop**, whatever the number
-of jobs, taking them in turn (a cheap question waits for a few slices, not behind a heavy one): between two
-slices the loop polls its sockets and runs its timers, so a heartbeat waits at most a slice or two.
+of jobs, taking them in turn (a cheap question waits for a few slices, not behind a heavy one; essential work,
+the rest of a durable write or the watches a change wakes, before the others): between two slices the loop
+polls its sockets and runs its timers, so a heartbeat waits at most a slice or two.
 
 Why slices on the loop and not worker threads: the registry's indexes are plain dicts and sets that the loop
 changes on every write; a thread walking them meanwhile fails ("changed size during iteration") or needs a
@@ -66,9 +67,10 @@ class Job(greenlet):
     """One piece of request work under way: its budget, its slice and its deadline."""
 
     def __init__(self, fn: Callable[..., Any], budget: Budget, now: Callable[[], float], slice_s: float,
-                 deadline: float | None) -> None:
+                 deadline: float | None, essential: bool = False) -> None:
         super().__init__(fn)
         self.budget = budget
+        self.essential = essential
         self.now = now
         self.slice_s = slice_s
         self.deadline = deadline
@@ -176,7 +178,10 @@ class Lane:
         self.waiting_max = waiting
         self.waiting = 0
         self.running = 0
+        # the jobs waiting for a turn: essential work's first (a write already durable, the watches a change
+        # wakes), then the rest, each in the order it came
         self._turns: deque[tuple[Job, asyncio.Future[None]]] = deque()
+        self._essential_turns: deque[tuple[Job, asyncio.Future[None]]] = deque()
         # the job whose turn it is (it runs a slice now, or at the loop's next turn), or _SPENT, or None
         self._holder: Job | object | None = None
         # what /metrics reads
@@ -185,6 +190,7 @@ class Lane:
         self.long_slices = 0
         self.longest_slice_s = 0.0
         self.refused: Counter[str] = Counter()  # "shed", "timeout", or the budget a job went past
+        self.spent_max: Counter[str] = Counter()  # the most a job that finished spent, by budget
 
     async def run(self, fn: Callable[..., T], *args: Any, what: str = "this request", essential: bool | None = None,
                   shed: bool = True) -> T:
@@ -195,17 +201,22 @@ class Lane:
             essential = ESSENTIAL.get()
         if shed and not essential:
             self._admit(what)
-        self.waiting += 1
-        try:
-            await self._places.acquire()
-        finally:
-            self.waiting -= 1
+        if not essential:  # essential work does not wait for a place: what waits for it is already admitted
+            self.waiting += 1
+            try:
+                await self._places.acquire()
+            finally:
+                self.waiting -= 1
         self.running += 1
         self.jobs += 1
         deadline = None if essential else self.now() + self.time_limit_s
-        job = Job(fn, Budget(self.limits, what), self.now, self.slice_s, deadline)
+        job = Job(fn, Budget(self.limits, what), self.now, self.slice_s, deadline, essential)
         try:
-            return await self._drive(job, args)
+            out = await self._drive(job, args)
+            for name, n in job.budget.spent.items():
+                if n > self.spent_max[name]:
+                    self.spent_max[name] = n
+            return out
         except OverBudget as exc:
             self.refused[exc.budget] += 1
             raise
@@ -216,7 +227,8 @@ class Lane:
             if not job.dead:  # cancelled while it waited for its turn: its frames unwound, its finally blocks run
                 job.throw(GreenletExit)
             self.running -= 1
-            self._places.release()
+            if not essential:
+                self._places.release()
 
     def _admit(self, what: str) -> None:
         behind = self.shed()
@@ -280,7 +292,8 @@ class Lane:
     def _queued(self, job: Job) -> Awaitable[None]:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (job, fut)
-        self._turns.append(entry)
+        turns = self._essential_turns if job.essential else self._turns
+        turns.append(entry)
 
         async def wait() -> None:
             try:
@@ -288,8 +301,8 @@ class Lane:
                     await asyncio.sleep(0)
                 await fut
             except asyncio.CancelledError:
-                if entry in self._turns:
-                    self._turns.remove(entry)
+                if entry in turns:
+                    turns.remove(entry)
                 raise
         return wait()
 
@@ -303,12 +316,13 @@ class Lane:
             asyncio.get_running_loop().call_soon(self._after_turn)
 
     def _give_next(self) -> bool:
-        while self._turns:
-            nxt, fut = self._turns.popleft()
-            if not fut.done():
-                self._holder = nxt
-                fut.set_result(None)
-                return True
+        for turns in (self._essential_turns, self._turns):
+            while turns:
+                nxt, fut = turns.popleft()
+                if not fut.done():
+                    self._holder = nxt
+                    fut.set_result(None)
+                    return True
         return False
 
     def _after_turn(self) -> None:

@@ -346,3 +346,26 @@ def test_paced_gives_the_loop_back_every_so_many_items():
     # a turn of the loop before every third item's turn comes: between 1 and 2, 4 and 5, 7 and 8
     assert all(seen.index(k + 1) > seen.index(k) + 1 for k in (1, 4, 7))
     assert seen.index(3) == seen.index(2) + 1
+
+
+def test_essential_work_takes_its_turns_before_the_rest_and_the_most_spent_is_kept():
+    async def go():
+        clock = Counter()
+        lane = Lane(slice_s=0.002, now=clock)
+        seen: list = []
+        async with Turns() as turns:
+            heavy = [asyncio.ensure_future(lane.run(worker(clock, 6, turns, seen, name))) for name in "ab"]
+            await asyncio.sleep(0)
+            wake = asyncio.ensure_future(lane.run(worker(clock, 4, turns, seen, "w"), essential=True))
+            await asyncio.gather(*heavy, wake)
+        order = [name for name, _ in seen][::2]
+        # a runs its first slices before b and w wait; b holds the turn when w comes; then w's both slices come
+        # before a and b take theirs again, though they waited longer
+        assert order[:6] == list("aabwwa")
+
+        def spends(n: int) -> None:
+            work.charge(SCORED, n)
+        await lane.run(spends, 7)
+        await lane.run(spends, 3)
+        assert lane.spent_max[SCORED] == 7
+    asyncio.run(go())
