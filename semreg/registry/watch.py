@@ -214,7 +214,7 @@ class WatchHub:
             self._pending_since = self.membership_gen
         self.membership_gen += 1
         self._pending.append(_EVERYTHING if everything else changes)
-        if not self._sweeping:
+        if not self._sweeping:  # one sweep is on its way for what is pending; one running takes nothing new
             self._sweeping = True
             self._start(self._sweep())
 
@@ -224,34 +224,26 @@ class WatchHub:
         task.add_done_callback(self._tasks.discard)
 
     async def _sweep(self) -> None:
-        """Look at the changes noted so far against the watched topics, until none is left."""
+        """Look at the changes pending when it starts against the watched topics: a topic a change is relevant
+        to is recomputed as soon as that is found. The changes noted meanwhile have a sweep of their own, which
+        does not wait for this one (a small write is not held behind a batch of 10,000)."""
         ESSENTIAL.set(True)  # in this task: the recomputations it starts, too
-        try:
-            while self._pending:
-                batches, since, gen = self._pending, self._pending_since, self.membership_gen
-                self._pending = []
-                watched = [t for t in self._topics.values() if t.waiters]
-                if not watched:
-                    continue
-                if self.lane is None:
-                    relevant = self._relevant(watched, batches)
-                else:
-                    relevant = await self.lane.run(self._relevant, watched, batches, what="a watch", essential=True)
-                for t, touched in zip(watched, relevant):
-                    if touched:
-                        self._start(self._refresh_and_wake(t, gen))
-                    elif t.membership_gen == since and t.refreshing is None:
-                        t.membership_gen = gen  # none of these changes moves it: current as it is
-        finally:
-            self._sweeping = False
+        if self.lane is not None:
+            await self.lane.run(self._take_and_look, what="a watch", essential=True)
+        else:
+            self._take_and_look()
 
-    @staticmethod
-    def _relevant(watched: list[Topic], batches: list[Any]) -> list[bool]:
-        out = []
-        for t in watched:
+    def _take_and_look(self) -> None:
+        batches, since, gen = self._pending, self._pending_since, self.membership_gen
+        self._pending = []
+        self._sweeping = False
+        batches.sort(key=lambda b: 0 if b is _EVERYTHING else len(b))  # the cheapest to look at first
+        for t in [t for t in self._topics.values() if t.waiters]:
             checkpoint()
-            out.append(any(b is _EVERYTHING or t.relevant(b) for b in batches))
-        return out
+            if any(b is _EVERYTHING or t.relevant(b) for b in batches):
+                self._start(self._refresh_and_wake(t, gen))
+            elif t.membership_gen == since and t.refreshing is None:
+                t.membership_gen = gen  # none of these changes moves it: current as it is
 
     async def _refresh_and_wake(self, t: Topic, gen: int) -> None:
         try:
