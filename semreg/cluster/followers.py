@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from semreg.clock import Clock, sleep
 from semreg.cluster import wire
@@ -27,6 +28,7 @@ from semreg.registry.coordinator import Coordinator
 from semreg.registry.local_shard import LocalShard
 from semreg.registry.registry import Change
 from semreg.registry.shard import ShardUnavailable
+from semreg.work.lane import paced
 
 log = logging.getLogger("semreg.cluster")
 
@@ -113,22 +115,27 @@ class Followers:
                     self._copied_from.add(member)
                 self._progressed(member, epoch, cursor)
                 continue
-            entries = [wire.logged_change_from_json(c) for c in answer["changes"]]
             cursor = int(answer["cursor"])
-            if entries:
-                self.coordinator.changed([c for c, _ in entries])
-                if self.copies is not None:
-                    self._copy(member, entries)
-                    self._copied_from.add(member)
+            if answer["changes"]:  # a page of changes, taken in as essential work in slices (`semreg.work.lane`)
+                await self.shard.lane.run(self._take, member, answer["changes"], what="a member's changes",
+                                          essential=True)
             self._progressed(member, epoch, cursor)
         self._followed.pop(member, None)
+
+    def _take(self, member: str, changes: list[Any]) -> None:
+        """A page of a member's change log: its changes told to the coordinator, and their copies taken."""
+        entries = [wire.logged_change_from_json(c) for c in paced(changes)]
+        self.coordinator.changed([c for c, _ in entries])
+        if self.copies is not None:
+            self._copy(member, entries)
+            self._copied_from.add(member)
 
     def _copy(self, member: str, entries: list[tuple[Change, wire.Copy | None]]) -> None:
         """A member's changes (another's, or this node's own), into the table of copies the SPARQL replica
         shows: a copy handed on, an instance removed, or the member's copy as it is now."""
         copies = self.copies
         assert copies is not None
-        for c, copy in entries:
+        for c, copy in paced(entries):
             if c.reason == MOVED:
                 copies.let_go(member, c.id)
             elif c.removed:

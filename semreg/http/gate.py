@@ -13,6 +13,7 @@ from semreg.access.tokens import Principal, Tokens
 from semreg.errors import SemregError, TooManyRequests
 from semreg.http.endpoints import ScopeTable
 from semreg.http.responses import JSONResponse
+from semreg.work.lane import CALLER
 
 
 class AccessMiddleware:
@@ -39,6 +40,8 @@ class AccessMiddleware:
             await response(scope, receive, send)
             return
         scope.setdefault("state", {})["principal"] = principal
+        # who asks, for the log line of request work refused (`semreg.work.lane`): the token's name, the address
+        CALLER.set(f"{principal.name}@{_client(scope)}" if principal is not None and principal.name else _client(scope))
         await self.app(scope, receive, send)
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import heapq
+import logging
 import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -41,6 +42,7 @@ from semreg.errors import Unavailable
 from semreg.work.budget import Budget, Limits, OverBudget
 
 T = TypeVar("T")
+log = logging.getLogger("semreg.work")
 
 SLICE_S = 0.002  # the most request work runs between two turns of the loop
 RUNNING = 32  # jobs under way at once (they take turns: one slice a loop turn in all)
@@ -50,6 +52,10 @@ LONG_SLICE_S = 0.020  # a slice past this is counted: a checkpoint is missing so
 
 # Set in a task whose work keeps the node's picture current (the watches a change wakes): its jobs are essential.
 ESSENTIAL: contextvars.ContextVar[bool] = contextvars.ContextVar("semreg_essential_work", default=False)
+# Who asked for the work in this task (a token's name and the client's address, set by the HTTP edge): a refusal's
+# log line names it, so that an operator finds the client whose questions are too broad.
+CALLER: contextvars.ContextVar[str] = contextvars.ContextVar("semreg_caller", default="")
+REFUSALS_LOGGED_PER_S = 10.0  # log lines a second about refused work, in all; the others are counted in the next
 
 _SLICE = object()  # what a job hands the loop at a checkpoint past its slice
 _SPENT = object()  # the turn's holder once the slice of this turn of the loop has run and no job waits
@@ -191,6 +197,8 @@ class Lane:
         self.longest_slice_s = 0.0
         self.refused: Counter[str] = Counter()  # "shed", "timeout", or the budget a job went past
         self.spent_max: Counter[str] = Counter()  # the most a job that finished spent, by budget
+        self._refusal_lines = (0.0, REFUSALS_LOGGED_PER_S)  # (when last counted, lines it may still log)
+        self._refusals_folded = 0
 
     async def run(self, fn: Callable[..., T], *args: Any, what: str = "this request", essential: bool | None = None,
                   shed: bool = True) -> T:
@@ -219,9 +227,11 @@ class Lane:
             return out
         except OverBudget as exc:
             self.refused[exc.budget] += 1
+            self._log_refusal(what, exc.budget, job.budget.spent.get(exc.budget, 0))
             raise
         except WorkTimedOut:
             self.refused["timeout"] += 1
+            self._log_refusal(what, "timeout", round(self.time_limit_s, 3))
             raise
         finally:
             if not job.dead:  # cancelled while it waited for its turn: its frames unwound, its finally blocks run
@@ -236,8 +246,24 @@ class Lane:
             return
         self.refused["shed"] += 1
         reason = "its event loop is behind" if behind is not None else "too much request work waits already"
+        self._log_refusal(what, "shed", reason)
         raise Shed(f"this node is shedding request work: {reason}; retry {what} after the Retry-After header's "
                    f"seconds.", retry_after_s=round(behind or 1))
+
+    def _log_refusal(self, what: str, reason: str, detail: Any) -> None:
+        """`request work refused` (logger `semreg.work`) with the caller, what it asked and why: at most
+        `REFUSALS_LOGGED_PER_S` lines a second, the ones left out counted in the next line's `folded`."""
+        now = self.now()
+        at, left = self._refusal_lines
+        left = min(REFUSALS_LOGGED_PER_S, left + (now - at) * REFUSALS_LOGGED_PER_S)
+        if left < 1:
+            self._refusal_lines = (now, left)
+            self._refusals_folded += 1
+            return
+        self._refusal_lines = (now, left - 1)
+        log.info("request work refused", extra={"caller": CALLER.get() or "unknown", "what": what, "reason": reason,
+                                                "detail": detail, "folded": self._refusals_folded})
+        self._refusals_folded = 0
 
     async def _drive(self, job: Job, args: tuple) -> Any:
         try:

@@ -7,6 +7,7 @@ The lane's slice is set to 0 where a test needs a question to hand the loop back
 asserted is then the order in which answers arrive, not how long anything took."""
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
@@ -62,10 +63,11 @@ def found(c) -> None:
     assert r.status_code in (200, 201), r.text
 
 
-def test_a_question_past_its_budget_is_a_400_naming_it_and_changes_nothing(srv):
+def test_a_question_past_its_budget_is_a_400_naming_it_and_changes_nothing(srv, caplog):
     """The same registrations once an ontology names widgets: the question's words are weighted, its candidates
     are scored, one term is past the budget."""
     c = srv.client()
+    caplog.set_level(logging.INFO, "semreg.work")
     before = c.get("/v1/queries").json()
     near = {"all": [{"s": "ho:Widget7Service", "p": "ho:hasGenre", "o": "ho:Genre7Style"}], "match": "similar",
             "min_similarity": 0.05}
@@ -78,6 +80,9 @@ def test_a_question_past_its_budget_is_a_400_naming_it_and_changes_nothing(srv):
     assert r.status_code == 400 and r.json()["budget"] == "scored"
     assert c.get("/v1/queries").json() == before
     assert 'semreg_work_refused_total{reason="scored"} 2.0' in c.get("/metrics").text
+    # the operator's line: who asked (the token's name, here none, and the address), what and why
+    [line, *_] = [r for r in caplog.records if r.getMessage() == "request work refused"]
+    assert (line.caller, line.reason, line.what) == ("anonymous@127.0.0.1", "scored", "this question")
 
 
 def test_heartbeats_and_healthz_are_answered_while_a_question_runs():

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from semreg.bench.aio.connection import Connection
 from semreg.bench.aio.loop import LoopThread, gather_limited
-from semreg.bench.context import BenchContext, expect
+from semreg.bench.context import BenchContext, expect, patiently
 from semreg.bench.dataset import class_iri, property_iri
 from semreg.bench.peers import BenchError
 from semreg.bench.report import Target
@@ -41,9 +41,10 @@ def scenario(name: str, summary: str, *, needs: tuple[str, ...] = (), targets: t
 
 
 def register_batches(ctx: BenchContext, http, items: list[dict], size: int = 1000) -> None:
+    """`items` in batches of `size`, each sent again after the Retry-After of a 503, as a client would."""
     for start in range(0, len(items), size):
         batch = items[start:start + size]
-        expect(http.post("/v1/instances/batch", json={"instances": batch}))
+        expect(patiently(lambda batch=batch: http.post("/v1/instances/batch", json={"instances": batch})))
         ctx.registered_ids.update(item["id"] for item in batch)
 
 
