@@ -7,6 +7,7 @@ tables and the registration scenario) share lives here, so their imports go one 
 """
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ def register_batches(ctx: BenchContext, http, items: list[dict], size: int = 100
     """`items` in batches of `size`, each sent again after the Retry-After of a 503, as a client would."""
     for start in range(0, len(items), size):
         batch = items[start:start + size]
-        expect(patiently(lambda batch=batch: http.post("/v1/instances/batch", json={"instances": batch})))
+        expect(patiently(functools.partial(http.post, "/v1/instances/batch", json={"instances": batch})))
         ctx.registered_ids.update(item["id"] for item in batch)
 
 
