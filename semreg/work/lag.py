@@ -5,8 +5,12 @@ A beat on the loop every `BEAT_S` notes how late it ran: the loop ran it `latene
 because something held the loop or Python's lock that long. Over the last `WINDOW_S`, `lag_s` is the largest
 lateness and `late_share` the share of the window the loop spent in stalls of more than `STALL_S` (a beat a few
 milliseconds late is a busy machine's scheduling, not the node falling behind). The loop is *behind* when that
-share passes `shed_share` (default a half): a single stall does not shed, a loop that keeps stalling does.
-While it is, `shed()` says how long a shed client should wait, and the lane (`semreg.work.lane`) refuses new
+share passes `shed_share` (default a half): a single stall does not shed, a loop that keeps stalling does. One
+stall counts for at most `shed_share` of the window, however long: by the time a beat sees it, it is over, and a
+process paused whole (SIGSTOP, a frozen container or VM) comes back to a loop that keeps up; shedding its
+clients for the length of the pause would punish them for nothing. A loop that stalls again within the window is
+behind. While it is, `shed()` says how long a shed client should wait (the largest stall, at most the window),
+and the lane (`semreg.work.lane`) refuses new
 request work with 503 and that `Retry-After`. Liveness work (heartbeats, expiries, checks, `/healthz`) is never
 shed: only what a client can ask again later.
 
@@ -33,7 +37,8 @@ class LoopLag:
         self.window_s = window_s
         self.beat_s = beat_s
         self.now = now
-        self._recent: deque[tuple[float, float]] = deque()  # (when, lateness) of the window's beats
+        self._recent: deque[tuple[float, float, float]] = deque()  # (when, lateness, counted) of the window's beats
+        self._cap = window_s * (shed_share or 1.0)  # the most one stall counts for
         self._late_sum = 0.0
         self.last_beat = now()  # read by the stall watch's thread (`semreg.work.stalls`)
         self.beats = 0
@@ -46,8 +51,9 @@ class LoopLag:
         self.beats += 1
         self.last_beat = at
         self.max_lag_s = max(self.max_lag_s, lateness_s)
-        counted = lateness_s if lateness_s > STALL_S else 0.0
-        self._recent.append((at, counted))
+        stall = lateness_s if lateness_s > STALL_S else 0.0
+        counted = min(stall, self._cap)
+        self._recent.append((at, stall, counted))
         self._late_sum += counted
         if self._behind(at):
             self.behind_beats += 1
@@ -55,7 +61,7 @@ class LoopLag:
     def _forget(self, at: float) -> None:
         recent = self._recent
         while recent and recent[0][0] < at - self.window_s:
-            self._late_sum -= recent.popleft()[1]
+            self._late_sum -= recent.popleft()[2]
         if not recent:
             self._late_sum = 0.0  # no drift from the sums
 
@@ -63,7 +69,7 @@ class LoopLag:
         """The largest stall of the last window (0 when no beat was later than `STALL_S`)."""
         at = self.now() if at is None else at
         self._forget(at)
-        return max((late for _, late in self._recent), default=0.0)
+        return max((late for _, late, _ in self._recent), default=0.0)
 
     def late_share(self, at: float | None = None) -> float:
         """The share of the last window the loop spent in stalls (at most 1)."""
@@ -79,7 +85,7 @@ class LoopLag:
         at = self.now()
         if not self._behind(at):
             return None
-        return float(max(1, math.ceil(self.lag_s(at))))
+        return float(max(1, math.ceil(min(self.lag_s(at), self.window_s))))
 
     # -- on a loop ------------------------------------------------------------------------------------
     def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:

@@ -45,12 +45,24 @@ def test_one_stall_does_not_shed_but_a_loop_that_keeps_falling_behind_does():
     assert lag.shed() is None
 
 
-def test_a_long_stall_sheds_with_its_length_as_the_wait():
+def test_a_process_paused_whole_comes_back_to_clients_served():
     now = [0.0]
     lag = LoopLag(shed_share=0.5, window_s=2.0, now=lambda: now[0])
-    lag.observe(2.4, at=5.0)
+    lag.observe(25.0, at=5.0)  # SIGSTOP for 25 s, then SIGCONT: one stall, over when seen
     now[0] = 5.1
-    assert lag.shed() == 3.0
+    assert lag.lag_s() == 25.0 and lag.late_share() == 0.5
+    assert lag.shed() is None
+
+
+def test_a_long_stall_then_another_sheds_for_at_most_the_window():
+    now = [0.0]
+    lag = LoopLag(shed_share=0.5, window_s=2.0, now=lambda: now[0])
+    lag.observe(25.0, at=5.0)
+    lag.observe(0.3, at=5.4)  # and the loop stalls again: it is behind
+    now[0] = 5.5
+    assert lag.shed() == 2.0  # Retry-After: the largest stall, at most the window
+    now[0] = 7.5  # the long stall left the window; the short one alone is not behind
+    assert lag.shed() is None
 
 
 def test_a_zero_share_never_sheds():
@@ -70,7 +82,8 @@ def test_the_window_keeps_what_a_scan_of_every_beat_would_find(beats, ahead):
     when = at + ahead
     window = [late for t, late in seen if t >= when - 2.0 and late > 0.05]
     assert lag.lag_s(at=when) == max(window, default=0.0)
-    assert lag.late_share(at=when) == pytest.approx(min(1.0, sum(window) / 2.0), abs=1e-9)
+    counted = sum(min(late, lag.shed_share * 2.0) for late in window)
+    assert lag.late_share(at=when) == pytest.approx(min(1.0, counted / 2.0), abs=1e-9)
 
 
 def test_on_a_real_loop_a_blocked_loop_is_seen_late():
