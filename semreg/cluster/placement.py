@@ -4,7 +4,8 @@ The ring is built from the member list in etcd (`semreg.cluster.membership`): an
 first `replicas` members clockwise from `mmh3(id)` (capped at the member count), and the first of them runs
 its lease and checks. A read asks every member once. Members this node cannot reach are suspects
 (`failed`, `answered`): writes pass over them for stand-ins, reads leave them out while others cover their
-records. This node reaches every other member through a `RemoteShard`, kept at the address the view lists.
+records. This node reaches every other member through a `RemoteShard`, kept at the address the view lists;
+its own shard is the one in this process. Both are a `semreg.registry.shard.Shard`.
 
 `semreg.cluster.cluster.Cluster` is the `semreg.registry.placement.Placement` the coordinator uses; it answers
 with this.
@@ -14,25 +15,27 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from semreg.cluster.membership import FAULTY, Membership, View
 from semreg.cluster.peer import RemoteShard
 from semreg.cluster.ring import Ring
-from semreg.registry.local_shard import LocalShard
+from semreg.registry.revisions import Revisions
+from semreg.registry.shard import Shard
 
 
 class RingPlacement:
     """The view and ring this node places over, and a shard for every member (its own, or a peer's)."""
 
-    def __init__(self, *, membership: Membership, node_id: str, replicas: int, secret: str, shard: LocalShard,
-                 tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, *, membership: Membership, node_id: str, replicas: int, secret: str, local: Shard,
+                 revisions: Revisions, tls: ssl.SSLContext | None = None) -> None:
+        """`local`: this node's own shard; `revisions`: what this node numbers its writes with."""
         self.membership = membership
         self.node_id = node_id
         self.replicas = replicas
         self.secret = secret
         self.tls = tls  # what peers are called with over https (--cluster-tls-*)
-        self.shard = shard
+        self.local = local
+        self.revisions = revisions
         self.peers: dict[str, RemoteShard] = {}
         self.view = View()
         self.ring = Ring([node_id])
@@ -75,14 +78,18 @@ class RingPlacement:
         return self.membership.suspects
 
     # -- placement (semreg.registry.placement.Placement) ----------------------------------------------------
+    @property
+    def here(self) -> str:
+        return self.node_id
+
     def is_primary(self, instance_id: str) -> bool:
         owners = self.ring.owners(instance_id, 1)
         return not owners or owners[0] == self.node_id
 
-    def shard_of(self, member: str) -> Any:
-        return self.shard if member == self.node_id else self.peers.get(member)
+    def shard_of(self, member: str) -> Shard | None:
+        return self.local if member == self.node_id else self.peers.get(member)
 
-    def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Any]]:
+    def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Shard]]:
         """The instance's owners; members in `avoid`, and suspects, are passed over for the next members
         clockwise (a stand-in holds the copy until anti-entropy hands it to the owner back on its feet)."""
         k = min(self.replicas, len(self.ring))
@@ -96,7 +103,7 @@ class RingPlacement:
     def needed(self, instance_id: str) -> int:
         return min(2, self.replicas, len(self.ring))
 
-    def readers(self) -> list[tuple[str, Any]]:
+    def readers(self) -> list[tuple[str, Shard]]:
         """Every member once; suspects only when some of their records have no other owner to answer."""
         suspects = self.membership.suspects
         if suspects and not self.missing(suspects):
@@ -135,4 +142,4 @@ class RingPlacement:
         return found
 
     def next_revision(self) -> int:
-        return self.shard.revisions.next()
+        return self.revisions.next()

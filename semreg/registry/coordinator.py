@@ -18,9 +18,10 @@ change is relevant to is recomputed and wakes its waiters only if its merged res
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -36,15 +37,15 @@ from semreg.registry.discovery import newest
 from semreg.registry.feed import ChangeFeed
 from semreg.registry.indexes import scope_of
 from semreg.registry.instances import UP, Registration
-from semreg.registry.local_shard import LocalShard
 from semreg.registry.merged import newest_copies, removals_of
 from semreg.registry.placement import Placement
 from semreg.registry.registry import REMOVALS, Change
 from semreg.registry.selector import Selector
-from semreg.registry.shard import Removed, ShardUnavailable
+from semreg.registry.shard import Removed, Shard, ShardUnavailable
 from semreg.registry.watch import Topic, WatchHub
 from semreg.work.lane import Lane, paced, sort
 
+T = TypeVar("T")
 
 @dataclass
 class Gathered:
@@ -118,7 +119,7 @@ class Coordinator:
             await shard.record_route(inst.id)
         except ShardUnavailable:
             self.placement.failed(member)
-        if not isinstance(shard, LocalShard):
+        if member != self.placement.here:
             inst.routes_since_report += 1
 
     # -- reads -------------------------------------------------------------------------------------
@@ -167,39 +168,48 @@ class Coordinator:
             return False
         return True
 
-    async def gather(self, call: Callable[[Any], Awaitable[Any]]) -> tuple[list[Any], tuple[str, ...]]:
+    async def gather(self, call: Callable[[Shard], Awaitable[T]]) -> tuple[list[T], tuple[str, ...]]:
         """`call(shard)` on every member at once: the answers, and the members whose records are missing."""
         readers = self.placement.readers()
-        if len(readers) == 1 and isinstance(readers[0][1], LocalShard):
+        if len(readers) == 1 and readers[0][0] == self.placement.here:
             return [await call(readers[0][1])], tuple(self.placement.missing(()))
-        # the other members' requests go out first; this node's own part is computed meanwhile
-        pending = {member: asyncio.ensure_future(call(shard)) for member, shard in readers
-                   if not isinstance(shard, LocalShard)}
-        answers: list[Any] = []
-        for member, shard in readers:
-            if member in pending:
-                answers.append(pending[member])
-                continue
+        answers = await self._each({member: functools.partial(call, shard) for member, shard in readers})
+        out: list[T] = []
+        failed = []
+        for member, answer in answers.items():
+            if isinstance(answer, ShardUnavailable):
+                failed.append(member)
+            else:
+                out.append(answer)
+        return out, tuple(self.placement.missing(failed))
+
+    async def _each(self, calls: dict[str, Callable[[], Awaitable[T]]]) -> dict[str, T | ShardUnavailable]:
+        """Each member's call at once, the other members' requests sent first and this node's own part
+        computed meanwhile: each member's answer, or `ShardUnavailable` when it did not answer (told to the
+        placement, as an answer is). Any other error is raised."""
+        here = self.placement.here
+        pending = {member: asyncio.ensure_future(call()) for member, call in calls.items() if member != here}
+        results: dict[str, T | BaseException] = {}
+        if here in calls:
             try:
-                answers.append(await call(shard))
+                results[here] = await calls[here]()
             except BaseException:
                 for task in pending.values():
                     task.cancel()
                 raise
         if pending:
-            done = iter(await asyncio.gather(*pending.values(), return_exceptions=True))
-            answers = [next(done) if isinstance(a, asyncio.Future) else a for a in answers]
-        out, failed = [], []
-        for (member, _), answer in zip(readers, answers):
+            results.update(zip(pending, await asyncio.gather(*pending.values(), return_exceptions=True)))
+        out: dict[str, T | ShardUnavailable] = {}
+        for member in calls:
+            answer = results[member]
             if isinstance(answer, ShardUnavailable):
                 self.placement.failed(member)
-                failed.append(member)
             elif isinstance(answer, BaseException):
                 raise answer
             else:
                 self.placement.answered(member)
-                out.append(answer)
-        return out, tuple(self.placement.missing(failed))
+            out[member] = answer
+        return out
 
     async def discover(self, q: questions.Question) -> Topic:
         """The topic of a discovery question (one pattern or several): its merged result, signature, body and

@@ -33,6 +33,7 @@ class Fixed:
     """Every instance is owned by the first three shards; every shard is read."""
 
     replicas = 3
+    here = "n1"
 
     def __init__(self, shards: dict[str, LocalShard]) -> None:
         self.shards = shards
