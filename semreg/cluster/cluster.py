@@ -240,6 +240,9 @@ class Cluster:
     def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Shard]]:
         return self.placement.owners(instance_id, avoid)
 
+    def accountable(self, instance_id: str) -> list[tuple[str, Shard | None]]:
+        return self.placement.accountable(instance_id)
+
     def needed(self, instance_id: str) -> int:
         return self.placement.needed(instance_id)
 

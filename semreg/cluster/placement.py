@@ -40,6 +40,7 @@ class RingPlacement:
         self.view = View()
         self.ring = Ring([node_id])
         self._missing_cache: dict[tuple[int, frozenset[str]], list[str]] = {}
+        self._with_faulty: dict[tuple[int, frozenset[str]], Ring] = {}
         self.on_answer: Callable[[str], None] | None = None  # a member answered (hints are delivered then)
 
     # -- the view ----------------------------------------------------------------------------------------
@@ -52,6 +53,7 @@ class RingPlacement:
             self.ring = view.ring
         if ring_changed:
             self._missing_cache.clear()
+            self._with_faulty.clear()
         return ring_changed
 
     def connect(self, member: str, address: str | None) -> None:
@@ -100,6 +102,14 @@ class RingPlacement:
             members = [m for m in self.ring.owners(instance_id, len(self.ring)) if m not in skip][:k]
         return [(m, s) for m in members if (s := self.shard_of(m)) is not None]
 
+    def accountable(self, instance_id: str) -> list[tuple[str, Shard | None]]:
+        """The instance's owners whose word counts, none passed over: on the ring with the members whose lease
+        lapsed (listed `faulty` until they come back or are forgotten) in their places, these without a shard
+        (they are not asked). A read of it is whole once one of them answered."""
+        faulty = self._faulty()
+        ring = self._ring_with(faulty)
+        return [(m, None if m in faulty else self.shard_of(m)) for m in ring.owners(instance_id, min(self.replicas, len(ring)))]
+
     def needed(self, instance_id: str) -> int:
         return min(2, self.replicas, len(self.ring))
 
@@ -122,14 +132,14 @@ class RingPlacement:
         """The members some of whose records no answer covered: every owner of an arc either failed to
         answer now, or failed earlier (its lease lapsed; it is listed `faulty` until it comes back or is
         forgotten) and nobody holds its records since. Empty when every record had an owner answer."""
-        faulty = frozenset(m.id for m in self.view.members.values() if m.status == FAULTY)
+        faulty = self._faulty()
         lost = frozenset(failed) | faulty
         if not lost:
             return []
         key = (self.ring.checksum, lost)
         found = self._missing_cache.get(key)
         if found is None:
-            ring = Ring([*self.ring.members, *faulty]) if faulty else self.ring
+            ring = self._ring_with(faulty)
             k = min(self.replicas, len(ring))
             uncovered: set[str] = set()
             for arc in ring.ranges():
@@ -140,6 +150,21 @@ class RingPlacement:
                 self._missing_cache.clear()
             found = self._missing_cache[key] = sorted(uncovered)
         return found
+
+    def _faulty(self) -> frozenset[str]:
+        return frozenset(m.id for m in self.view.members.values() if m.status == FAULTY)
+
+    def _ring_with(self, faulty: frozenset[str]) -> Ring:
+        """The ring with the members whose lease lapsed in their places (this ring when there are none)."""
+        if not faulty:
+            return self.ring
+        key = (self.ring.checksum, faulty)
+        ring = self._with_faulty.get(key)
+        if ring is None:
+            if len(self._with_faulty) > 16:
+                self._with_faulty.clear()
+            ring = self._with_faulty[key] = Ring([*self.ring.members, *faulty])
+        return ring
 
     def next_revision(self) -> int:
         return self.revisions.next()

@@ -147,17 +147,45 @@ class Coordinator:
 
     async def registered_by(self, instance_ids: list[str]) -> dict[str, tuple[str | None, str]]:
         """Of these instances, the ones registered, with the token each was registered by and its
-        environment: one request per member, the newest copy deciding."""
+        environment, as their owners say: the newest copy decides, and a removal newer than every copy
+        leaves the instance out. One request per owner (past the members known not to answer, as a write is
+        sent; this node's own part answered in process). An id some owner did not answer for is asked once
+        more: of the members standing in for it, and of its owners passed over while none of them answered
+        (`Placement.accountable`). `Unavailable` when none of an id's owners answered."""
         wanted = list(dict.fromkeys(instance_ids))
-        answers, missing = await self.gather(lambda shard: shard.registered_by(wanted))
-        if missing:
-            raise Unavailable(f"members {', '.join(missing)} did not answer, and some of these instances may be "
-                              f"theirs; try again.", retry_after_s=1)
+        accountable = {iid: self.placement.accountable(iid) for iid in wanted}
+        asked: dict[str, set[str]] = {iid: set() for iid in wanted}
+        answered: dict[str, set[str]] = {iid: set() for iid in wanted}
+        failed: set[str] = set()
         newest_seen: dict[str, tuple[int, str | None, str]] = {}
-        for found in answers:
-            for iid, seen in found.items():  # a removal as its negated revision: the newest copy decides
-                if iid not in newest_seen or abs(newest_seen[iid][0]) < abs(seen[0]):
-                    newest_seen[iid] = seen
+
+        def whole(iid: str) -> bool:
+            return any(member in answered[iid] for member, _ in accountable[iid])
+
+        targets: dict[str, list[tuple[str, Shard | None]]] = {iid: [*self.placement.owners(iid)] for iid in wanted}
+        for _ in range(quorum.ROUNDS):
+            groups: dict[str, tuple[Shard, list[str]]] = {}
+            for iid, members in targets.items():
+                for member, shard in members:
+                    if shard is not None and member not in asked[iid] and member not in failed:
+                        asked[iid].add(member)
+                        groups.setdefault(member, (shard, []))[1].append(iid)
+            answers = await self._each({m: functools.partial(shard.registered_by, ids) for m, (shard, ids) in groups.items()})
+            for member, answer in answers.items():
+                if isinstance(answer, ShardUnavailable):
+                    failed.add(member)
+                    continue
+                for iid in groups[member][1]:
+                    answered[iid].add(member)
+                for iid, seen in answer.items():  # a removal as its negated revision: the newest copy decides
+                    if iid not in newest_seen or abs(newest_seen[iid][0]) < abs(seen[0]):
+                        newest_seen[iid] = seen
+            targets = {iid: [*self.placement.owners(iid, frozenset(failed)), *accountable[iid]] for iid in wanted
+                       if asked[iid] & failed or not whole(iid)}
+        unanswered = [iid for iid in wanted if not whole(iid)]
+        if unanswered:
+            raise Unavailable(f"no owner of '{unanswered[0]}' answered, and it may be registered by another token; "
+                              f"try again.", retry_after_s=1)
         return {iid: (owner, environment) for iid, (rev, owner, environment) in newest_seen.items() if rev > 0}
 
     async def exists(self, instance_id: str) -> bool:

@@ -26,6 +26,9 @@ class Placement(Protocol):
     # (member, shard), first owner first; with `avoid`, members that failed are passed over for the next
     # ones clockwise (stand-ins, that hand the record to its owners later)
 
+    def accountable(self, instance_id: str) -> list[tuple[str, Shard | None]]: ...
+    # its owners, none passed over (None for one that may not be asked): a read of it is whole once one answered
+
     def needed(self, instance_id: str) -> int: ...  # durable copies a write needs
 
     def readers(self) -> list[tuple[str, Shard]]: ...  # every member's shard, once
@@ -55,6 +58,9 @@ class Single:
         self.shard = shard
 
     def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Shard]]:
+        return [(LOCAL, self.shard)]
+
+    def accountable(self, instance_id: str) -> list[tuple[str, Shard | None]]:
         return [(LOCAL, self.shard)]
 
     def needed(self, instance_id: str) -> int:

@@ -41,6 +41,9 @@ class Fixed:
     def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Any]]:
         return [(m, s) for m, s in self.shards.items() if m not in avoid][:3]
 
+    def accountable(self, instance_id: str) -> list[tuple[str, Any]]:
+        return self.owners(instance_id)
+
     def needed(self, instance_id: str) -> int:
         return 2
 

@@ -133,6 +133,9 @@ class FakePlacement:
         members = [m for m in self.shards if m not in avoid and m not in self.suspects][:self.replicas]
         return [(m, self.shards[m]) for m in members]
 
+    def accountable(self, instance_id: str) -> list[tuple[str, Any]]:
+        return [(m, self.shards[m]) for m in list(self.shards)[:self.replicas]]
+
     def needed(self, instance_id: str) -> int:
         return min(2, self.replicas, len(self.shards))
 
