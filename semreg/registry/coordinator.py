@@ -220,6 +220,8 @@ class Coordinator:
         results: dict[str, T | BaseException] = {}
         if here in calls:
             try:
+                if pending:
+                    await asyncio.sleep(0)  # the requests start (on the wire) before this node's part runs
                 results[here] = await calls[here]()
             except BaseException:
                 for task in pending.values():
