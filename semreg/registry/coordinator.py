@@ -37,7 +37,7 @@ from semreg.registry.discovery import newest
 from semreg.registry.feed import ChangeFeed
 from semreg.registry.indexes import scope_of
 from semreg.registry.instances import UP, Registration
-from semreg.registry.merged import newest_copies, removals_of
+from semreg.registry.merged import newest_copies, newest_holders, removals_of
 from semreg.registry.placement import Placement
 from semreg.registry.registry import REMOVALS, Change
 from semreg.registry.selector import Selector
@@ -340,12 +340,8 @@ class Coordinator:
         """Each tag's `up` instances that the selector admits, exactly (no reasoning): the multi-tag lookup."""
         out: dict[Tag, list[Any]] = {tag: [] for tag in tags}
         found, missing = await self.gather(lambda shard: shard.holders(tags, with_tags))
-        for one in found:
-            for tag, insts in one.items.items():
-                out[tag] += insts
-        removed = removals_of(found)
-        return {tag: [i for i in newest_copies(insts, removed) if i.status == UP and selector.admits(i.reg)]
-                for tag, insts in out.items()}, missing
+        out.update(newest_holders(found, lambda i: i.status == UP and selector.admits(i.reg)))
+        return out, missing
 
     async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]:
         """Every registered tag that matches `query` (whoever carries it), ranked."""
