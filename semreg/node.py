@@ -88,10 +88,10 @@ class Node:
                 pacemaker = pacemakers.for_etcd(endpoints, client, settings.member_lease_ttl_s)
             self.cluster = Cluster(kv=kv, cluster=settings.cluster,
                                    node_id=settings.node_id, address=settings.advertise, replicas=settings.replicas,
-                                   secret=read_secret(settings), shard=self.shard, coordinator=self.coordinator,
-                                   knowledge=self.knowledge, clock=self.clock,
-                                   lease_ttl_s=settings.member_lease_ttl_s, tls=peer_tls(settings),
-                                   sparql=settings.sparql, pacemaker=pacemaker)
+                                   secret=read_secret(settings), local=self.shard, removals=self.shard.removals,
+                                   revisions=self.shard.revisions, lane=self.lane, coordinator=self.coordinator,
+                                   knowledge=self.knowledge, clock=self.clock, lease_ttl_s=settings.member_lease_ttl_s,
+                                   tls=peer_tls(settings), sparql=settings.sparql, pacemaker=pacemaker)
             self.coordinator.placement = self.cluster
             if self.replica is not None:  # every member's instances, in this node's SPARQL replica: the newest copy of each
                 self.cluster.copies = ReplicaCopies(self._publish_view, self.replica.remove_instance)

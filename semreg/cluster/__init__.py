@@ -5,9 +5,13 @@ each concern: placement over the membership view (`placement`),
 the followers of the other nodes' change logs with the read barrier (`followers`, `barrier`) and which copy
 of each instance the SPARQL replica shows (`replica_copies`), statuses sent to the other owners
 (`statuses`), the writes an owner missed, brought to it when it answers again (`hints`), hand-off and
-anti-entropy (`antientropy`, `digests`), what every node holds whole, the ontologies and prefixes
+anti-entropy (`antientropy`), what every node holds whole, the ontologies and prefixes
 published in etcd (`shared`), and `/sparql` sent from a member without the replica to one that serves it
 (`sparql_forward`).
+
+Every shard, this node's own and the others', is asked through `semreg.registry.shard.Shard`; of this
+node's insides the ring is handed at wiring its shard as an `OwnShard`, its recent removals and its
+revisions, and reaches into none of them.
 
 May import: `semreg.registry` (the seams it implements: `Placement`, `Shard`), `semreg.knowledge`,
 `semreg.reasoning`, `semreg.storage`, `semreg.rdf`, `semreg.http1` and the top-level modules. Must not

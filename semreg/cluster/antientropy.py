@@ -3,17 +3,18 @@
 After every ring change, and every `SYNC_INTERVAL_S`, this node compares what it holds with what each
 owner of it holds (revisions, tombstones included), sends what they lack or hold older, and lets go of
 what it no longer owns once its owners have it. Arcs whose digests agree (`semreg.cluster.digests`) are
-not compared record by record. Counters of records moved and repaired are in `/metrics`.
+not compared record by record (`semreg.registry.digests`). Counters of records moved and repaired are in
+`/metrics`. Every shard is asked through the `semreg.registry.shard.Shard` interface, this node's own too.
 
 Before this node is on the ring again (starting, or back from a pause past its lease), it takes from
 every other member what they hold newer (`repair`); a graceful leave hands every record to its owners
 without this node (`sync` over that ring).
 
 Removals are settled apart, and soon (`settle`): a tombstone stored here travels with every read this
-node answers (`semreg.registry.removals`) until every member of the ring is known to hold it or nothing
-older; a member still holding an older live copy is sent the tombstone. So a stale copy is hidden from
-every read at once, and gone from every node within a pass (`SETTLE_DELAY_S`, then `SETTLE_RETRY_S`
-while a member does not answer).
+node answers (this node's `semreg.registry.removals.RecentRemovals`, handed over at wiring) until every
+member of the ring is known to hold it or nothing older; a member still holding an older live copy is sent
+the tombstone. So a stale copy is hidden from every read at once, and gone from every node within a pass
+(`SETTLE_DELAY_S`, then `SETTLE_RETRY_S` while a member does not answer).
 """
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable
 
-from semreg.cluster import digests
-from semreg.cluster.peer import RemoteShard
+from semreg.clock import Clock
 from semreg.cluster.placement import RingPlacement
 from semreg.cluster.ring import Ring
 from semreg.errors import SemregError
-from semreg.registry.local_shard import TOMBSTONE_KEEP_S, LocalShard
-from semreg.registry.shard import ShardUnavailable
+from semreg.registry import digests
+from semreg.registry.removals import TOMBSTONE_KEEP_S, RecentRemovals
+from semreg.registry.shard import OwnShard, Shard, ShardUnavailable
 
 log = logging.getLogger("semreg.cluster")
 
@@ -41,12 +42,15 @@ SETTLE_RETRY_S = 1.0
 class AntiEntropy:
     """The passes that bring this node's records to their owners, and what they moved."""
 
-    def __init__(self, *, placement: RingPlacement, shard: LocalShard, degraded: Callable[[], bool],
-                 stopping: Callable[[], bool]) -> None:
+    def __init__(self, *, placement: RingPlacement, local: OwnShard, removals: RecentRemovals, clock: Clock,
+                 degraded: Callable[[], bool], stopping: Callable[[], bool]) -> None:
+        """`local`: this node's shard; `removals`: its removals not yet settled with every member."""
         self.placement = placement
         self.node_id = placement.node_id
         self.replicas = placement.replicas
-        self.shard = shard
+        self.local = local
+        self.removals = removals
+        self.clock = clock
         self._degraded = degraded
         self._stopping = stopping
         self._sync_wanted = asyncio.Event()
@@ -65,7 +69,7 @@ class AntiEntropy:
         """Before this node (back from a restart, or from a pause past its lease) is on the ring again:
         take from the other owners of what it holds whatever they hold newer, removals included, so that
         no stale copy here is read (a deregistered instance never comes back)."""
-        held = await self.shard.whole_inventory()
+        held = await self.local.inventory()
         # every member, not only the owners: a removal made while owners were away sits on stand-ins
         by_member = {member: list(held) for member in self.placement.ring.members if member != self.node_id}
         taken = 0
@@ -79,7 +83,7 @@ class AntiEntropy:
                     theirs = await peer.inventory(batch)
                     newer = [iid for iid in batch if abs(theirs.get(iid, 0)) > abs(held[iid])]
                     if newer:
-                        taken += await self.shard.restore_records(await peer.export(newer))
+                        taken += await self.local.restore_records(await peer.export(newer))
                 except (ShardUnavailable, SemregError) as exc:
                     log.warning("could not compare records with a member", extra={"member": member,
                                                                                     "error": str(exc)[:200]})
@@ -92,11 +96,11 @@ class AntiEntropy:
         tombstones' lifetime), forget every copy it holds. Some may be of instances removed since, whose
         tombstones the others no longer hold, and nothing could tell them from current ones; the ring holds
         every current one (on W owners at least). Returns how many were forgotten."""
-        seen = await self.shard.last_on_ring()
-        away = self.shard.clock.wall() - seen if seen is not None else 0.0
+        seen = await self.local.last_on_ring()
+        away = self.clock.wall() - seen if seen is not None else 0.0
         if away <= TOMBSTONE_KEEP_S:
             return 0
-        forgotten = await self.shard.drop(list(await self.shard.whole_inventory()))
+        forgotten = await self.local.drop(list(await self.local.inventory()))
         log.warning("away longer than removals are remembered: the copies held here are forgotten, and the "
                     "ring's current ones taken instead", extra={"away_h": round(away / 3600, 1), "forgotten": forgotten})
         return forgotten
@@ -123,7 +127,7 @@ class AntiEntropy:
         """Make sure every member of the ring holds this node's recent removals or nothing older, sending
         the tombstone to any that still holds an older live copy; then they need not travel with reads any
         more. Returns how many are left unsettled (a member did not answer)."""
-        pending = self.shard.removals.current()
+        pending = self.removals.current()
         if not pending:
             return 0
         ids = sorted(pending)
@@ -143,13 +147,13 @@ class AntiEntropy:
                     behind = [iid for iid in batch if abs(theirs.get(iid, 0)) < pending[iid]
                               and (theirs.get(iid, 0) > 0 or member in ring.owners(iid, self.replicas))]
                     if behind:
-                        self.settled += await peer.restore_records(self.shard.export(behind))
+                        self.settled += await peer.restore_records(await self.local.export(behind))
                 except (ShardUnavailable, SemregError) as exc:
                     log.warning("could not settle removals with a member", extra={"member": member,
                                                                                    "error": str(exc)[:200]})
                     self.placement.failed(member)
                     return len(pending)
-        self.shard.removals.settled(pending)
+        self.removals.settled(pending)
         return 0
 
     async def run(self) -> None:
@@ -161,15 +165,15 @@ class AntiEntropy:
             await asyncio.sleep(0.2)  # let a burst of ring changes settle into one pass
             try:
                 if await self.sync(self.placement.ring):  # every member answered: this node was on the ring
-                    self.shard.on_ring()
+                    self.local.on_ring()
             except Exception:
                 log.exception("a hand-off pass failed; the next one will try again")
-            self.shard.forget_tombstones()
+            self.local.forget_tombstones()
 
     async def sync(self, ring: Ring, leaving: bool = False) -> bool:
         """Give every owner (on `ring`) what it lacks of what this node holds; let go of what this node no
         longer owns once every owner of it holds it. Whether every member it had to ask answered."""
-        held = await self.shard.whole_inventory()
+        held = await self.local.inventory()
         wanted, mine_not = await asyncio.to_thread(plan, ring, held, self.replicas, self.node_id)
         confirmed: dict[str, set[str]] = {}
         complete = True
@@ -182,11 +186,11 @@ class AntiEntropy:
             complete = complete and len(found) == len(ids)
         let_go = await asyncio.to_thread(confirmed_elsewhere, ring, self.replicas, mine_not, confirmed)
         if let_go and (leaving or not self._degraded()):
-            self.dropped += await self.shard.drop(let_go)
+            self.dropped += await self.local.drop(let_go)
         self.syncs += 1
         return complete
 
-    async def _hand_to(self, member: str, peer: RemoteShard, ring: Ring, held: dict[str, int], ids: list[str]
+    async def _hand_to(self, member: str, peer: Shard, ring: Ring, held: dict[str, int], ids: list[str]
                        ) -> set[str]:
         """Send `member` what it lacks or holds older of `ids`; the ids it is known to hold as this node does."""
         confirmed: set[str] = set()
@@ -203,7 +207,7 @@ class AntiEntropy:
                 theirs = await peer.inventory(batch)
                 behind = [iid for iid in batch if abs(theirs.get(iid, 0)) < abs(held[iid])]
                 if behind:
-                    applied = await peer.restore_records(self.shard.export(behind))
+                    applied = await peer.restore_records(await self.local.export(behind))
                     new = sum(1 for iid in behind if iid not in theirs)
                     self.moved += min(new, applied)
                     self.repaired += max(0, applied - new)
@@ -214,7 +218,7 @@ class AntiEntropy:
             confirmed.update(batch)
         return confirmed
 
-    async def _differing(self, peer: RemoteShard, ring: Ring, held: dict[str, int], ids: list[str]
+    async def _differing(self, peer: Shard, ring: Ring, held: dict[str, int], ids: list[str]
                          ) -> tuple[list[str], list[str]]:
         """Of `ids` (held here, owned by `peer` too), those in arcs whose digests differ between this node
         and `peer`, and those in arcs that agree (nothing to compare). When the peer's ring is another,
@@ -222,7 +226,7 @@ class AntiEntropy:
         if ring is not self.placement.ring:
             return ids, []
         arcs, mine = await asyncio.to_thread(digests.of_ids, ring, held, ids)
-        theirs = await peer.digests(ring.checksum, sorted(arcs))
+        theirs = await peer.digests(ring, sorted(arcs))
         if theirs is None:
             return ids, []
         differing: list[str] = []

@@ -3,7 +3,10 @@ converging (`--etcd`). A node without it is a node alone (`semreg.registry.place
 
 `Cluster` is the ring's `semreg.registry.placement.Placement` and the node's one handle on the ring. It
 owns membership in etcd (`semreg.cluster.membership`) and a collaborator for each concern, wired
-explicitly to the ones it needs:
+explicitly to the ones it needs. Of this node's insides it is handed, at wiring, its shard as the ring
+drives it (`semreg.registry.shard.OwnShard`), its recent removals (`semreg.registry.removals.RecentRemovals`),
+what numbers its writes (`semreg.registry.revisions.Revisions`) and the lane request work runs on; every
+member's shard, its own included, is asked through the `semreg.registry.shard.Shard` interface.
 
 - **Placement** (`semreg.cluster.placement`): the ring built from the member list, an instance's owners
   (the first `replicas` members clockwise from `mmh3(id)`), the shards a read asks, the peers.
@@ -52,9 +55,11 @@ from semreg.cluster.statuses import Statuses
 from semreg.errors import Unavailable
 from semreg.knowledge.queries import SavedQuery
 from semreg.registry.coordinator import Coordinator
-from semreg.registry.local_shard import LocalShard
 from semreg.registry.registry import Change
-from semreg.registry.shard import ShardUnavailable, StaleRing
+from semreg.registry.removals import RecentRemovals
+from semreg.registry.revisions import Revisions
+from semreg.registry.shard import OwnShard, Shard, ShardUnavailable, StaleRing
+from semreg.work.lane import Lane
 
 log = logging.getLogger("semreg.cluster")
 # removals made this long before a member joins travel with reads again until settled with it (it compared
@@ -64,11 +69,13 @@ REOPEN_S = 600.0
 
 class Cluster:
     def __init__(self, *, kv: KV, cluster: str, node_id: str, address: str, replicas: int, secret: str,
-                 shard: LocalShard, coordinator: Coordinator, knowledge: Any, clock: Clock,
-                 lease_ttl_s: int = 10, tls: ssl.SSLContext | None = None, sparql: bool = True,
-                 pacemaker: Pacemaker | None = None) -> None:
-        """`sparql`: whether this node serves `/sparql`, as its membership key says. `pacemaker`: the lease
-        refreshed from a thread as well (`semreg.cluster.pacemaker`)."""
+                 local: OwnShard, removals: RecentRemovals, revisions: Revisions, lane: Lane,
+                 coordinator: Coordinator, knowledge: Any, clock: Clock, lease_ttl_s: int = 10,
+                 tls: ssl.SSLContext | None = None, sparql: bool = True, pacemaker: Pacemaker | None = None) -> None:
+        """`local`: this node's shard, `removals` its removals not yet settled with every member, `revisions`
+        what numbers this node's writes, `lane` where request work runs. `sparql`: whether this node serves
+        `/sparql`, as its membership key says. `pacemaker`: the lease refreshed from a thread as well
+        (`semreg.cluster.pacemaker`)."""
         kv = SignedKV(kv, secret)  # a record etcd holds counts only if a holder of the secret wrote it
         self.kv = kv
         self.name = cluster
@@ -76,7 +83,8 @@ class Cluster:
         self.address = address
         self.replicas = replicas
         self.secret = secret
-        self.shard = shard
+        self.local = local
+        self.removals = removals
         self.coordinator = coordinator
         self.knowledge = knowledge
         self.clock = clock
@@ -86,16 +94,15 @@ class Cluster:
         self._stopping = False
         stopping = self._is_stopping
         self.placement = RingPlacement(membership=self.membership, node_id=node_id, replicas=replicas, secret=secret,
-                                       shard=shard, tls=tls)
-        self.followers = Followers(placement=self.placement, shard=shard, coordinator=coordinator, clock=clock,
-                                   stopping=stopping)
-        self.statuses = Statuses(placement=self.placement, shard=shard)
-        self.hints = Hints(placement=self.placement, shard=shard, stopping=stopping)
+                                       local=local, revisions=revisions, tls=tls)
+        self.followers = Followers(placement=self.placement, local=local, coordinator=coordinator, clock=clock,
+                                   lane=lane, stopping=stopping)
+        self.statuses = Statuses(placement=self.placement, local=local)
+        self.hints = Hints(placement=self.placement, local=local, stopping=stopping)
         self.placement.on_answer = self.hints.answered
-        self.anti_entropy = AntiEntropy(placement=self.placement, shard=shard, degraded=lambda: self.degraded,
-                                        stopping=stopping)
-        shard.removals.enabled = True  # a removal travels with reads until every member holds it
-        shard.removals.on_added = self.anti_entropy.settle_wanted
+        self.anti_entropy = AntiEntropy(placement=self.placement, local=local, removals=removals, clock=clock,
+                                        degraded=lambda: self.degraded, stopping=stopping)
+        removals.travel(self.anti_entropy.settle_wanted)  # a removal travels with reads until every member holds it
         self.shared = SharedKnowledge(kv=kv, name=cluster, node_id=node_id, knowledge=knowledge, clock=clock,
                                       placement=self.placement, membership=self.membership, stopping=stopping)
         self._tasks: list[asyncio.Task] = []
@@ -108,9 +115,9 @@ class Cluster:
     async def start(self) -> None:
         """Read the member list, catch up with what every node holds whole, then join the ring and keep
         everything converging. While etcd cannot be reached, keep trying (`waiting` says why)."""
-        self.shard.subscribe(self.statuses.local_changes)
-        self.followers.local_removals(self.shard.registry.tombstones)
-        self.shard.removals.reopen(self.clock.wall() - REOPEN_S)
+        self.local.subscribe(self.statuses.local_changes)
+        self.followers.local_removals(self.removals.known())
+        self.removals.reopen(self.clock.wall() - REOPEN_S)
         backoff = 0.5
         while not self._stopping:
             try:
@@ -196,7 +203,7 @@ class Cluster:
         before = set(self.ring.members)
         ring_changed = self.placement.see(view)
         if set(self.ring.members) - before:  # a member (back) on the ring may hold copies of what was removed
-            self.shard.removals.reopen(self.clock.wall() - REOPEN_S)
+            self.removals.reopen(self.clock.wall() - REOPEN_S)
         for member in self.ring.members:
             if member == self.node_id:
                 continue
@@ -206,7 +213,7 @@ class Cluster:
         if ring_changed:
             log.info("ring changed", extra={"members": list(self.ring.members), "checksum": self.ring.checksum,
                                             "revision": view.revision})
-            self.shard.set_primary(self.is_primary)
+            self.local.set_primary(self.is_primary)
             self.coordinator.everything_changed()
             self.anti_entropy.wanted()
 
@@ -226,13 +233,20 @@ class Cluster:
         return self.placement.is_primary(instance_id)
 
     # -- placement (semreg.registry.placement.Placement) ----------------------------------------------------------
-    def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Any]]:
+    @property
+    def here(self) -> str:
+        return self.node_id
+
+    def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Shard]]:
         return self.placement.owners(instance_id, avoid)
+
+    def accountable(self, instance_id: str) -> list[tuple[str, Shard | None]]:
+        return self.placement.accountable(instance_id)
 
     def needed(self, instance_id: str) -> int:
         return self.placement.needed(instance_id)
 
-    def readers(self) -> list[tuple[str, Any]]:
+    def readers(self) -> list[tuple[str, Shard]]:
         return self.placement.readers()
 
     def failed(self, member: str) -> None:

@@ -25,10 +25,9 @@ from semreg.cluster.placement import RingPlacement
 from semreg.cluster.replica_copies import ReplicaCopies
 from semreg.errors import SemregError
 from semreg.registry.coordinator import Coordinator
-from semreg.registry.local_shard import LocalShard
 from semreg.registry.registry import Change
-from semreg.registry.shard import ShardUnavailable
-from semreg.work.lane import paced
+from semreg.registry.shard import OwnShard, ShardUnavailable
+from semreg.work.lane import Lane, paced
 
 log = logging.getLogger("semreg.cluster")
 
@@ -40,11 +39,13 @@ MOVED = "moved"
 class Followers:
     """A follower of each other member of the ring, what they have been read into, and the read barrier."""
 
-    def __init__(self, *, placement: RingPlacement, shard: LocalShard, coordinator: Coordinator, clock: Clock,
-                 stopping: Callable[[], bool]) -> None:
+    def __init__(self, *, placement: RingPlacement, local: OwnShard, coordinator: Coordinator, clock: Clock,
+                 lane: Lane, stopping: Callable[[], bool]) -> None:
+        """`local`: this node's shard; `lane`: where a page of a member's changes is taken in."""
         self.placement = placement
         self.node_id = placement.node_id
-        self.shard = shard
+        self.local = local
+        self.lane = lane
         self.coordinator = coordinator
         self.clock = clock
         self._stopping = stopping
@@ -117,8 +118,8 @@ class Followers:
                 continue
             cursor = int(answer["cursor"])
             if answer["changes"]:  # a page of changes, taken in as essential work in slices (`semreg.work.lane`)
-                await self.shard.lane.run(self._take, member, answer["changes"], what="a member's changes",
-                                          essential=True)
+                await self.lane.run(self._take, member, answer["changes"], what="a member's changes",
+                                    essential=True)
             self._progressed(member, epoch, cursor)
         self._followed.pop(member, None)
 
@@ -149,15 +150,15 @@ class Followers:
             return
 
         def copy_of(c: Change) -> wire.Copy | None:
-            inst = self.shard.held(c.id) if c.membership and not c.removed else None
+            inst = self.local.held(c.id) if c.membership and not c.removed else None
             return None if inst is None else (inst.view(), inst.revision, inst.state_version)
         self._copy(self.node_id, [(c, copy_of(c)) for c in changes])
 
-    def local_removals(self, tombstones: dict[str, tuple[int, float]]) -> None:
-        """This node's tombstones (as it starts), into the same table: a stale copy another member lists
-        never shows an instance removed here."""
+    def local_removals(self, tombstones: dict[str, int]) -> None:
+        """This node's tombstones (id → revision, as it starts), into the same table: a stale copy another
+        member lists never shows an instance removed here."""
         if self.copies is not None:
-            for iid, (revision, _) in tombstones.items():
+            for iid, revision in tombstones.items():
                 self.copies.removed(self.node_id, iid, revision)
 
     def _progressed(self, member: str, epoch: int, cursor: int) -> None:

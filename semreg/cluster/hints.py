@@ -16,12 +16,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from semreg.cluster.placement import RingPlacement
 from semreg.errors import SemregError
-from semreg.registry.local_shard import LocalShard
-from semreg.registry.shard import ShardUnavailable
+from semreg.registry.shard import Record, Shard, ShardUnavailable
 
 log = logging.getLogger("semreg.cluster")
 
@@ -32,9 +30,10 @@ BATCH = 2000  # records a request
 class Hints:
     """The ids each member missed, and the deliveries under way."""
 
-    def __init__(self, *, placement: RingPlacement, shard: LocalShard, stopping: Callable[[], bool]) -> None:
+    def __init__(self, *, placement: RingPlacement, local: Shard, stopping: Callable[[], bool]) -> None:
+        """`local`: this node's shard, whose copies are sent first."""
         self.placement = placement
-        self.shard = shard
+        self.local = local
         self._stopping = stopping
         self._held: dict[str, set[str]] = {}
         self._delivering: dict[str, asyncio.Task] = {}
@@ -95,7 +94,7 @@ class Hints:
         ring = self.placement.ring
         k = min(self.placement.replicas, len(ring))
         owned = [i for i in ids if member in ring.owners(i, k)]
-        items = self.shard.export(owned)
+        items = await self.local.export(owned)
         have = {rec["id"] for rec, _ in items}
         items += await self._from_owners(member, [i for i in owned if i not in have])
         applied = 0
@@ -103,7 +102,7 @@ class Hints:
             applied += await peer.restore_records(items[start:start + BATCH])
         return applied
 
-    async def _from_owners(self, member: str, ids: list[str]) -> list[tuple[dict[str, Any], int]]:
+    async def _from_owners(self, member: str, ids: list[str]) -> list[Record]:
         """The copies the other owners hold of records this node does not (it coordinated their writes
         without owning them), each from the first owner that has it."""
         ring = self.placement.ring
@@ -113,7 +112,7 @@ class Hints:
             for owner in ring.owners(iid, k):
                 if owner not in (member, self.placement.node_id):
                     by_owner.setdefault(owner, []).append(iid)
-        found: dict[str, tuple[dict[str, Any], int]] = {}
+        found: dict[str, Record] = {}
         for owner, wanted in by_owner.items():
             peer = self.placement.peers.get(owner)
             wanted = [i for i in wanted if i not in found]

@@ -1,4 +1,5 @@
-"""Another node's shard, over its internal API: the `Shard` protocol by HTTP (`semreg.http.internal`).
+"""Another node's shard, over its internal API: the `semreg.registry.shard.Shard` interface by HTTP
+(`semreg.http.internal`), and what the ring asks of the member besides (its change log, its ontologies).
 
 Every request carries the cluster secret. A request that gets no answer (refused, reset, past its
 timeout) raises `ShardUnavailable`, which the cluster layer turns into trying another owner, or into a
@@ -23,17 +24,18 @@ from semreg.http1.client import Head
 from semreg.rdf.terms import Tag
 from semreg.registry import discovery
 from semreg.registry.catalogue import Match
+from semreg.registry.digests import Arcs, Digest
 from semreg.registry.instances import Registration
 from semreg.registry.questions import Question
 from semreg.registry.selector import Selector
-from semreg.registry.shard import Held, Removed, ShardUnavailable, StaleRing
+from semreg.registry.shard import Held, Record, Removed, Shard, ShardUnavailable, StaleRing, State
 
 SECRET_HEADER = "X-Semreg-Cluster"
 READ_TIMEOUT_S = 5.0
 WRITE_TIMEOUT_S = 10.0
 
 
-class RemoteShard:
+class RemoteShard(Shard):
     """The shard of member `member_id`, reached at `address`."""
 
     def __init__(self, member_id: str, address: str, secret: str, timeout_s: float = READ_TIMEOUT_S, *,
@@ -82,13 +84,13 @@ class RemoteShard:
 
     # -- writes ------------------------------------------------------------------------------------
     async def put_records(self, items: list[tuple[Registration, int]], views: bool = True
-                          ) -> list[tuple[Any, bool]]:
+                          ) -> list[tuple[wire.RemoteMember | None, bool]]:
         body = {"items": [[reg.record(), rev] for reg, rev in items], "views": views}
         answer = await self._write("/records", body)
         return [(wire.RemoteMember.from_json(r["member"], True) if "member" in r else None, bool(r["created"]))
                 if r else (None, False) for r in answer["results"]]
 
-    async def restore_records(self, items: list[tuple[dict[str, Any], int]]) -> int:
+    async def restore_records(self, items: list[Record]) -> int:
         answer = await self.call("POST", "/restore", {"items": items}, timeout_s=WRITE_TIMEOUT_S)
         return int(answer["applied"])
 
@@ -109,11 +111,11 @@ class RemoteShard:
                 self.on_stale()
             raise StaleRing(f"{self.member_id} refused the write: {exc.message}") from exc
 
-    async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Any:
+    async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> wire.RemoteMember:
         answer = await self.call("POST", f"/heartbeat/{instance_id}", {"load": load, "status": status})
         return wire.RemoteMember.from_json(answer, True)
 
-    async def apply_states(self, states: list[tuple[str, int, int, str, bool, bool]]) -> int:
+    async def apply_states(self, states: list[State]) -> int:
         answer = await self.call("POST", "/states", {"states": states})
         return int(answer["applied"])
 
@@ -121,14 +123,14 @@ class RemoteShard:
         await self.call("POST", f"/routes/{instance_id}")
 
     # -- reads -------------------------------------------------------------------------------------
-    async def get(self, instance_id: str) -> Any:
+    async def get(self, instance_id: str) -> wire.RemoteMember:
         return wire.RemoteMember.from_json(await self.call("GET", f"/instances/{instance_id}"), True)
 
     async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None, str]]:
         answer = await self.call("POST", "/registered-by", {"ids": ids})
         return {iid: (int(rev), owner, str(env)) for iid, (rev, owner, env) in answer["found"].items()}
 
-    async def instances(self, service: str | None, tags: bool = True) -> Held[list[Any]]:
+    async def instances(self, service: str | None, tags: bool = True) -> Held[list[wire.RemoteMember]]:
         answer = await self.call("GET", "/instances", params={"service": service, "tags": "true" if tags else "false"})
         return Held([wire.RemoteMember.from_json(m, tags) for m in answer["members"]], wire.removed_from_json(answer))
 
@@ -136,7 +138,7 @@ class RemoteShard:
         _, content = await self.raw("POST", "/discover", {"query": wire.query_json(q)})
         return wire.part_from_bytes(content, q.tags)
 
-    async def holders(self, tags: list[Tag], with_tags: bool = True) -> Held[dict[Tag, list[Any]]]:
+    async def holders(self, tags: list[Tag], with_tags: bool = True) -> Held[dict[Tag, list[wire.RemoteMember]]]:
         answer = await self.call("POST", "/holders", {"tags": [list(t) for t in tags], "with_tags": with_tags})
         return wire.holders_from_json(answer, with_tags)
 
@@ -151,7 +153,28 @@ class RemoteShard:
     async def names_term(self, iri: str) -> bool:
         return bool((await self.call("GET", "/terms", params={"iri": iri}))["named"])
 
-    # -- the cluster's own ---------------------------------------------------------------------------
+    # -- repair and hand-off ----------------------------------------------------------------------------
+    async def inventory(self, ids: Iterable[str] | None = None) -> dict[str, int]:
+        answer = await self.call("POST", "/inventory", {"ids": list(ids) if ids is not None else None},
+                                 timeout_s=WRITE_TIMEOUT_S)
+        return {k: int(v) for k, v in answer["inventory"].items()}
+
+    async def digests(self, ring: Arcs, arcs: list[int]) -> dict[int, Digest] | None:
+        """Its digests of these arcs of `ring`; None when the member places over another ring."""
+        try:
+            answer = await self.call("POST", "/digests", {"checksum": ring.checksum, "arcs": arcs},
+                                     timeout_s=WRITE_TIMEOUT_S)
+        except SemregError as exc:
+            if exc.status == 409:
+                return None
+            raise
+        return {int(arc): (int(d[0]), int(d[1]), int(d[2])) for arc, d in answer["digests"].items()}
+
+    async def export(self, ids: Iterable[str]) -> list[Record]:
+        answer = await self.call("POST", "/export", {"ids": list(ids)}, timeout_s=WRITE_TIMEOUT_S)
+        return [(rec, int(rev)) for rec, rev in answer["items"]]
+
+    # -- the member's own: its change log and its ontologies ----------------------------------------------
     async def changes(self, epoch: int | None, cursor: int, wait_s: float) -> dict[str, Any]:
         return await self.call("GET", "/changes", params={"epoch": epoch, "after": cursor, "wait": wait_s},
                                timeout_s=wait_s + self.timeout_s)
@@ -161,35 +184,9 @@ class RemoteShard:
         answer = await self.call("GET", "/cursor")
         return int(answer["epoch"]), int(answer["cursor"])
 
-    async def inventory(self, ids: Iterable[str] | None = None) -> dict[str, int]:
-        answer = await self.call("POST", "/inventory", {"ids": list(ids) if ids is not None else None},
-                                 timeout_s=WRITE_TIMEOUT_S)
-        return {k: int(v) for k, v in answer["inventory"].items()}
-
-    async def whole_inventory(self) -> dict[str, int]:  # as a local shard's: everything it holds
-        return await self.inventory()
-
-    async def digests(self, checksum: int, arcs: list[int]) -> dict[int, tuple[int, int, int]] | None:
-        """Its digests of these arcs of the ring with `checksum`; None when its ring is another."""
-        try:
-            answer = await self.call("POST", "/digests", {"checksum": checksum, "arcs": arcs},
-                                     timeout_s=WRITE_TIMEOUT_S)
-        except SemregError as exc:
-            if exc.status == 409:
-                return None
-            raise
-        return {int(arc): (int(d[0]), int(d[1]), int(d[2])) for arc, d in answer["digests"].items()}
-
-    async def export(self, ids: Iterable[str]) -> list[tuple[dict[str, Any], int]]:
-        answer = await self.call("POST", "/export", {"ids": list(ids)}, timeout_s=WRITE_TIMEOUT_S)
-        return [(rec, int(rev)) for rec, rev in answer["items"]]
-
     async def ontology(self, name: str) -> tuple[bytes, str]:
         head, content = await self.raw("GET", f"/ontologies/{name}", timeout_s=WRITE_TIMEOUT_S)
         return content, head.headers.get("content-type", "text/turtle")
-
-    def subscribe(self, listener: Any) -> None:
-        """A remote shard's changes come through the cluster's followers (`semreg.cluster.followers`)."""
 
 
 def _removed(content: bytes) -> int | None:

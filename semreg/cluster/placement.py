@@ -4,7 +4,8 @@ The ring is built from the member list in etcd (`semreg.cluster.membership`): an
 first `replicas` members clockwise from `mmh3(id)` (capped at the member count), and the first of them runs
 its lease and checks. A read asks every member once. Members this node cannot reach are suspects
 (`failed`, `answered`): writes pass over them for stand-ins, reads leave them out while others cover their
-records. This node reaches every other member through a `RemoteShard`, kept at the address the view lists.
+records. This node reaches every other member through a `RemoteShard`, kept at the address the view lists;
+its own shard is the one in this process. Both are a `semreg.registry.shard.Shard`.
 
 `semreg.cluster.cluster.Cluster` is the `semreg.registry.placement.Placement` the coordinator uses; it answers
 with this.
@@ -14,29 +15,32 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from semreg.cluster.membership import FAULTY, Membership, View
 from semreg.cluster.peer import RemoteShard
 from semreg.cluster.ring import Ring
-from semreg.registry.local_shard import LocalShard
+from semreg.registry.revisions import Revisions
+from semreg.registry.shard import Shard
 
 
 class RingPlacement:
     """The view and ring this node places over, and a shard for every member (its own, or a peer's)."""
 
-    def __init__(self, *, membership: Membership, node_id: str, replicas: int, secret: str, shard: LocalShard,
-                 tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, *, membership: Membership, node_id: str, replicas: int, secret: str, local: Shard,
+                 revisions: Revisions, tls: ssl.SSLContext | None = None) -> None:
+        """`local`: this node's own shard; `revisions`: what this node numbers its writes with."""
         self.membership = membership
         self.node_id = node_id
         self.replicas = replicas
         self.secret = secret
         self.tls = tls  # what peers are called with over https (--cluster-tls-*)
-        self.shard = shard
+        self.local = local
+        self.revisions = revisions
         self.peers: dict[str, RemoteShard] = {}
         self.view = View()
         self.ring = Ring([node_id])
         self._missing_cache: dict[tuple[int, frozenset[str]], list[str]] = {}
+        self._with_faulty: dict[tuple[int, frozenset[str]], Ring] = {}
         self.on_answer: Callable[[str], None] | None = None  # a member answered (hints are delivered then)
 
     # -- the view ----------------------------------------------------------------------------------------
@@ -49,6 +53,7 @@ class RingPlacement:
             self.ring = view.ring
         if ring_changed:
             self._missing_cache.clear()
+            self._with_faulty.clear()
         return ring_changed
 
     def connect(self, member: str, address: str | None) -> None:
@@ -75,14 +80,18 @@ class RingPlacement:
         return self.membership.suspects
 
     # -- placement (semreg.registry.placement.Placement) ----------------------------------------------------
+    @property
+    def here(self) -> str:
+        return self.node_id
+
     def is_primary(self, instance_id: str) -> bool:
         owners = self.ring.owners(instance_id, 1)
         return not owners or owners[0] == self.node_id
 
-    def shard_of(self, member: str) -> Any:
-        return self.shard if member == self.node_id else self.peers.get(member)
+    def shard_of(self, member: str) -> Shard | None:
+        return self.local if member == self.node_id else self.peers.get(member)
 
-    def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Any]]:
+    def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Shard]]:
         """The instance's owners; members in `avoid`, and suspects, are passed over for the next members
         clockwise (a stand-in holds the copy until anti-entropy hands it to the owner back on its feet)."""
         k = min(self.replicas, len(self.ring))
@@ -93,10 +102,18 @@ class RingPlacement:
             members = [m for m in self.ring.owners(instance_id, len(self.ring)) if m not in skip][:k]
         return [(m, s) for m in members if (s := self.shard_of(m)) is not None]
 
+    def accountable(self, instance_id: str) -> list[tuple[str, Shard | None]]:
+        """The instance's owners whose word counts, none passed over: on the ring with the members whose lease
+        lapsed (listed `faulty` until they come back or are forgotten) in their places, these without a shard
+        (they are not asked). A read of it is whole once one of them answered."""
+        faulty = self._faulty()
+        ring = self._ring_with(faulty)
+        return [(m, None if m in faulty else self.shard_of(m)) for m in ring.owners(instance_id, min(self.replicas, len(ring)))]
+
     def needed(self, instance_id: str) -> int:
         return min(2, self.replicas, len(self.ring))
 
-    def readers(self) -> list[tuple[str, Any]]:
+    def readers(self) -> list[tuple[str, Shard]]:
         """Every member once; suspects only when some of their records have no other owner to answer."""
         suspects = self.membership.suspects
         if suspects and not self.missing(suspects):
@@ -115,14 +132,14 @@ class RingPlacement:
         """The members some of whose records no answer covered: every owner of an arc either failed to
         answer now, or failed earlier (its lease lapsed; it is listed `faulty` until it comes back or is
         forgotten) and nobody holds its records since. Empty when every record had an owner answer."""
-        faulty = frozenset(m.id for m in self.view.members.values() if m.status == FAULTY)
+        faulty = self._faulty()
         lost = frozenset(failed) | faulty
         if not lost:
             return []
         key = (self.ring.checksum, lost)
         found = self._missing_cache.get(key)
         if found is None:
-            ring = Ring([*self.ring.members, *faulty]) if faulty else self.ring
+            ring = self._ring_with(faulty)
             k = min(self.replicas, len(ring))
             uncovered: set[str] = set()
             for arc in ring.ranges():
@@ -134,5 +151,20 @@ class RingPlacement:
             found = self._missing_cache[key] = sorted(uncovered)
         return found
 
+    def _faulty(self) -> frozenset[str]:
+        return frozenset(m.id for m in self.view.members.values() if m.status == FAULTY)
+
+    def _ring_with(self, faulty: frozenset[str]) -> Ring:
+        """The ring with the members whose lease lapsed in their places (this ring when there are none)."""
+        if not faulty:
+            return self.ring
+        key = (self.ring.checksum, faulty)
+        ring = self._with_faulty.get(key)
+        if ring is None:
+            if len(self._with_faulty) > 16:
+                self._with_faulty.clear()
+            ring = self._with_faulty[key] = Ring([*self.ring.members, *faulty])
+        return ring
+
     def next_revision(self) -> int:
-        return self.shard.revisions.next()
+        return self.revisions.next()

@@ -11,9 +11,8 @@ import asyncio
 
 from semreg.cluster.placement import RingPlacement
 from semreg.errors import SemregError
-from semreg.registry.local_shard import LocalShard
 from semreg.registry.registry import DELETED, STATUS, Change
-from semreg.registry.shard import ShardUnavailable
+from semreg.registry.shard import OwnShard, ShardUnavailable, State
 
 STATUS_REASONS = frozenset({"status", "check", "expired"})
 
@@ -21,12 +20,13 @@ STATUS_REASONS = frozenset({"status", "check", "expired"})
 class Statuses:
     """This node's status changes and removals, on their way to the other owners."""
 
-    def __init__(self, *, placement: RingPlacement, shard: LocalShard) -> None:
+    def __init__(self, *, placement: RingPlacement, local: OwnShard) -> None:
+        """`local`: this node's shard, whose changes these are."""
         self.placement = placement
         self.node_id = placement.node_id
         self.replicas = placement.replicas
-        self.shard = shard
-        self._states: dict[str, list[tuple[str, int, int, str, bool, bool]]] = {}
+        self.local = local
+        self._states: dict[str, list[State]] = {}
         self._states_task: asyncio.Task | None = None
         self._records: dict[str, list[str]] = {}  # member → ids whose record (or tombstone) it should take
 
@@ -44,10 +44,9 @@ class Statuses:
                 continue
             if c.reason not in STATUS_REASONS or c.removed:
                 continue
-            inst = self.shard.registry.instances.get(c.id)
-            if inst is None:
+            state = self.local.state(c.id)
+            if state is None:
                 continue
-            state = LocalShard.state_of(inst)
             for member in self.placement.ring.owners(c.id, self.replicas):
                 if member != self.node_id:
                     if c.reason == STATUS:  # an admin status is written down: the record itself is newer
@@ -61,7 +60,7 @@ class Statuses:
         records, self._records = self._records, {}
         for member, ids in records.items():
             peer = self.placement.peers.get(member)
-            exported = self.shard.export(dict.fromkeys(ids))
+            exported = await self.local.export(dict.fromkeys(ids))
             if peer is None or not exported:
                 continue
             try:

@@ -6,7 +6,6 @@ contract and not in `/openapi.json`, and are served only on the cluster listener
 """
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
 import hmac
@@ -19,7 +18,6 @@ from starlette.responses import Response
 
 from semreg.access.failures import Failure, FailureThrottle
 from semreg.cluster import wire
-from semreg.cluster.digests import digests
 from semreg.cluster.peer import SECRET_HEADER
 from semreg.errors import BadRequest, NotFound, Unauthorized
 from semreg.http.endpoints import Endpoints
@@ -122,7 +120,7 @@ async def restore(request: Request) -> Response:
 @route("POST", "/export")
 async def export(request: Request) -> Response:
     shard = guarded(request)
-    return JSONResponse({"items": shard.export(str(iid) for iid in (await body_of(request))["ids"])})
+    return JSONResponse({"items": await shard.export(str(iid) for iid in (await body_of(request))["ids"])})
 
 
 @route("POST", "/delete")
@@ -146,7 +144,7 @@ async def heartbeat(request: Request) -> Response:
 async def states(request: Request) -> Response:
     shard = guarded(request)
     states_ = [(s[0], int(s[1]), int(s[2]), s[3], bool(s[4]), bool(s[5])) for s in (await body_of(request))["states"]]
-    return JSONResponse({"applied": shard.apply_states(states_)})
+    return JSONResponse({"applied": await shard.apply_states(states_)})
 
 
 @route("POST", "/routes/{id}")
@@ -249,8 +247,7 @@ async def cursor(request: Request) -> Response:
 async def inventory(request: Request) -> Response:
     shard = guarded(request)
     ids = (await body_of(request)).get("ids")
-    held = shard.inventory(ids) if ids is not None else await shard.whole_inventory()
-    return JSONResponse({"inventory": held})
+    return JSONResponse({"inventory": await shard.inventory(ids)})
 
 
 @route("POST", "/digests")
@@ -262,8 +259,7 @@ async def arc_digests(request: Request) -> Response:
     cluster = request.app.state.cluster
     if cluster is None or int(body["checksum"]) != cluster.ring.checksum:
         return JSONResponse({"error": "this node's ring is another one."}, status_code=409)
-    arcs = [int(a) for a in body["arcs"]]
-    found = await asyncio.to_thread(digests, cluster.ring, await shard.whole_inventory(), arcs)
+    found = await shard.digests(cluster.ring, [int(a) for a in body["arcs"]])
     return JSONResponse({"digests": {str(arc): list(d) for arc, d in found.items()}})
 
 

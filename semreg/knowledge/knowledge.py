@@ -106,8 +106,12 @@ class Knowledge:
     # -- reads -------------------------------------------------------------------------------------
     def knows_all(self, named: Iterable[tuple[str, str]]) -> bool:
         """Whether the uploaded ontologies know every term of `(field, iri)` pairs (no warning to make)."""
+        return self.knows_every(iri for _, iri in named)
+
+    def knows_every(self, iris: Iterable[str]) -> bool:
+        """Whether the uploaded ontologies know every one of these terms."""
         knows = self.lexicon.knows
-        return all(knows(iri) for _, iri in named)
+        return all(knows(iri) for iri in set(iris))  # each term once (tags share them)
 
     def term_warnings(self, named: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
         """The warnings (JSON) about terms no uploaded ontology knows among `(field, iri)` pairs; with

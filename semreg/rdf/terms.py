@@ -229,6 +229,9 @@ def parse_component(value: Any, prefixes: PrefixMap, *, predicate: bool = False)
     return prefixes.expand(value)
 
 
+TAG_KEYS = frozenset({"s", "p", "o"})
+
+
 def parse_tag(value: Any, prefixes: PrefixMap) -> Tag:
     """A tag from its JSON form `{"s", "p"?, "o"?}` or its string form of one or three terms."""
     if isinstance(value, str):
@@ -241,8 +244,8 @@ def parse_tag(value: Any, prefixes: PrefixMap) -> Tag:
         raise BadRequest(f"the tag '{_clip(value)}' has {len(parts)} terms; a string tag has one term or three "
                          f"(subject predicate object).", tag=_clip(value))
     if isinstance(value, dict):
-        unknown = set(value) - {"s", "p", "o"}
-        if unknown:
+        if not value.keys() <= TAG_KEYS:
+            unknown = set(value) - TAG_KEYS
             raise BadRequest(f"a tag object takes only s, p and o, not {', '.join(sorted(map(str, unknown)))}.")
         if "s" not in value:
             raise BadRequest("a tag object needs 's' (its subject term).")

@@ -67,7 +67,10 @@ class Lexicon:
         self._suggested: dict[str, tuple[str, ...]] = {}
 
     def knows(self, iri: str) -> bool:
-        return iri == ANY or iri.startswith(BUILT_IN) or any(iri in terms for terms in self._sets)
+        for terms in self._sets:  # the usual answer first: a term of an uploaded ontology
+            if iri in terms:
+                return True
+        return iri == ANY or iri.startswith(BUILT_IN)
 
     def check(self, named: Iterable[tuple[str, str]]) -> list[TermWarning]:
         """A warning per distinct unknown IRI among `(field, iri)` pairs, at its first field (at most

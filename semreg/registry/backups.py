@@ -17,7 +17,6 @@ instances with their owner, registration time and status, on their owners as a h
 from __future__ import annotations
 
 import asyncio
-import inspect
 import itertools
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -101,22 +100,17 @@ async def snapshot(placement: Placement, knowledge: Knowledge, wall: float) -> S
     return Snapshot(ontologies, prefixes, wall, gathered=await gather(placement), queries=queries)
 
 
-async def _value(answer: Any) -> Any:
-    """A local shard answers some calls at once, a remote one with a coroutine."""
-    return await answer if inspect.isawaitable(answer) else answer
-
-
 async def inventories(placement: Placement) -> dict[str, tuple[int, Any]]:
     """The newest revision of every instance anywhere (a removal's negated, as in `inventory`), with a shard
     that holds it; `Unavailable` when a member that did not answer may hold records no other covered.
 
     At a million instances each inventory is a fraction of a second's loop and merging them more: both are
-    done off the event loop (`whole_inventory`, `newest_of`), which goes on serving meanwhile."""
+    done off the event loop (`Shard.inventory`, `newest_of`), which goes on serving meanwhile."""
     held: list[tuple[Any, dict[str, int]]] = []
     failed = []
     for member, shard in placement.readers():
         try:
-            held.append((shard, await shard.whole_inventory()))
+            held.append((shard, await shard.inventory()))
         except ShardUnavailable:
             placement.failed(member)
             failed.append(member)
@@ -153,7 +147,7 @@ async def gather(placement: Placement) -> list[tuple[dict[str, Any], int]]:
     found: dict[str, tuple[dict[str, Any], int]] = {}
     for shard, ids in await asyncio.to_thread(by_holder, await inventories(placement)):
         for start in range(0, len(ids), EXPORT_BATCH):
-            for rec, revision in await _value(shard.export(ids[start:start + EXPORT_BATCH])):
+            for rec, revision in await shard.export(ids[start:start + EXPORT_BATCH]):
                 if not rec.get("deleted"):  # removed since the inventory
                     found[rec["id"]] = (rec, revision)
             await asyncio.sleep(0)

@@ -18,9 +18,10 @@ change is relevant to is recomputed and wakes its waiters only if its merged res
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -36,15 +37,15 @@ from semreg.registry.discovery import newest
 from semreg.registry.feed import ChangeFeed
 from semreg.registry.indexes import scope_of
 from semreg.registry.instances import UP, Registration
-from semreg.registry.local_shard import LocalShard
-from semreg.registry.merged import newest_copies, removals_of
+from semreg.registry.merged import newest_copies, newest_holders, removals_of
 from semreg.registry.placement import Placement
 from semreg.registry.registry import REMOVALS, Change
 from semreg.registry.selector import Selector
-from semreg.registry.shard import Removed, ShardUnavailable
+from semreg.registry.shard import Removed, Shard, ShardUnavailable
 from semreg.registry.watch import Topic, WatchHub
 from semreg.work.lane import Lane, paced, sort
 
+T = TypeVar("T")
 
 @dataclass
 class Gathered:
@@ -118,7 +119,7 @@ class Coordinator:
             await shard.record_route(inst.id)
         except ShardUnavailable:
             self.placement.failed(member)
-        if not isinstance(shard, LocalShard):
+        if member != self.placement.here:
             inst.routes_since_report += 1
 
     # -- reads -------------------------------------------------------------------------------------
@@ -146,17 +147,45 @@ class Coordinator:
 
     async def registered_by(self, instance_ids: list[str]) -> dict[str, tuple[str | None, str]]:
         """Of these instances, the ones registered, with the token each was registered by and its
-        environment: one request per member, the newest copy deciding."""
+        environment, as their owners say: the newest copy decides, and a removal newer than every copy
+        leaves the instance out. One request per owner (past the members known not to answer, as a write is
+        sent; this node's own part answered in process). An id some owner did not answer for is asked once
+        more: of the members standing in for it, and of its owners passed over while none of them answered
+        (`Placement.accountable`). `Unavailable` when none of an id's owners answered."""
         wanted = list(dict.fromkeys(instance_ids))
-        answers, missing = await self.gather(lambda shard: shard.registered_by(wanted))
-        if missing:
-            raise Unavailable(f"members {', '.join(missing)} did not answer, and some of these instances may be "
-                              f"theirs; try again.", retry_after_s=1)
+        accountable = {iid: self.placement.accountable(iid) for iid in wanted}
+        asked: dict[str, set[str]] = {iid: set() for iid in wanted}
+        answered: dict[str, set[str]] = {iid: set() for iid in wanted}
+        failed: set[str] = set()
         newest_seen: dict[str, tuple[int, str | None, str]] = {}
-        for found in answers:
-            for iid, seen in found.items():  # a removal as its negated revision: the newest copy decides
-                if iid not in newest_seen or abs(newest_seen[iid][0]) < abs(seen[0]):
-                    newest_seen[iid] = seen
+
+        def whole(iid: str) -> bool:
+            return any(member in answered[iid] for member, _ in accountable[iid])
+
+        targets: dict[str, list[tuple[str, Shard | None]]] = {iid: [*self.placement.owners(iid)] for iid in wanted}
+        for _ in range(quorum.ROUNDS):
+            groups: dict[str, tuple[Shard, list[str]]] = {}
+            for iid, members in targets.items():
+                for member, shard in members:
+                    if shard is not None and member not in asked[iid] and member not in failed:
+                        asked[iid].add(member)
+                        groups.setdefault(member, (shard, []))[1].append(iid)
+            answers = await self._each({m: functools.partial(shard.registered_by, ids) for m, (shard, ids) in groups.items()})
+            for member, answer in answers.items():
+                if isinstance(answer, ShardUnavailable):
+                    failed.add(member)
+                    continue
+                for iid in groups[member][1]:
+                    answered[iid].add(member)
+                for iid, seen in answer.items():  # a removal as its negated revision: the newest copy decides
+                    if iid not in newest_seen or abs(newest_seen[iid][0]) < abs(seen[0]):
+                        newest_seen[iid] = seen
+            targets = {iid: [*self.placement.owners(iid, frozenset(failed)), *accountable[iid]] for iid in wanted
+                       if asked[iid] & failed or not whole(iid)}
+        unanswered = [iid for iid in wanted if not whole(iid)]
+        if unanswered:
+            raise Unavailable(f"no owner of '{unanswered[0]}' answered, and it may be registered by another token; "
+                              f"try again.", retry_after_s=1)
         return {iid: (owner, environment) for iid, (rev, owner, environment) in newest_seen.items() if rev > 0}
 
     async def exists(self, instance_id: str) -> bool:
@@ -167,39 +196,50 @@ class Coordinator:
             return False
         return True
 
-    async def gather(self, call: Callable[[Any], Awaitable[Any]]) -> tuple[list[Any], tuple[str, ...]]:
+    async def gather(self, call: Callable[[Shard], Awaitable[T]]) -> tuple[list[T], tuple[str, ...]]:
         """`call(shard)` on every member at once: the answers, and the members whose records are missing."""
         readers = self.placement.readers()
-        if len(readers) == 1 and isinstance(readers[0][1], LocalShard):
+        if len(readers) == 1 and readers[0][0] == self.placement.here:
             return [await call(readers[0][1])], tuple(self.placement.missing(()))
-        # the other members' requests go out first; this node's own part is computed meanwhile
-        pending = {member: asyncio.ensure_future(call(shard)) for member, shard in readers
-                   if not isinstance(shard, LocalShard)}
-        answers: list[Any] = []
-        for member, shard in readers:
-            if member in pending:
-                answers.append(pending[member])
-                continue
+        answers = await self._each({member: functools.partial(call, shard) for member, shard in readers})
+        out: list[T] = []
+        failed = []
+        for member, answer in answers.items():
+            if isinstance(answer, ShardUnavailable):
+                failed.append(member)
+            else:
+                out.append(answer)
+        return out, tuple(self.placement.missing(failed))
+
+    async def _each(self, calls: dict[str, Callable[[], Awaitable[T]]]) -> dict[str, T | ShardUnavailable]:
+        """Each member's call at once, the other members' requests sent first and this node's own part
+        computed meanwhile: each member's answer, or `ShardUnavailable` when it did not answer (told to the
+        placement, as an answer is). Any other error is raised."""
+        here = self.placement.here
+        pending = {member: asyncio.ensure_future(call()) for member, call in calls.items() if member != here}
+        results: dict[str, T | BaseException] = {}
+        if here in calls:
             try:
-                answers.append(await call(shard))
+                if pending:
+                    await asyncio.sleep(0)  # the requests start (on the wire) before this node's part runs
+                results[here] = await calls[here]()
             except BaseException:
                 for task in pending.values():
                     task.cancel()
                 raise
         if pending:
-            done = iter(await asyncio.gather(*pending.values(), return_exceptions=True))
-            answers = [next(done) if isinstance(a, asyncio.Future) else a for a in answers]
-        out, failed = [], []
-        for (member, _), answer in zip(readers, answers):
+            results.update(zip(pending, await asyncio.gather(*pending.values(), return_exceptions=True)))
+        out: dict[str, T | ShardUnavailable] = {}
+        for member in calls:
+            answer = results[member]
             if isinstance(answer, ShardUnavailable):
                 self.placement.failed(member)
-                failed.append(member)
             elif isinstance(answer, BaseException):
                 raise answer
             else:
                 self.placement.answered(member)
-                out.append(answer)
-        return out, tuple(self.placement.missing(failed))
+            out[member] = answer
+        return out
 
     async def discover(self, q: questions.Question) -> Topic:
         """The topic of a discovery question (one pattern or several): its merged result, signature, body and
@@ -300,12 +340,8 @@ class Coordinator:
         """Each tag's `up` instances that the selector admits, exactly (no reasoning): the multi-tag lookup."""
         out: dict[Tag, list[Any]] = {tag: [] for tag in tags}
         found, missing = await self.gather(lambda shard: shard.holders(tags, with_tags))
-        for one in found:
-            for tag, insts in one.items.items():
-                out[tag] += insts
-        removed = removals_of(found)
-        return {tag: [i for i in newest_copies(insts, removed) if i.status == UP and selector.admits(i.reg)]
-                for tag, insts in out.items()}, missing
+        out.update(newest_holders(found, lambda i: i.status == UP and selector.admits(i.reg)))
+        return out, missing
 
     async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]:
         """Every registered tag that matches `query` (whoever carries it), ranked."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
@@ -56,6 +56,9 @@ class Member(Protocol):
     def state(self) -> tuple[str, int, str]: ...
 
     def view_json(self, tags: bool = True) -> bytes: ...
+
+
+M = TypeVar("M", bound=Member)
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,7 @@ class DiscoverResult:
         return list(zip(self.members, self.best))
 
 
-def newest(a: Member, b: Member) -> Member:
+def newest(a: M, b: M) -> M:
     """Of two copies of an instance, the later: by revision, then by state version; between equals, the one
     that counted more routes (routes are counted on the first owner only, and change no version)."""
     return a if ((a.revision, a.state_version, a.routes_since_report)

@@ -1,4 +1,4 @@
-"""The shard of this process (`LocalShard`, behind the `semreg.registry.shard.Shard` protocol): the
+"""The shard of this process (`LocalShard`, the `semreg.registry.shard.OwnShard` of a node): the
 registry (instances, leases, catalogue), its durable records, the lease timer and the active health
 checks.
 
@@ -21,17 +21,17 @@ from typing import Any, TypeVar
 
 from semreg import heap
 from semreg.clock import Cancellable, Clock
-from semreg.errors import BadRequest
 from semreg.rdf.terms import Tag
 from semreg.registry import discovery, inventory, primaries, questions, restore
 from semreg.registry.catalogue import Match
+from semreg.registry.digests import Arcs, Digest, digests
 from semreg.registry.health import HealthChecker
 from semreg.registry.instances import Instance, Registration
 from semreg.registry.registry import Change, Registry
-from semreg.registry.removals import RecentRemovals
+from semreg.registry.removals import TOMBSTONE_KEEP_S, RecentRemovals
 from semreg.registry.revisions import Revisions
 from semreg.registry.selector import Selector
-from semreg.registry.shard import Held, Listener, Removed
+from semreg.registry.shard import Held, Listener, OwnShard, Record, Removed, State
 from semreg.storage.store import Store
 from semreg.work.lane import Lane, checkpoint
 
@@ -39,13 +39,12 @@ log = logging.getLogger("semreg.shard")
 
 Write = Callable[..., Awaitable[Any]]  # runs a store operation on the node's writer thread, in order
 Submit = Callable[..., None]  # the same, for a write nobody waits for
-TOMBSTONE_KEEP_S = 24 * 3600.0
 INLINE_WRITES = 64  # writes of up to this many instances are applied at once; more, in slices on the lane
 T = TypeVar("T")
 
 
-class LocalShard:
-    """The registry of this process behind the `Shard` protocol, with its records, leases and checks."""
+class LocalShard(OwnShard):
+    """The registry of this process behind the `Shard` interface, with its records, leases and checks."""
 
     def __init__(self, clock: Clock, store: Store, write: Write, submit: Submit,
                  health: HealthChecker | None = None, node_id: str = "", lane: Lane | None = None) -> None:
@@ -121,28 +120,21 @@ class LocalShard:
             self.health.set(instance_id, None)
 
     # -- writes ------------------------------------------------------------------------------------
-    async def put(self, regs: list[Registration]) -> list[tuple[Instance, bool]]:
-        """Make registrations durable, then live. All or nothing: one store transaction."""
-        ids = [r.id for r in regs]
-        if len(set(ids)) != len(ids):
-            dup = next(i for i in ids if ids.count(i) > 1)
-            raise BadRequest(f"the instance id '{dup}' appears more than once in the batch.", field="instances")
-        stored = await self.put_records([(reg, self.revisions.next()) for reg in regs])
-        return [(inst, created) for inst, created in stored if inst is not None]
-
     async def put_records(self, items: list[tuple[Registration, int]], views: bool = True
                           ) -> list[tuple[Instance | None, bool]]:
         """Copies of registrations with their revisions (from this node or another): the ones newer than
         what the shard holds are made durable (one transaction), then live; older ones are ignored
-        (None). Each with whether it was new here. A large batch is prepared and applied as essential request
-        work (`semreg.work.lane`: in slices, never shed: its admission was the request's)."""
+        (None). Each with the instance as stored (None without `views`) and whether it was new here. A large
+        batch is prepared and applied as essential request work (`semreg.work.lane`: in slices, never shed:
+        its admission was the request's)."""
         fresh, records = await self._in_slices(len(items), self._fresh_records, items)
         if records:
             await self._write(self.store.save_records, records)
         # applied only now: another write of the same instance may have landed while this one was stored
         applied = await self._in_slices(len(fresh), self._apply, fresh)
         self._arm_expiry()
-        return [applied.get(reg.id, (None, False)) for reg, _ in items]
+        stored: list[tuple[Instance | None, bool]] = [applied.get(reg.id, (None, False)) for reg, _ in items]
+        return stored if views else [(None, created) for _, created in stored]
 
     async def _in_slices(self, size: int, fn: Callable[..., T], *args: Any) -> T:
         """`fn(*args)` at once when it is a few writes' work, else as essential work on the lane (the collector
@@ -180,7 +172,7 @@ class LocalShard:
                 self._check(reg.id)
         return applied
 
-    async def restore_records(self, items: list[tuple[dict[str, Any], int]]) -> int:
+    async def restore_records(self, items: list[Record]) -> int:
         """Copies handed over by another owner, in their durable form (with registration time and admin
         status); returns how many were newer than what this shard held."""
         wall = self.clock.wall()
@@ -219,10 +211,6 @@ class LocalShard:
                 self.registry.set_leased(reg.id, False)
                 self._check(reg.id)
 
-    async def delete(self, instance_id: str) -> None:
-        self.registry.get(instance_id)
-        await self.delete_record(instance_id, self.revisions.next())
-
     async def delete_record(self, instance_id: str, revision: int) -> bool:
         """A removal with its revision: a tombstone, durable, then the instance leaves. False when the
         shard already held something newer."""
@@ -251,7 +239,7 @@ class LocalShard:
     async def record_route(self, instance_id: str) -> None:
         self.registry.record_route(instance_id)
 
-    def apply_states(self, states: Iterable[tuple[str, int, int, str, bool, bool]]) -> int:
+    async def apply_states(self, states: Iterable[State]) -> int:
         """Statuses another owner reported: (id, revision, state version, admin status, expired, check
         passing). Returns how many were newer here."""
         applied = 0
@@ -260,8 +248,11 @@ class LocalShard:
                 applied += 1
         return applied
 
-    @staticmethod
-    def state_of(inst: Instance) -> tuple[str, int, int, str, bool, bool]:
+    def state(self, instance_id: str) -> State | None:
+        """The instance's status as the other owners take it (`apply_states`), if it is held here."""
+        inst = self.registry.instances.get(instance_id)
+        if inst is None:
+            return None
         return (inst.id, inst.revision, inst.state_version, inst.admin_status, inst.expired, inst.check_passing)
 
     # -- ownership ---------------------------------------------------------------------------------
@@ -289,14 +280,18 @@ class LocalShard:
         if self._deciding is not None:
             await asyncio.shield(self._deciding)
 
-    def inventory(self, ids: Iterable[str] | None = None) -> dict[str, int]:
-        """Revisions of the instances and tombstones held (of `ids`, or all; `semreg.registry.inventory`)."""
+    async def inventory(self, ids: Iterable[str] | None = None) -> dict[str, int]:
+        """Revisions of the instances and tombstones held (of `ids`; all, read off the event loop, when None;
+        `semreg.registry.inventory`)."""
+        if ids is None:
+            return await inventory.whole(self.registry.instances, self.registry.tombstones)
         return inventory.of(self.registry.instances, self.registry.tombstones, ids)
 
-    async def whole_inventory(self) -> dict[str, int]:  # `inventory()`, read off the event loop
-        return await inventory.whole(self.registry.instances, self.registry.tombstones)
+    async def digests(self, ring: Arcs, arcs: list[int]) -> dict[int, Digest]:
+        """Digests of what this shard holds in these arcs of `ring` (computed off the event loop)."""
+        return await asyncio.to_thread(digests, ring, await self.inventory(), arcs)
 
-    def export(self, ids: Iterable[str]) -> list[tuple[dict[str, Any], int]]:
+    async def export(self, ids: Iterable[str]) -> list[Record]:
         """The durable form of these instances and tombstones, for another owner."""
         out = []
         for iid in ids:

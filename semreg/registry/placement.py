@@ -1,4 +1,5 @@
-"""Where instances live: the owners of an instance, and the shards a read asks.
+"""Where instances live: the owners of an instance, and the shards a read asks, each a `Shard`
+(`semreg.registry.shard`) with the name of its member; `here` names this node's own.
 
 `Single` is a node alone: one local shard owns everything. `semreg.cluster.cluster.Cluster` is the ring's
 placement: an instance's owners are the first `replicas` members clockwise from `mmh3(id)`, the first of
@@ -7,9 +8,10 @@ them runs its lease, and a read asks every member once.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 from semreg.registry.local_shard import LocalShard
+from semreg.registry.shard import Shard
 
 LOCAL = "local"
 
@@ -17,13 +19,19 @@ LOCAL = "local"
 class Placement(Protocol):
     replicas: int
 
-    def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Any]]: ...
+    @property
+    def here(self) -> str: ...  # the member this node is (its shard answers in this process)
+
+    def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Shard]]: ...
     # (member, shard), first owner first; with `avoid`, members that failed are passed over for the next
     # ones clockwise (stand-ins, that hand the record to its owners later)
 
+    def accountable(self, instance_id: str) -> list[tuple[str, Shard | None]]: ...
+    # its owners, none passed over (None for one that may not be asked): a read of it is whole once one answered
+
     def needed(self, instance_id: str) -> int: ...  # durable copies a write needs
 
-    def readers(self) -> list[tuple[str, Any]]: ...  # every member's shard, once
+    def readers(self) -> list[tuple[str, Shard]]: ...  # every member's shard, once
 
     def failed(self, member: str) -> None: ...  # a request to it got no answer
 
@@ -44,17 +52,21 @@ class Single:
     """A node alone."""
 
     replicas = 1
+    here = LOCAL
 
     def __init__(self, shard: LocalShard) -> None:
         self.shard = shard
 
-    def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Any]]:
+    def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Shard]]:
+        return [(LOCAL, self.shard)]
+
+    def accountable(self, instance_id: str) -> list[tuple[str, Shard | None]]:
         return [(LOCAL, self.shard)]
 
     def needed(self, instance_id: str) -> int:
         return 1
 
-    def readers(self) -> list[tuple[str, Any]]:
+    def readers(self) -> list[tuple[str, Shard]]:
         return [(LOCAL, self.shard)]
 
     def failed(self, member: str) -> None:

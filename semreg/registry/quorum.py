@@ -20,9 +20,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from semreg.errors import NotFound, SemregError, Unavailable
-from semreg.registry.local_shard import LocalShard
 from semreg.registry.placement import Placement
-from semreg.registry.shard import ShardUnavailable
+from semreg.registry.shard import Shard, ShardUnavailable
 
 log = logging.getLogger("semreg.coordinator")
 
@@ -31,7 +30,7 @@ ROUNDS = 2  # sends to the owners, then once more to the owners looked up again 
 
 # send(member, shard, ids, first): the write of these records to this member; `first` when it is the
 # first owner of them (it answers with the stored instances)
-Send = Callable[[str, Any, list[str], bool], Awaitable[Any]]
+Send = Callable[[str, Shard, list[str], bool], Awaitable[Any]]
 
 
 class Stragglers:
@@ -82,7 +81,7 @@ class Quorum:
         self.send = send
         self.acks: dict[str, set[str]] = {i: set() for i in ids}  # members that hold each record
         self.asked: dict[str, set[str]] = {i: set() for i in ids}  # members that hold it or are asked now
-        self.shards: dict[str, Any] = {}
+        self.shards: dict[str, Shard] = {}
         self.failed: set[str] = set()
         self._flying: dict[asyncio.Task, tuple[str, list[str]]] = {}
         self._rounds = 0
@@ -105,7 +104,7 @@ class Quorum:
                     self._launch()
         finally:
             for task, (member, ids) in self._flying.items():
-                self.stragglers.keep(task, self.placement, member, ids, isinstance(self.shards[member], LocalShard))
+                self.stragglers.keep(task, self.placement, member, ids, member == self.placement.here)
             self._flying.clear()
         return self.short()
 

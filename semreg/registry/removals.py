@@ -7,11 +7,14 @@ tombstone where a live copy is older), the shard sends these removals with every
 (`semreg.registry.shard.Held`), and a merged read leaves out every copy older than one of them: a stale
 copy never brings a removed instance back, whichever node it is read from.
 
-A node alone has no other copies: nothing is kept (`enabled` is False).
+A node alone has no other copies: nothing is kept until a ring says so (`travel`). The ring is handed this
+object at wiring, beside the shard: what it needs of this node's removals is here, not in the shard.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+
+TOMBSTONE_KEEP_S = 24 * 3600.0  # how long a removal is remembered (a copy older than its tombstone stays out)
 
 
 class RecentRemovals:
@@ -24,6 +27,15 @@ class RecentRemovals:
 
     def __len__(self) -> int:
         return len(self._pending)
+
+    def travel(self, on_added: Callable[[], None]) -> None:
+        """In a ring: from now on a removal travels with reads until settled; `on_added` is told of each."""
+        self.enabled = True
+        self.on_added = on_added
+
+    def known(self) -> dict[str, int]:
+        """Every tombstone held here, settled or not: id → revision of the removal."""
+        return {iid: revision for iid, (revision, _) in self.tombstones.items()}
 
     def added(self, instance_id: str, revision: int) -> None:
         """A tombstone was stored here."""

@@ -1,32 +1,58 @@
-"""A shard: what one partition of the registry does, behind one protocol.
+"""A shard: what one partition of the registry does, behind one interface.
 
-`Shard` is the seam a node's coordinator talks to: register (create or replace), deregister,
-heartbeat, read instances, resolve a discovery over its instances (`semreg.registry.discovery.Part`),
-count and look up tags, record a route, and report its changes (per-query watching is the
-coordinator's, over those changes). The shard of this process is `semreg.registry.local_shard`; a shard
-on another node answers the same calls over HTTP (`semreg.cluster.peer`) and raises `ShardUnavailable`
-when it does not answer, or `StaleRing` when it refuses a write sent on a ring it has moved past.
+`Shard` is the seam between the registry and a ring: what a coordinator's writes and reads, and a ring's
+repair and hand-off, ask of any member's shard. The shard of this process (`semreg.registry.local_shard`)
+implements it, and so does a shard on another node, over HTTP (`semreg.cluster.peer`), which raises
+`ShardUnavailable` when it does not answer, or `StaleRing` when it refuses a write sent on a ring it has
+moved past. A placement (`semreg.registry.placement`) answers with shards: which to write an instance to,
+which to read.
+
+- **Writes**: copies of registrations and removals with their revisions (`put_records`, `delete_record`;
+  a copy older than what the shard holds is ignored), heartbeats, routes, and statuses another owner made
+  (`apply_states`).
+- **Reads**: an instance, who registered some, a service's instances, a discovery's part, each tag's
+  holders, the tags matching a pattern, every tag, whether a term is registered. A read of several
+  instances comes with the shard's recent removals (`Held`); a read of one removed lately raises `Removed`.
+- **Repair and hand-off**: the revisions held (`inventory`), their durable form (`export`), copies from
+  another owner (`restore_records`), and digests per arc of a ring (`digests`, `semreg.registry.digests`).
+
+`OwnShard` is what a ring drives of this node's own shard besides: its changes, which instances it runs
+the leases of, letting go of copies it no longer owns, and when it last compared its records with a ring.
+Its recent removals (`semreg.registry.removals`) are handed to the ring apart.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from semreg.errors import Conflict, NotFound
 from semreg.rdf.terms import Tag
 from semreg.registry import discovery
 from semreg.registry.catalogue import Match
+from semreg.registry.digests import Arcs, Digest
 from semreg.registry.instances import Instance, Registration
 from semreg.registry.questions import Question
 from semreg.registry.registry import Change
-from semreg.registry.selector import Selector
+from semreg.registry.selector import Registered, Selector
 
 Listener = Callable[[list[Change]], None]
-T = TypeVar("T")
+T = TypeVar("T", covariant=True)
+# an instance's status as its lease's owner sends it to the other owners: (id, revision, state version, admin
+# status, expired, check passing)
+State = tuple[str, int, int, str, bool, bool]
+Record = tuple[dict[str, Any], int]  # a durable record (an instance's, or a tombstone's) with its revision
 
 
-@dataclass
+class Copy(discovery.Member, Protocol):
+    """An instance as a shard answers with it: this node's `Instance`, or another node's copy
+    (`semreg.cluster.wire.RemoteMember`)."""
+
+    @property
+    def reg(self) -> Registered: ...
+
+
+@dataclass(frozen=True)
 class Held(Generic[T]):
     """A shard's answer to a read, with the removals it must not be read without: `removed` maps the id of
     each instance it removed lately (a tombstone some other node may not hold yet) to the revision of the
@@ -62,22 +88,33 @@ class StaleRing(Conflict):
 
 
 class Shard(Protocol):
-    async def put(self, regs: list[Registration]) -> list[tuple[Instance, bool]]: ...
+    """What any member's shard answers: this node's own (`LocalShard`) and another's (`RemoteShard`) alike."""
 
-    async def delete(self, instance_id: str) -> None: ...
+    # -- writes: every owner of an instance is sent each, with the revision the coordinator gave it ----------
+    async def put_records(self, items: list[tuple[Registration, int]], views: bool = True
+                          ) -> Sequence[tuple[Copy | None, bool]]: ...
+    # each with whether it was new there; the copy as stored (None without `views`, or when it held newer)
 
-    async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Instance: ...
+    async def delete_record(self, instance_id: str, revision: int) -> bool: ...  # False: it held newer
 
-    async def get(self, instance_id: str) -> Instance: ...  # Removed when it holds a tombstone of it
+    async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Copy: ...
+
+    async def record_route(self, instance_id: str) -> None: ...
+
+    async def apply_states(self, states: list[State]) -> int: ...  # statuses another owner made; how many newer
+
+    # -- reads -----------------------------------------------------------------------------------------------
+    async def get(self, instance_id: str) -> Copy: ...  # Removed when it holds a tombstone of it
 
     async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None, str]]: ...
-    # a tombstone held as (-revision, None, "")
+    # of these ids, those held: (revision, the token that registered it, its environment); a tombstone held as
+    # (-revision, None, "")
 
-    async def instances(self, service: str | None) -> Held[list[Instance]]: ...
+    async def instances(self, service: str | None) -> Held[Sequence[Copy]]: ...
 
     async def resolve(self, q: Question) -> discovery.Part: ...
 
-    async def holders(self, tags: list[Tag], with_tags: bool = True) -> Held[dict[Tag, list[Instance]]]: ...
+    async def holders(self, tags: list[Tag], with_tags: bool = True) -> Held[Mapping[Tag, Sequence[Copy]]]: ...
 
     async def matching_tags(self, query: Tag, match: frozenset[str]) -> list[Match]: ...
 
@@ -85,6 +122,33 @@ class Shard(Protocol):
 
     async def names_term(self, iri: str) -> bool: ...
 
-    async def record_route(self, instance_id: str) -> None: ...
+    # -- repair and hand-off -----------------------------------------------------------------------------------
+    async def inventory(self, ids: Iterable[str] | None = None) -> dict[str, int]: ...
+    # id → revision of these ids (everything held when None), a tombstone's negated
 
-    def subscribe(self, listener: Listener) -> None: ...
+    async def export(self, ids: Iterable[str]) -> list[Record]: ...  # the durable form of those held
+
+    async def restore_records(self, items: list[Record]) -> int: ...  # copies from another owner; how many newer
+
+    async def digests(self, ring: Arcs, arcs: list[int]) -> dict[int, Digest] | None: ...
+    # of what it holds, per arc of `ring` asked; None when the shard places over another ring
+
+
+class OwnShard(Shard, Protocol):
+    """This node's own shard as a ring drives it, besides what every shard answers."""
+
+    def subscribe(self, listener: Listener) -> None: ...  # its changes, as they are applied
+
+    def held(self, instance_id: str) -> Instance | None: ...  # the instance as held now
+
+    def state(self, instance_id: str) -> State | None: ...  # its status, as the other owners take it
+
+    def set_primary(self, primary: Callable[[str], bool]) -> None: ...  # which leases and checks run here
+
+    async def drop(self, ids: Iterable[str]) -> int: ...  # let go of copies owned elsewhere now
+
+    async def last_on_ring(self) -> float | None: ...  # when it last compared its records with a ring
+
+    def on_ring(self) -> None: ...  # it did, now
+
+    def forget_tombstones(self) -> int: ...  # those past their keep

@@ -11,10 +11,9 @@ from typing import Any
 
 from semreg.errors import BadRequest, NotFound, Unavailable
 from semreg.registry.instances import Registration
-from semreg.registry.local_shard import LocalShard
 from semreg.registry.placement import Placement
 from semreg.registry.quorum import Quorum, Stragglers, lookup
-from semreg.registry.shard import ShardUnavailable
+from semreg.registry.shard import Shard, ShardUnavailable
 
 
 async def register(placement: Placement, stragglers: Stragglers, regs: list[Registration], views: bool = True
@@ -33,7 +32,7 @@ async def register(placement: Placement, stragglers: Stragglers, regs: list[Regi
     results: dict[str, tuple[Any, bool]] = {}
     existed: set[str] = set()
 
-    def send(member: str, shard: Any, ids: list[str], first: bool) -> Any:
+    def send(member: str, shard: Shard, ids: list[str], first: bool) -> Any:
         # the first owner answers with the stored instance (when the caller wants it back), the others
         # with whether they stored it: a view of 1,000 tags need not cross twice
         return shard.put_records([(by_id[i], revisions[i]) for i in ids], views and first)
@@ -60,7 +59,7 @@ async def register(placement: Placement, stragglers: Stragglers, regs: list[Regi
 async def stored_view(placement: Placement, quorum: Quorum, instance_id: str) -> Any:
     """The instance as one of the owners that acknowledged it holds it now (this node's own copy first);
     what its owners hold when none of those answers."""
-    for member in sorted(quorum.acks[instance_id], key=lambda m: not isinstance(quorum.shards[m], LocalShard)):
+    for member in sorted(quorum.acks[instance_id], key=lambda m: m != placement.here):
         try:
             return await quorum.shards[member].get(instance_id)
         except ShardUnavailable:
@@ -76,7 +75,7 @@ async def deregister(placement: Placement, stragglers: Stragglers, instance_id: 
     await lookup(placement, instance_id)  # 404 when no owner has it
     revision = placement.next_revision()
 
-    def send(member: str, shard: Any, ids: list[str], first: bool) -> Any:
+    def send(member: str, shard: Shard, ids: list[str], first: bool) -> Any:
         return shard.delete_record(instance_id, revision)
 
     quorum = Quorum(placement, stragglers, [instance_id], send)

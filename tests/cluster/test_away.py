@@ -7,10 +7,13 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
+from support.shards import put, remove
+
 from semreg.clock import FakeClock
 from semreg.cluster.antientropy import AntiEntropy
 from semreg.registry.instances import Registration
-from semreg.registry.local_shard import TOMBSTONE_KEEP_S, LocalShard
+from semreg.registry.local_shard import LocalShard
+from semreg.registry.removals import TOMBSTONE_KEEP_S
 from semreg.storage.store import Store
 
 
@@ -22,8 +25,8 @@ def node() -> tuple[FakeClock, LocalShard, AntiEntropy]:
 
     shard = LocalShard(clock, Store(None), write, lambda fn, *args: fn(*args), node_id="n1")
     placement = SimpleNamespace(node_id="n1", replicas=2)
-    return clock, shard, AntiEntropy(placement=placement, shard=shard, degraded=lambda: False,  # type: ignore[arg-type]
-                                     stopping=lambda: False)
+    return clock, shard, AntiEntropy(placement=placement, local=shard, removals=shard.removals,  # type: ignore[arg-type]
+                                     clock=clock, degraded=lambda: False, stopping=lambda: False)
 
 
 def reg(iid: str) -> Registration:
@@ -33,15 +36,15 @@ def reg(iid: str) -> Registration:
 def test_a_node_away_longer_than_the_tombstones_forgets_its_copies() -> None:
     async def scenario() -> None:
         clock, shard, anti_entropy = node()
-        await shard.put([reg("kept"), reg("gone")])
-        await shard.delete("gone")
+        await put(shard, [reg("kept"), reg("gone")])
+        await remove(shard, "gone")
         shard.on_ring()
         assert await anti_entropy.forget_if_away() == 0  # just seen on the ring
         clock.advance(TOMBSTONE_KEEP_S - 60)
-        assert await anti_entropy.forget_if_away() == 0 and set(shard.inventory()) == {"kept", "gone"}
+        assert await anti_entropy.forget_if_away() == 0 and set(await shard.inventory()) == {"kept", "gone"}
         clock.advance(120)
         assert await anti_entropy.forget_if_away() == 2
-        assert shard.inventory() == {} and shard.store.load_records() == []
+        assert await shard.inventory() == {} and shard.store.load_records() == []
 
     asyncio.run(scenario())
 
@@ -49,8 +52,8 @@ def test_a_node_away_longer_than_the_tombstones_forgets_its_copies() -> None:
 def test_a_node_never_on_a_ring_keeps_what_it_holds() -> None:
     async def scenario() -> None:
         clock, shard, anti_entropy = node()
-        await shard.put([reg("a")])
+        await put(shard, [reg("a")])
         clock.advance(10 * TOMBSTONE_KEEP_S)
-        assert await anti_entropy.forget_if_away() == 0 and set(shard.inventory()) == {"a"}
+        assert await anti_entropy.forget_if_away() == 0 and set(await shard.inventory()) == {"a"}
 
     asyncio.run(scenario())

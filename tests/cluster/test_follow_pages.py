@@ -29,7 +29,7 @@ def test_a_follower_reads_a_long_log_a_page_at_a_time_and_reaches_its_end(in_rin
         assert answer["cursor"] == cursor + len(answer["changes"])
         seen += [c[0] for c in answer["changes"]]
         cursor, pages = answer["cursor"], pages + 1
-    assert pages == -(-head // PAGE) and set(seen) == set(in_ring.call(lambda: n1.node.shard.inventory()))
+    assert pages == -(-head // PAGE) and set(seen) == set(in_ring.run(n1.node.shard.inventory()))
 
     def followed() -> bool:
         in_ring.settle()

@@ -13,6 +13,9 @@ from semreg.cluster.kv import MemoryKV
 from semreg.cluster.placement import RingPlacement
 from semreg.cluster.ring import Ring
 from semreg.registry.coordinator import Coordinator
+from semreg.registry.removals import RecentRemovals
+from semreg.registry.revisions import Revisions
+from semreg.work.lane import Lane
 
 
 def run(coro):
@@ -37,10 +40,10 @@ class Placed(RingPlacement):
 
     def __init__(self, local: FakeShard, peers: list[FakeShard], members: list[str], replicas: int = 3) -> None:
         super().__init__(membership=Suspects(), node_id=local.name, replicas=replicas, secret="s",  # type: ignore[arg-type]
-                         shard=local)  # type: ignore[arg-type]
+                         local=local, revisions=local.revisions)  # type: ignore[arg-type]
         self.ring = Ring(members)
         self.peers = {p.name: p for p in peers}  # type: ignore[misc]
-        self.hints = Hints(placement=self, shard=local, stopping=lambda: False)  # type: ignore[arg-type]
+        self.hints = Hints(placement=self, local=local, stopping=lambda: False)  # type: ignore[arg-type]
         self.on_answer = self.hints.answered
 
     def hint(self, member: str, ids: list[str]) -> None:
@@ -130,7 +133,8 @@ def test_the_cluster_wires_hints_to_its_placement():
         local = FakeShard("a")
         coordinator = Coordinator(None, clock, None)  # type: ignore[arg-type]
         cluster = Cluster(kv=MemoryKV(clock), cluster="t", node_id="a", address="http://a:1", replicas=3, secret="s",
-                          shard=local, coordinator=coordinator, knowledge=None, clock=clock)  # type: ignore[arg-type]
+                          local=local, removals=RecentRemovals({}), revisions=Revisions(clock, "a"),  # type: ignore[arg-type]
+                          lane=Lane(), coordinator=coordinator, knowledge=None, clock=clock)
         cluster.hint("b", ["i1"])
         assert cluster.hints.held("b") == {"i1"} and cluster.placement.on_answer == cluster.hints.answered
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from support.shards import put, remove
 
 from semreg.clock import FakeClock
 from semreg.cluster.antientropy import AntiEntropy
@@ -53,17 +54,18 @@ def test_a_pass_plans_over_what_is_held_while_the_event_loop_goes_on() -> None:
             return fn(*args)
 
         shard = LocalShard(FakeClock(), Store(None), write, lambda fn, *args: fn(*args), node_id="n1")
-        await shard.put([Registration(id=f"i{n}", service="svc", address="10.0.0.1", port=80, ttl_s=0.0)
-                         for n in range(50)])
-        await shard.delete("i7")
+        await put(shard, [Registration(id=f"i{n}", service="svc", address="10.0.0.1", port=80, ttl_s=0.0)
+                          for n in range(50)])
+        await remove(shard, "i7")
         ring = PlanningRing()
         placement = SimpleNamespace(node_id="n1", replicas=2, ring=ring, peers={})
-        anti_entropy = AntiEntropy(placement=placement, shard=shard, degraded=lambda: False,  # type: ignore[arg-type]
-                                   stopping=lambda: False)
+        anti_entropy = AntiEntropy(placement=placement, local=shard, removals=shard.removals,  # type: ignore[arg-type]
+                                   clock=shard.clock, degraded=lambda: False, stopping=lambda: False)
         passing = asyncio.create_task(anti_entropy.sync(ring))
         assert await asyncio.to_thread(ring.planning.wait, 10)
         ring.loop_turned.set()  # this line runs on the loop while the pass plans
         assert await passing is False  # no peer answered: the pass is incomplete, and nothing was dropped
-        assert len(shard.inventory()) == 50 and shard.inventory()["i7"] < 0
+        held = await shard.inventory()
+        assert len(held) == 50 and held["i7"] < 0
 
     asyncio.run(scenario())

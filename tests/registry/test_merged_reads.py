@@ -10,6 +10,8 @@ from typing import Any
 
 import pyoxigraph as ox
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from semreg.clock import FakeClock
 from semreg.rdf.terms import Tag
@@ -19,7 +21,8 @@ from semreg.registry.coordinator import Coordinator
 from semreg.registry.discovery import DiscoverQuery
 from semreg.registry.instances import Registration
 from semreg.registry.local_shard import LocalShard
-from semreg.registry.merged import newest_copies
+from semreg.registry.merged import newest_copies, newest_holders, removals_of
+from semreg.registry.shard import Held
 from semreg.storage.store import Store
 
 EX = "http://ex.org/"
@@ -33,12 +36,16 @@ class Fixed:
     """Every instance is owned by the first three shards; every shard is read."""
 
     replicas = 3
+    here = "n1"
 
     def __init__(self, shards: dict[str, LocalShard]) -> None:
         self.shards = shards
 
     def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Any]]:
         return [(m, s) for m, s in self.shards.items() if m not in avoid][:3]
+
+    def accountable(self, instance_id: str) -> list[tuple[str, Any]]:
+        return self.owners(instance_id)
 
     def needed(self, instance_id: str) -> int:
         return 2
@@ -172,3 +179,31 @@ def test_newest_copies_keeps_the_newest_unless_removed_later() -> None:
 
     copies = [Copy("a", 1), Copy("a", 3), Copy("b", 2), Copy("c", 5)]
     assert [(c.id, c.revision) for c in newest_copies(copies, {"a": 2, "b": 4, "c": 4})] == [("a", 3), ("c", 5)]
+
+
+class Listed:
+    """A copy as a shard lists it under tags: its id, revision and state version, and whether it is up."""
+
+    def __init__(self, iid: str, revision: int, state_version: int, up: bool) -> None:
+        self.id, self.revision, self.state_version, self.routes_since_report = iid, revision, state_version, 0
+        self.up = up
+
+
+TAGS = [Tag(EX + "A", EX + "p", EX + c) for c in "BCDE"]
+copies_st = st.builds(Listed, st.sampled_from("abcd"), st.integers(1, 4), st.integers(0, 2), st.booleans())
+answer_st = st.builds(lambda held, removed: Held(held, removed),
+                      st.dictionaries(st.sampled_from(TAGS), st.lists(copies_st, max_size=4)),
+                      st.dictionaries(st.sampled_from("abcd"), st.integers(1, 4)))
+
+
+@given(answers=st.lists(answer_st, min_size=1, max_size=3))
+def test_each_tags_holders_are_the_newest_listed_under_it_unless_removed_later(answers: list[Held[Any]]) -> None:
+    """The lookup's merge is, tag by tag, what `newest_copies` gives over the copies listed under that tag (an
+    instance judged once however many tags list it)."""
+    removed = removals_of(answers)
+    expected: dict[Tag, list[Any]] = {}
+    for answer in answers:
+        for tag, listed in answer.items.items():
+            expected.setdefault(tag, []).extend(listed)
+    expected = {tag: [c for c in newest_copies(listed, removed) if c.up] for tag, listed in expected.items()}
+    assert newest_holders(answers, lambda c: c.up) == expected

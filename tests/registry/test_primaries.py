@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 import pytest
+from support.shards import put
 
 from semreg.clock import FakeClock
 from semreg.registry import primaries
@@ -22,8 +23,8 @@ async def shard_of(n: int) -> LocalShard:
         return fn(*args)
 
     shard = LocalShard(FakeClock(), Store(None), write, lambda fn, *args: fn(*args), node_id="n1")
-    await shard.put([Registration(id=f"i{k}", service="svc", address="10.0.0.1", port=80, ttl_s=30.0)
-                     for k in range(n)])
+    await put(shard, [Registration(id=f"i{k}", service="svc", address="10.0.0.1", port=80, ttl_s=30.0)
+                      for k in range(n)])
     return shard
 
 

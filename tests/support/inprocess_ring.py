@@ -65,14 +65,19 @@ class RingNode:
 
     async def close(self) -> None:
         self.node.stopping()
+        await self.stop_listening()
+        await self.http.aclose()
+        await self.internal.aclose()
+        await self._lifespan.__aexit__(None, None, None)
+
+    async def stop_listening(self) -> None:
+        """Close the node-to-node listener, the node itself going on: to the others it no longer answers
+        (a connection is refused), as a node that is down."""
         if self._server is not None:
             self._server.should_exit = True
             while not self._serving.done():  # the others' followers ask again at once: answer them too
                 self.node.changelog.release()
                 await asyncio.wait((self._serving,), timeout=0.01)
-        await self.http.aclose()
-        await self.internal.aclose()
-        await self._lifespan.__aexit__(None, None, None)
 
     def request(self, method: str, url: str, **kw: Any) -> httpx.Response:
         return self.ring.run(self.http.request(method, url, **kw))

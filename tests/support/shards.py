@@ -1,6 +1,7 @@
 """Shards and a placement in this process, for the write path's tests: a shard holds records by revision
 as an owner would, and can be told to hang (its calls wait on a future the test resolves, or never) or to
-fail (`ShardUnavailable`, as a node that does not answer)."""
+fail (`ShardUnavailable`, as a node that does not answer). `put` and `remove` write to a real shard as a
+node alone's coordinator would, each with the shard's next revision."""
 from __future__ import annotations
 
 import asyncio
@@ -9,12 +10,20 @@ from typing import Any
 
 from semreg.errors import NotFound
 from semreg.registry.instances import Registration
-from semreg.registry.removals import RecentRemovals
+from semreg.registry.local_shard import LocalShard
 from semreg.registry.shard import ShardUnavailable
 
 
 def reg(iid: str = "a", **kw: Any) -> Registration:
     return Registration(**{"id": iid, "service": "svc", "address": "10.0.0.1", "port": 80, **kw})
+
+
+async def put(shard: LocalShard, regs: list[Registration]) -> None:
+    await shard.put_records([(r, shard.revisions.next()) for r in regs])
+
+
+async def remove(shard: LocalShard, instance_id: str) -> None:
+    assert await shard.delete_record(instance_id, shard.revisions.next())
 
 
 @dataclass
@@ -45,7 +54,6 @@ class FakeShard:
         self.hang: asyncio.Future | None = None  # when set, every call waits on it first
         self.down = False
         self.calls: list[str] = []
-        self.removals = RecentRemovals({})  # what a cluster enables on its local shard
 
     async def _enter(self, call: str) -> None:
         self.calls.append(call)
@@ -83,7 +91,7 @@ class FakeShard:
             raise NotFound(f"no instance '{instance_id}'")
         return Copy(instance_id, held[1], self.name)
 
-    def export(self, ids: list[str]) -> list[tuple[dict[str, Any], int]]:
+    async def export(self, ids: list[str]) -> list[tuple[dict[str, Any], int]]:
         return [self.records[i] for i in ids if i in self.records]
 
     async def restore_records(self, items: list[tuple[dict[str, Any], int]]) -> int:
@@ -103,15 +111,17 @@ class FakeShard:
 class FakePeer(FakeShard):
     """Another node's shard: what it exports is a request."""
 
-    async def export(self, ids: list[str]) -> list[tuple[dict[str, Any], int]]:  # type: ignore[override]
+    async def export(self, ids: list[str]) -> list[tuple[dict[str, Any], int]]:
         await self._enter("export")
-        return FakeShard.export(self, ids)
+        return await FakeShard.export(self, ids)
 
 
 class FakePlacement:
     """Owners in a fixed order (the first `replicas` not avoided, past suspects), as the ring's are."""
 
-    def __init__(self, shards: list[FakeShard], replicas: int = 3) -> None:
+    def __init__(self, shards: list[FakeShard], replicas: int = 3, here: str = "") -> None:
+        """`here`: the member this node is (none of them, by default: every shard answers as another node's)."""
+        self.here = here
         self.shards = {s.name: s for s in shards}
         self.replicas = replicas
         self.suspects: set[str] = set()
@@ -122,6 +132,9 @@ class FakePlacement:
     def owners(self, instance_id: str, avoid: frozenset[str] = frozenset()) -> list[tuple[str, Any]]:
         members = [m for m in self.shards if m not in avoid and m not in self.suspects][:self.replicas]
         return [(m, self.shards[m]) for m in members]
+
+    def accountable(self, instance_id: str) -> list[tuple[str, Any]]:
+        return [(m, self.shards[m]) for m in list(self.shards)[:self.replicas]]
 
     def needed(self, instance_id: str) -> int:
         return min(2, self.replicas, len(self.shards))

@@ -183,7 +183,8 @@ async def discover_tags(request: Request) -> Response:
     knowledge = knowledge_of(request)
     positions: list[int] = []
     tags = parse_tags(body.tags, knowledge.prefixes, positions)
-    warnings = await term_warnings(request, ((f"tags[{n}]", iri) for tag, n in zip(tags, positions) for iri in tag))
+    warnings = [] if knowledge.knows_every(iri for tag in tags for iri in tag) else await term_warnings(
+        request, ((f"tags[{n}]", iri) for tag, n in zip(tags, positions) for iri in tag))  # fields named only if needed
     found, missing = await coordinator_of(request).holders(tags, with_tags, selector)
     parts = [b'{"peers":{']
     for n, tag in enumerate(dict.fromkeys(tags)):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from semreg.cluster.digests import by_arc, digests
 from semreg.cluster.ring import Ring
+from semreg.registry.digests import by_arc, digests
 
 RING = Ring(["a", "b", "c"], points=16)
 
