@@ -1,9 +1,11 @@
 """The layout's own rules, beside the import contracts `lint-imports` checks (pyproject.toml): every room
-says in its docstring what lives there and what it may import, no module holds more than one idea's worth
+says in its docstring what lives there and what it may import, every package names each of its modules in
+its docstring, no module holds more than one idea's worth
 of lines, and no function is longer than a screen unless it is a table."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,30 @@ def test_every_long_module_listed_is_long_and_says_why():
         lines = len((ROOT / name).read_text().splitlines())
         assert MODULE_LINES < lines <= ceiling, f"{name} is {lines} lines: take it off LONG_MODULES or split it"
         assert len(why.split()) >= 10, f"{name}: say why it is one idea"
+
+
+def packages() -> list[Path]:
+    return sorted(p.parent for p in PACKAGE.rglob("__init__.py") if "vendor" not in p.parts)
+
+
+def members(package: Path) -> list[str]:
+    """A package's modules and subpackages, by name."""
+    modules = [p.stem for p in package.glob("*.py") if p.stem != "__init__"]
+    return sorted(modules + [p.parent.name for p in package.glob("*/__init__.py")])
+
+
+def named(doc: str, dotted: str, name: str) -> bool:
+    """Whether a docstring names a module as code: `name`, `name/`, `name.py` or `semreg.room.name`."""
+    n = re.escape(name)
+    return re.search(rf"`{n}/?`|`{re.escape(dotted)}\.{n}[`.]|(?<![\w./]){n}(?:\.py|/)(?![\w])", doc) is not None
+
+
+@pytest.mark.parametrize("package", packages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_package_names_each_of_its_modules_in_its_docstring(package: Path):
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+    dotted = ".".join(package.relative_to(ROOT).parts)
+    missing = [name for name in members(package) if not named(doc, dotted, name)]
+    assert not missing, f"{dotted}'s docstring does not name {', '.join(missing)}: say in a line what each is"
 
 
 @pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
