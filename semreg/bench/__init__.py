@@ -12,6 +12,11 @@
     readings.py   what the bench reads off a process: /proc (memory, open files), metrics, its log
     stats.py      summaries of durations (nearest-rank percentiles)
     report.py     targets, machine info, tables
+    ui.py         progress on the terminal: one live display with a line per running step
+    oracle.py     what a question must find in the synthetic data set, from the contract's definitions alone
+    localcluster.py  etcd and `semreg serve` nodes on free loopback ports (the cluster scenarios', and the tests')
+    owlstc.py     OWLS-TC 3 (the OWL-S service retrieval test collection) read as semreg sees it
+    retrieval.py  precision, recall and average precision of a ranked answer against relevance judgments
 
 Figures are reported (medians, ratios, and whether each target was met), never asserted: the exit
 status is 0 when every scenario ran, 1 when one failed, 2 for bad flags or a missing tool.

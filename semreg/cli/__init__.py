@@ -2,7 +2,8 @@
 
 Each module has `add_parser(subparsers)`, which registers its sub-command(s) and sets `run(args) -> int`:
 `serve` (a node), `bench`, `registration` (register, deregister, heartbeat), `reading` (instances,
-discover, route, watch, tags, expand, concept), `ontology`, `sparql` and `backup` (backup, restore). What the
+discover, route, watch, tags, expand, concept), `ontology`, `sparql`, `query` (saved queries: put, get, list,
+delete, discover, route) and `backup` (backup, restore). What the
 client commands share (the registry options, a sub-command's parser, its client) is in `common`; tables, JSON
 and exit codes in `output`.
 

@@ -26,6 +26,17 @@ Errors (all `SemregClientError`): `ApiError` (status, message, body) for 4xx/5xx
 every URL failed. A registration or query that names a term no uploaded ontology knows succeeds with
 an `UnknownTermWarning` (Python's `warnings`) per term, saying which known term is close.
 
+The modules:
+- `sync`: `Client`, the blocking client, on `httpx.Client`.
+- `aio`: `AsyncClient`, the same operations as coroutines, on `httpx.AsyncClient`.
+- `base`: the registry's routes written once for both, each a generator of calls (`operation`).
+- `queries`: the saved-query routes and the `Saved` handle, written the same way.
+- `calls`: a call's pieces that do not depend on the I/O: the request, bodies, answers into values or errors.
+- `transport`: which URL to try next, when to wait, when to give up (pure, no I/O).
+- `cache`: recent `discover`/`route` answers, fresh for a jittered time, kept after for the stale fallback.
+- `heartbeat`: registration handles that keep an instance registered while open.
+- `errors`: what the client raises.
+
 Of semreg, the client imports only `semreg.rdf.media` (one table of RDF media types with the server and
 the command line); it must not import any room of the server (a contract in pyproject.toml).
 """

@@ -7,7 +7,9 @@ of each instance the SPARQL replica shows (`replica_copies`), statuses sent to t
 (`statuses`), the writes an owner missed, brought to it when it answers again (`hints`), hand-off and
 anti-entropy (`antientropy`), what every node holds whole, the ontologies and prefixes
 published in etcd (`shared`), and `/sparql` sent from a member without the replica to one that serves it
-(`sparql_forward`).
+(`sparql_forward`). Beside them: etcd reached over TLS and as an etcd user (`etcd_access`), the
+membership lease refreshed from a thread of its own (`pacemaker`), records in etcd that only a holder of the
+cluster secret can write (`signed`), and mutual TLS between the nodes (`tls`).
 
 Every shard, this node's own and the others', is asked through `semreg.registry.shard.Shard`; of this
 node's insides the ring is handed at wiring its shard as an `OwnShard`, its recent removals and its

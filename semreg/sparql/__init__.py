@@ -2,9 +2,10 @@
 (`formats`), the lexical scan (`scan`), evaluation within limits (`runner`), the result cache
 (`cache`), the service description (`description`); the replica the queries read and what feeds it
 (`replica`, `feed`, `queries`); the query processes (`worker`, `sandbox`, `job`, `service`, `shared_page`,
-`frames`), the server's side of them (`pool`, with its parts `pool_process`, `pool_state`,
-`pool_lifecycle`, `pool_stream`, `pool_placement`), their side of the connections they serve
-(`connections`, `channel`, `served_connections`) and the hand-over of connections to them (`handoff`).
+`frames`), the server's side of them (`pool`, made of parts it owns: `pool_lifecycle` over `pool_process`,
+`pool_stream`, `pool_queries`, `pool_placement`), their side of the connections they serve
+(`connections`, with its part `served_connections`; `channel`) and the hand-over of connections to them
+(`handoff`).
 
 May import: `semreg.access` (tokens), `semreg.storage`, `semreg.rdf`, `semreg.http1` and the top-level
 modules. Must not import the registry, the knowledge or the reasoning (it reads RDF, not their objects),

@@ -3,8 +3,9 @@
 `semreg serve` hands a connection whose first request is for `/sparql` to a query process (with the
 bytes read so far): from then on the process reads its requests, evaluates them on its replica and writes
 the answers, and the server's event loop never sees them. A process holds several connections and serves
-them one request at a time (`semreg.sparql.served_connections`), talks to the server through its end of
-their socket (`semreg.sparql.channel`), and runs the loop below.
+them one request at a time (a part it owns: `semreg.sparql.served_connections`, which asks it for each
+request's answer), talks to the server through its end of their socket (`semreg.sparql.channel`), and runs
+the loop below.
 
 - **The loop** waits on the channel and the connections at once; between reads it answers connections
   handed over with a whole request already read, runs the queries the server sent (`evaluate`), applies
@@ -37,13 +38,14 @@ import pyoxigraph as ox
 
 from semreg.access.failures import Failure
 from semreg.errors import SemregError, Unavailable
+from semreg.http1.server import RequestHead
 from semreg.sparql import replica
 from semreg.sparql.channel import Channel
 from semreg.sparql.job import Job
 from semreg.sparql.protocol import QueryRequest
 from semreg.sparql.runner import Limits, run_query, time_limit_error
 from semreg.sparql.served_connections import Conn, ServedConnections
-from semreg.sparql.service import EARLY_STOP_S, Gate, QueryService
+from semreg.sparql.service import EARLY_STOP_S, Gate, QueryService, Reply
 from semreg.sparql.shared_page import SharedPage
 
 log = logging.getLogger("semreg.sparql_connections")
@@ -56,7 +58,9 @@ METRICS_BATCH = 512
 DEFER_LIMIT = 64  # batches of changes kept unapplied; past it they are applied while idle
 
 
-class ConnectionServer(ServedConnections):
+class ConnectionServer:
+    """A query process's loop: its replica, the server's queries, and the connections it serves (`served`)."""
+
     def __init__(self, channel: Channel, store: ox.Store, page: SharedPage, slot: int, gate: Gate | None,
                  prefixes: dict[str, str] | None = None, prefix_version: int = 0, ticket: int = 0) -> None:
         self.channel = channel
@@ -72,27 +76,24 @@ class ConnectionServer(ServedConnections):
         self.generation = 0  # batches applied (the result cache's key)
         self.asked_ticket = 0
         self.deferred: list[Any] = []
-        self.conns: dict[int, Conn] = {}
         self.selector = selectors.DefaultSelector()
         self.selector.register(channel.sock, selectors.EVENT_READ, None)
-        self.lock = threading.Lock()  # who owns the connections: the loop or the watcher handing them back
+        self.served = ServedConnections(channel, self.selector, self._answer, gate)
         self.cond = threading.Condition()
         self.current: tuple[int, int, float, float] | None = None  # (seq, conn, started, deadline)
         self.watcher_sleeping = False
-        self.retiring = False
         self.exiting = False
         self.jobs: collections.deque[Any] = collections.deque()
         self.job_prefixes: dict[str, str] | None = None
-        self.waiting: collections.deque[Conn] = collections.deque()  # adopted with a request already read
         self.answers: dict[int, Any] = {}
         self.asked = 0
         self.observations: list[tuple[str, int, float]] = []
         self.flushed_at = time.monotonic()
-        self.swept_at = time.monotonic()
         self.watcher = threading.Thread(target=self._watch, name="semreg-query-watcher", daemon=True)
 
     # -- the loop -----------------------------------------------------------------------------------------
     def run(self) -> int:
+        served = self.served
         self.watcher.start()
         while not self.exiting:
             timeout = self._timeout()
@@ -102,29 +103,24 @@ class ConnectionServer(ServedConnections):
                         return 0
                     self._handle_inbox()
                 else:
-                    self._event(key.data, mask)
+                    served.event(key.data, mask)
                 if self.exiting:
                     break
             while self.jobs and not self.exiting:  # first: the server sent them to a process it saw idle
                 self._job(self.jobs.popleft())
-            while self.waiting and not self.exiting:
-                conn = self.waiting.popleft()
-                if self.conns.get(conn.id) is conn:
-                    self._process(conn)
+            served.serve_waiting(lambda: self.exiting)
             if len(self.deferred) > DEFER_LIMIT and self.current is None:
                 self._apply()
-            self._expire_idle()
+            served.expire_idle()
             self._flush_metrics()
-            if self.retiring and self.current is None:
-                self._give_back(list(self.conns.values()), "moved")
-                if not self.conns:  # else some still have answers to send
-                    self._flush_metrics(force=True)
-                    return 0
+            if served.retiring and self.current is None and served.give_back_all():  # else some have answers to send
+                self._flush_metrics(force=True)
+                return 0
         self._flush_metrics(force=True)
         return 0
 
     def _timeout(self) -> float | None:
-        if self.conns or self.observations:
+        if self.served.conns or self.observations:
             return 1.0
         return None
 
@@ -144,19 +140,20 @@ class ConnectionServer(ServedConnections):
             if self.service is not None:
                 self.service.prefixes = self.prefixes
         elif kind == "conn":
-            self._adopt(message[1], message[2])
+            self.served.adopt(message[1], message[2])
         elif kind == "gate":
             if self.service is None:
                 self.service = QueryService(self.store, message[1])
                 self.service.prefixes = self.prefixes
             else:
                 self.service.set_gate(message[1])
+            self.served.gate = message[1]
         elif kind == "query":
             self.jobs.append(message)
         elif kind == "answer":
             self.answers[message[1]] = message[2]
         elif kind == "retire":
-            self.retiring = True
+            self.served.retire()
         elif kind == "exit":
             self.exiting = True
 
@@ -208,6 +205,25 @@ class ConnectionServer(ServedConnections):
             self._end()
         self.channel.send(answer)
 
+    # -- a connection's request ---------------------------------------------------------------------------
+    def _answer(self, conn: Conn, head: RequestHead, body: bytes) -> Reply:
+        """A request read on a connection (`served`), evaluated here, watched and counted."""
+        assert self.service is not None
+        started = time.monotonic()
+        deadline = started + self.service.gate.time_limit_s
+        self._begin(conn.id, started, deadline)
+        try:
+            reply = self.service.respond(head, body, host=head.headers.get("host") or conn.host, client=conn.client,
+                                         deadline=deadline, replica=self, ask=self._ask, failed=self._failed)
+        except Exception:  # a failure of this code, not of the query: the client still gets an answer
+            log.exception("unexpected error answering a SPARQL request")
+            reply = Reply(500, [(b"content-type", b"application/json")],
+                          b'{"error":"the server failed to handle this request; the log says why."}')
+        finally:
+            self._end()
+        self.observations.append((head.method, reply.status, time.monotonic() - started))
+        return reply
+
     # -- the round trip to the server ------------------------------------------------------------------
     def _ask(self, key: str | None, deadline: float) -> SemregError | None:
         return self._round_trip(("ask", key), deadline)
@@ -253,9 +269,7 @@ class ConnectionServer(ServedConnections):
                 continue
             if self.current is not current:
                 continue
-            with self.lock:
-                self.retiring = True
-                self._give_back([c for c in self.conns.values() if c.id != conn_id], "moved", drop_unsent=True)
+            self.served.hand_back_others(conn_id)
             self.channel.send(("long", conn_id, seq, deadline))
             delay = started + DEMOTE_S - time.monotonic()
             if delay > 0:

@@ -4,34 +4,32 @@ in processes it can kill, and the `/sparql` connections it hands to them.
 pyoxigraph cannot cancel a query, and a thread cannot be stopped, so queries run in processes
 (`semreg.sparql.worker`): a template holding a copy of the visible graphs, and workers forked from it.
 
-`QueryPool` is one object; its parts share its state (`pool_state`), each in its own module:
+`QueryPool` is made of four parts it owns, each with its own state, and routes what the processes say
+to the part it concerns:
 
-    pool_process     a process as the server sees it: its record, its outbox, its end of the socket
-    pool_lifecycle   the template, forks, retirement, death; `start()` and `stop()`
-    pool_stream      the replica stream to the processes: `publish`, `drain`, changes held back
-    pool_placement   the connections handed to them (`adopt`): where each goes, how it comes back
-    pool             this module: the pool itself, and the queries the server sends
+    processes    `pool_lifecycle.Processes`: the template, forks, retirement, death (each process's
+                 record and its end of the socket: `pool_process`)
+    stream       `pool_stream.ReplicaStream`: what the node publishes (`publish`), to the processes
+    queries      `pool_queries.ServerQueries`: the queries the server sends (`evaluate`)
+    placement    `pool_placement.ConnectionPlacement`: the connections handed to them (`adopt`)
 
-- **Queries the server sends** (`evaluate`, the ASGI route): each takes one idle worker (evaluating
-  nothing, for the server or for its connections; one whose connection's query turns out long gives
-  the server's query back, which goes to another). With none idle,
-  the template forks another (a few milliseconds), up to `max_workers`; past that, queries wait their
-  turn. The workers' messages come here (`_message`) and go to the part they concern.
+- **The server's part of a worker's request.** A worker serving a connection asks the server when the
+  gate says so (`asker`: its rate limit, a cluster's read barrier), and hands it every wrong credential
+  (`on_failure`: the server's throttle may answer 429 instead of 401); it sends the requests it answered
+  for the metrics (`observe`). A connection it sends back for another route goes to uvicorn (`on_other`).
 - **Priority.** The processes run at a lower CPU priority than the server (nice 5). A query still
   running after `LONG_QUERY_S` drops to the lowest (nice 19), so a small query sent beside long ones
   gets the CPU first; its worker retires once that query ends (a fresh fork is as cheap).
-- **Time limit.** At its deadline a query gets its 503 at once: if it was waiting it is dropped; if it
-  was running, its worker is killed (SIGKILL) and another is forked; for a connection's query, the
-  server writes the 503 once the process is gone. Nothing keeps burning CPU after the answer. A worker
-  also stops streaming queries itself just before the deadline, which spares it.
+- **Stop.** `stop()` answers every waiting and running query with 503 at once and kills the processes,
+  so that a server asked to stop never waits on a query; the connections the workers served are closed,
+  the one each was evaluating for answered with the 503.
 """
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
-from collections.abc import Iterable
+import socket
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import pyoxigraph as ox
@@ -41,18 +39,44 @@ from semreg.errors import SemregError, Unavailable
 from semreg.sparql import replica
 from semreg.sparql.frames import encode
 from semreg.sparql.job import Job
-from semreg.sparql.pool_lifecycle import PoolLifecycle
-from semreg.sparql.pool_placement import ConnectionPlacement
-from semreg.sparql.pool_process import Pending, Process
+from semreg.sparql.pool_lifecycle import Processes
+from semreg.sparql.pool_placement import ConnectionPlacement, Other
+from semreg.sparql.pool_process import STOPPED_MID_QUERY, Process
+from semreg.sparql.pool_queries import ServerQueries
 from semreg.sparql.pool_stream import ReplicaStream
 from semreg.sparql.runner import Output, time_limit_error
+from semreg.sparql.service import Gate, error_reply
 
 log = logging.getLogger("semreg.sparql_pool")
 
 LONG_QUERY_S = 0.25  # the workers' own `semreg.sparql.connections.DEMOTE_S`
+STOPPING = "the server is stopping; send the query again to another node or after restart."
+
+# ask(rate-limit key or None) -> the error to answer instead, or None: the server's part of a request a
+# worker serves (its rate limit, a cluster's read barrier)
+Asker = Callable[[str | None], Awaitable[SemregError | None]]
+# observe([(method, status, seconds), ...]): requests workers answered on their own connections, for /metrics
+Observer = Callable[[list[tuple[str, int, float]]], None]
+# on_failure(a wrong credential on a worker's connection) -> the 429 to answer instead of the 401, or None
+OnFailure = Callable[[Failure], SemregError | None]
 
 
-class QueryPool(ConnectionPlacement, ReplicaStream, PoolLifecycle):
+class QueryPool:
+    """The query processes and all they serve: the parts above, held and wired together."""
+
+    def __init__(self, request_snapshot: Callable[[], None], *, min_workers: int = 2, max_workers: int = 8,
+                 memory_limit_mib: int = 2048, idle_s: float = 60.0, settle_s: float = replica.SETTLE_S) -> None:
+        self.processes = Processes(self, request_snapshot, min_workers=min_workers, max_workers=max_workers,
+                                   memory_limit_mib=memory_limit_mib, idle_s=idle_s, settle_s=settle_s)
+        self.stream = ReplicaStream(self.processes)
+        self.queries = ServerQueries(self.processes)
+        self.placement = ConnectionPlacement(self.processes)
+        self.asker: Asker | None = None
+        self.on_other: Other | None = None
+        self.observe: Observer | None = None
+        self.on_failure: OnFailure | None = None
+        self._started = False
+
     @classmethod
     def over_store(cls, store: ox.Store, hidden: Iterable[ox.NamedNode] = (), **options: Any) -> QueryPool:
         """A pool over a store that does not change while it serves (its snapshot is all it ever gets)."""
@@ -64,157 +88,164 @@ class QueryPool(ConnectionPlacement, ReplicaStream, PoolLifecycle):
         pool = cls(snapshot, **options)
         return pool
 
-    # -- queries --------------------------------------------------------------------------------------
+    # -- start and stop ---------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Listen for the processes, start the template, ask for the first snapshot."""
+        if self._started:
+            return
+        self._started = True
+        loop = asyncio.get_running_loop()
+        self.processes.open(loop)
+        self.stream.open(loop)
+        await self.processes.start()
+
+    @property
+    def ready(self) -> bool:
+        """Whether connections can be taken: the template is live, so a worker is there or can be forked
+        (a connection waits for it; sending some to the server's route meanwhile would split a burst
+        between two paths with two sets of limits)."""
+        return self.stream.gate is not None and self.processes.template_live
+
+    def stop(self) -> None:
+        """Answer every query now with 503 and kill the processes (safe to call twice)."""
+        if self.processes.stopped:
+            return
+        stopping = Unavailable(STOPPING)
+        self.stream.stop()
+        self.queries.stop(stopping)
+        workers = self.processes.stop()
+        reply = error_reply(stopping)
+        for worker in workers:
+            self.placement.answer_for(worker, reply)
+        self.placement.close()
+
+    async def close(self) -> None:
+        self.stop()
+        await self.processes.close()
+
+    # -- the stream -------------------------------------------------------------------------------------
+    def publish(self, item: tuple) -> None:
+        """An item for the processes' replicas (`semreg.sparql.pool_stream`), from any thread, in order."""
+        self.stream.publish(item)
+
+    def note_requested(self, ticket: int) -> None:
+        self.stream.note_requested(ticket)
+
+    def note_prefixes(self, version: int, prefixes: dict[str, str]) -> None:
+        self.stream.note_prefixes(version, prefixes)
+
+    def set_gate(self, gate: Gate) -> None:
+        self.stream.set_gate(gate)
+
+    def drain(self) -> None:
+        self.stream.drain()
+
+    @property
+    def generation(self) -> int:
+        """Moves with every change published: the result cache's key."""
+        return self.stream.generation
+
+    # -- queries and connections ------------------------------------------------------------------------
     async def evaluate(self, job: Job, prefixes_version: int, deadline: float) -> Output:
         """Run `job` in a worker; `deadline` on `time.monotonic()`. Raises `SemregError` (503 at the deadline)."""
         if not self._started:
             await self.start()
-        self.drain()
-        if self._closed:
-            raise Unavailable("the server is stopping; send the query again to another node or after restart.")
-        loop = asyncio.get_running_loop()
-        pending = Pending(job, prefixes_version, job.prefixes, loop.create_future(), deadline)
-        worker = self._idle_worker()
-        if worker is not None:
-            self._run(worker, pending)
-        else:
-            self._queue.append(pending)
-            self._grow()
-        pending.timer = loop.call_later(max(0.0, deadline - time.monotonic()), self._expire, pending)
-        try:
-            return await pending.future
-        finally:
-            pending.timer.cancel()
+        self.stream.drain()
+        if self.processes.stopped:
+            raise Unavailable(STOPPING)
+        return await self.queries.evaluate(job, prefixes_version, deadline)
 
-    def _idle_worker(self) -> Process | None:
-        """A worker free for a query: none of the server's, and none of its connections' either (a query
-        sent to a worker evaluating a connection's would wait behind it, and die with it at its limit)."""
-        page = self._page
-        for worker in self._workers.values():
-            if worker.state == "idle" and not worker.retiring and not (
-                    page is not None and worker.slot >= 0 and page.evaluating(worker.slot) is not None):
-                return worker
-        return None
+    def adopt(self, sock: socket.socket, data: bytes) -> bool:
+        """Take a connection whose next request (begun in `data`) is for `/sparql`; False when no worker
+        can take it now (the caller serves it itself)."""
+        if not self.ready:
+            return False
+        self.stream.drain()
+        self.placement.adopt(sock, data)
+        return True
 
-    def _run(self, worker: Process, pending: Pending) -> None:
-        job = pending.job
-        if worker.prefixes_version == pending.prefixes_version:
-            job = job._replace(prefixes=None)
-        else:
-            worker.prefixes_version = pending.prefixes_version
-        job = job._replace(time_left_s=max(0.0, pending.deadline - time.monotonic()))
-        worker.state = "busy"
-        worker.current = pending
-        pending.worker = worker
-        worker.send_deferred()  # every change published before the query, in front of it
-        qid = self._next_qid
-        self._next_qid += 1
-        worker.send(encode(("query", qid, job)))
+    # -- what the processes say (`pool_lifecycle.Owner`) ------------------------------------------------
+    def demand(self) -> tuple[int, bool]:
+        return self.queries.waiting, bool(self.placement.waiting)
 
-    def _dispatch(self) -> None:
-        while self._queue:
-            worker = self._idle_worker()
-            if worker is None:
-                return
-            pending = self._queue.popleft()
-            if not pending.future.done():
-                self._run(worker, pending)
+    def worker_ready(self) -> None:
+        self.queries.dispatch()
+        self.placement.rehome()
+        self.stream.replace_worn()  # the next worn one may go now that this one serves
 
-    def _expire(self, pending: Pending) -> None:
-        if pending.future.done():
-            return
-        pending.future.set_exception(time_limit_error(pending.job.time_limit_s))
-        worker = pending.worker
-        if worker is None:
-            with contextlib.suppress(ValueError):
-                self._queue.remove(pending)
-            return
-        if worker.current is pending:
-            log.info("query stopped at its time limit", extra={"worker": worker.pid,
-                                                               "time_limit_s": pending.job.time_limit_s})
-            self._retire(worker, kill=True)
-            self.killed += 1
-            self._grow()
+    def worker_lost(self, worker: Process) -> None:
+        error = time_limit_error(self.stream.time_limit_s) if worker.overdue else Unavailable(STOPPED_MID_QUERY)
+        self.placement.answer_for(worker, error_reply(error))
+        self.queries.lost(worker)
 
-    # -- what the processes say -------------------------------------------------------------------------
-    def _message(self, process: Process, message: Any) -> None:
+    def workers_changed(self) -> None:
+        self.placement.rehome()
+        self.stream.replace_worn()
+
+    def message(self, process: Process, message: Any) -> None:
         kind = message[0]
         if kind == "metrics":
             if self.observe is not None:
                 self.observe(message[1])
         elif kind == "back":
-            self._back(process, message[1], message[2])
+            self.placement.back(process, message[1], message[2], self.on_other)
         elif kind == "closed":
-            self._closed_conns(process, message[1])
+            self.placement.closed(process, message[1])
         elif kind == "long":
-            self._long(process, message[1], message[2], message[3])
+            self.placement.long(process, message[1], message[2], message[3])
             if message[1]:
-                self._reclaim(process)
+                self.queries.reclaim(process)
         elif kind == "flush":  # a query waits for the changes up to this ticket
-            process.wants = max(process.wants, message[1])
-            process.send_deferred()
-        elif kind == "rebuilt" and process is self._template:
-            self._template_rebuilt(message[1])
+            self.stream.flush(process, message[1])
+        elif kind == "rebuilt" and process is self.processes.template:
+            self.stream.template_rebuilt(message[1])
         elif kind == "ask":
-            assert self._loop is not None
-            self._loop.create_task(self._ask(process, message[1], message[2]))
+            asyncio.get_running_loop().create_task(self._ask(process, message[1], message[2]))
         elif kind == "failed":  # a wrong credential on a connection it serves: the server counts it
             refusal = self.on_failure(Failure(*message[2])) if self.on_failure is not None else None
             if process.state != "dead":
                 process.send(encode(("answer", message[1], refusal)))
         elif kind in ("result", "error") and process.current is not None:
-            self._result(process, message)
-        self._schedule_retirement(process)
+            self.queries.result(process, message)
 
-    def _reclaim(self, process: Process) -> None:
-        """A query of the server's sent to a worker whose connection's query then ran long: it has not
-        started (a worker evaluates one thing at a time), so another worker takes it. Should the first
-        answer it after all, `_result` ignores that answer."""
-        pending = process.current
-        if pending is None or pending.future.done():
-            return
-        process.current = None
-        pending.worker = None
-        self._queue.appendleft(pending)
-        self._dispatch()
-
-    def _result(self, process: Process, message: Any) -> None:
-        pending = process.current
-        assert pending is not None
-        process.current = None
-        process.state = "idle"
-        process.idle_since = time.monotonic()
-        if not pending.future.done():
-            if message[0] == "result":
-                pending.future.set_result(Output(message[2], message[3]))
-            else:
-                error = message[2]
-                pending.future.set_exception(error if isinstance(error, SemregError) else Unavailable(
-                    "the query failed in its process; try again."))
-        self._dispatch()
+    async def _ask(self, process: Process, seq: int, key: str | None) -> None:
+        error: SemregError | None = None
+        try:
+            if self.asker is not None:
+                error = await self.asker(key)
+        except SemregError as exc:
+            error = exc
+        except Exception:  # the worker waits for an answer: it gets one
+            log.exception("answering a query process's question failed")
+            error = Unavailable("the server could not prepare this query; try again.")
+        if process.state != "dead":
+            process.send(encode(("answer", seq, error)))
 
     # -- figures ------------------------------------------------------------------------------------------
     @property
     def workers(self) -> int:
-        return sum(1 for w in self._workers.values() if w.state != "dead")
+        return self.processes.live
 
     @property
     def busy(self) -> int:
-        page = self._page
-        if page is None:
-            return 0
-        return sum(1 for w in self._workers.values()
-                   if w.state != "dead" and w.slot >= 0 and page.evaluating(w.slot) is not None)
+        return self.processes.evaluating_count
 
     @property
     def waiting(self) -> int:
-        return len(self._queue) + len(self._homeless)
+        return self.queries.waiting + self.placement.waiting
 
     @property
     def connections(self) -> int:
-        return len(self._conns)
+        return len(self.placement.conns)
+
+    @property
+    def killed(self) -> int:
+        return self.queries.killed + self.placement.killed
+
+    @property
+    def forked(self) -> int:
+        return self.processes.forked
 
     def pids(self) -> list[int]:
         """The processes' ids, template first (for operators and tests)."""
-        out = [self._template.pid] if self._template is not None and self._template.pid else []
-        return out + [w.pid for w in self._workers.values() if w.pid is not None and w.state != "dead"]
+        return self.processes.pids()

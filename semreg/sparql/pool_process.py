@@ -1,10 +1,11 @@
 """A query process as the server sees it (`semreg.sparql.pool`): its record, what it carries (the query
-it evaluates, the connections it serves) and the server's end of its socket.
+it evaluates, the connections it serves, the changes held for it) and the server's end of its socket.
 
 - **Out.** Frames go through the process's outbox, never blocking the event loop: on a full socket the
   outbox waits for it to drain. A handed-over connection's descriptor goes with its frame's first bytes.
-- **In.** `ProcessProtocol` cuts the process's messages out of the socket and hands them to the pool:
-  the first must be its hello with the secret; a process that speaks garbage is dropped, never trusted.
+- **In.** `ProcessProtocol` cuts the process's messages out of the socket and hands them to the
+  processes' life cycle (`semreg.sparql.pool_lifecycle.Processes`): the first must be its hello with the
+  secret; a process that speaks garbage is dropped, never trusted.
 - **Gone.** `wait_gone` waits for killed processes to exit, after which they write nothing more.
 """
 from __future__ import annotations
@@ -26,6 +27,9 @@ from semreg.sparql.frames import FrameBuffer
 from semreg.sparql.job import Job
 
 log = logging.getLogger("semreg.sparql_pool")
+
+STOPPED_MID_QUERY = ("the query's process stopped while evaluating it: the query may need more memory than a "
+                     "query may use here; narrow it, or try again.")
 
 
 @dataclass(eq=False)
@@ -58,8 +62,10 @@ class Conn:
 
 @dataclass(eq=False)
 class Process:
-    """The template or a worker, as the server sees it."""
+    """The template or a worker, as the server sees it: a record, its fields grouped by the part of the pool
+    (`semreg.sparql.pool`) that keeps them."""
 
+    # the life cycle's (`pool_lifecycle`)
     id: int
     role: str  # template | worker
     state: str = "starting"  # starting | idle | busy | dead (a template: starting | waiting | live | dead)
@@ -68,18 +74,22 @@ class Process:
     channel: socket.socket | None = None  # a second handle on the process's socket: frames out, descriptors too
     outbox: collections.deque = field(default_factory=collections.deque)  # [frame, descriptor or -1]
     writing: bool = False
-    # Changes held back: the template's until writes pause; a worker's until a query needs them (it asks:
-    # `wants`, the ticket it waits for, until which every change goes to it at once) or they pile up.
+    slot: int = -1  # its slot on the shared page
+    idle_since: float = 0.0
+    # leaving (its query ran long, or its copy is worn): nothing new goes to it, and it goes once its query ends
+    retiring: bool = False
+    # the queries' the server sends (`pool_queries`)
+    current: Pending | None = None
+    prefixes_version: int = -1
+    # the connections' (`pool_placement`)
+    conns: set[int] = field(default_factory=set)
+    overdue: bool = False  # killed at a connection's query's deadline
+    # the replica stream's (`pool_stream`). Changes held back: the template's until writes pause; a worker's
+    # until a query needs them (it asks: `wants`, the ticket it waits for, until which every change goes to it
+    # at once) or they pile up.
     deferred: list[bytes] = field(default_factory=list)
     deferred_bytes: int = 0
     wants: int = 0
-    current: Pending | None = None
-    prefixes_version: int = -1
-    idle_since: float = 0.0
-    slot: int = -1
-    conns: set[int] = field(default_factory=set)
-    retiring: bool = False  # a long query: nothing new goes to it, and it leaves once the query ends
-    overdue: bool = False  # killed at a connection's query's deadline
     changed_bytes: int = 0  # frames of changes sent or held for it since its fork (see `replica.Wear`)
 
     def send(self, frame: bytes, fd: int = -1) -> None:
@@ -113,7 +123,7 @@ class Process:
                 self._wait_writable()
                 return
             except OSError:
-                outbox.clear()  # the process has gone; `_lost` follows
+                outbox.clear()  # the process has gone; `Processes.lost` follows
                 return
             if sent < len(data):
                 entry[0] = data[sent:]
@@ -142,20 +152,20 @@ class Process:
 
 
 class ProcessOwner(Protocol):
-    """What a process's connection tells the pool (`semreg.sparql.pool.QueryPool`)."""
+    """What a process's connection tells the processes' life cycle (`semreg.sparql.pool_lifecycle.Processes`)."""
 
-    def _hello(self, conn: ProcessProtocol, message: Any) -> Process | None: ...
+    def hello(self, conn: ProcessProtocol, message: Any) -> Process | None: ...
 
-    def _message(self, process: Process, message: Any) -> None: ...
+    def message(self, process: Process, message: Any) -> None: ...
 
-    def _lost(self, process: Process) -> None: ...
+    def lost(self, process: Process) -> None: ...
 
 
 class ProcessProtocol(asyncio.Protocol):
     """The server's end of one process's connection to the query socket."""
 
-    def __init__(self, pool: ProcessOwner) -> None:
-        self.pool = pool
+    def __init__(self, owner: ProcessOwner) -> None:
+        self.owner = owner
         self.frames = FrameBuffer()
         self.transport: asyncio.Transport | None = None
         self.process: Process | None = None
@@ -173,17 +183,17 @@ class ProcessProtocol(asyncio.Protocol):
             return
         for message in messages:
             if self.process is None:
-                self.process = self.pool._hello(self, message)
+                self.process = self.owner.hello(self, message)
                 if self.process is None:
                     assert self.transport is not None
                     self.transport.close()
                     return
             else:
-                self.pool._message(self.process, message)
+                self.owner.message(self.process, message)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.process is not None:
-            self.pool._lost(self.process)
+            self.owner.lost(self.process)
 
 
 def wait_gone(pids: list[int], timeout_s: float) -> None:

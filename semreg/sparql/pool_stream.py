@@ -13,55 +13,92 @@ taken in changes worth half the snapshot (`replica.Wear`: pyoxigraph's store kee
 took) is replaced by a fresh fork too, as the template rebuilds its own copy at the same wear.
 `note_requested(n)` and `note_prefixes(...)` write the shared page (`semreg.sparql.shared_page`) before a
 write is acknowledged, so a process knows what a query must have seen without asking.
+
+The stream reaches the processes through their life cycle (`semreg.sparql.pool_lifecycle.Processes`): it
+loads the template, sends to the workers, and has a worn one replaced by a fresh fork.
 """
 from __future__ import annotations
 
+import asyncio
+import collections
 import contextlib
-from typing import Any
+import threading
 
 from semreg.sparql import replica
 from semreg.sparql.frames import encode
+from semreg.sparql.pool_lifecycle import MiB, Processes
 from semreg.sparql.pool_process import Process
-from semreg.sparql.pool_state import MiB, PoolState
+from semreg.sparql.service import Gate
 
 DEFER_LIMIT_BYTES = 16 * MiB  # changes held for the template before it applies them anyway
 QUIET_S = 0.5  # the template applies the changes held for it once no change came for this long
 
 
-class ReplicaStream(PoolState):
+class ReplicaStream:
+    """What the node publishes, on its way to the query processes."""
+
+    def __init__(self, processes: Processes) -> None:
+        self.processes = processes
+        self.generation = 0  # bumped by every published change: the result cache's key
+        self.requested = 0
+        self.prefix_version = 0
+        self.prefix_map: dict[str, str] = {}
+        self.gate: Gate | None = None
+        self._inbox: collections.deque[tuple] = collections.deque()
+        self._inbox_lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None  # set by `open`: the stream flows from then on
+        self._snapshot_bytes = 0  # the size of the last snapshot a template loaded
+        self._quiet: asyncio.TimerHandle | None = None
+
+    @property
+    def time_limit_s(self) -> float:
+        return self.gate.time_limit_s if self.gate is not None else 10.0
+
+    def open(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Take items from now on (drained on `loop`); the page says what was requested so far."""
+        self._loop = loop
+        page = self.processes.page
+        if page is not None:
+            page.publish(self.requested, self.prefix_version)
+
+    def stop(self) -> None:
+        if self._quiet is not None:
+            self._quiet.cancel()
+
     def publish(self, item: tuple) -> None:
         """A stream item (see the module's doc), from any thread, in order.
 
-        Before `start()` changes are dropped: the snapshot `start()` asks for contains them."""
-        if not self._started:
+        Before the pool starts changes are dropped: the snapshot it asks for at its start contains them."""
+        loop = self._loop
+        if loop is None:
             return
         with self._inbox_lock:
             self._inbox.append(item)
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
+        if not loop.is_closed():
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(self.drain)
 
     def note_requested(self, ticket: int) -> None:
         """The replica feed was asked for change `ticket` (before the write is acknowledged): a query
         from now on waits for the stream to reach it."""
-        self._requested = ticket
-        if self._page is not None:
-            self._page.publish(requested=ticket)
+        self.requested = ticket
+        page = self.processes.page
+        if page is not None:
+            page.publish(requested=ticket)
 
     def note_prefixes(self, version: int, prefixes: dict[str, str]) -> None:
         """The prefix map changed: the page says so at once, and the stream carries the new map."""
-        self._prefix_version = version
-        self._prefix_map = prefixes
-        if self._page is not None:
-            self._page.publish(prefixes=version)
+        self.prefix_version = version
+        self.prefix_map = prefixes
+        page = self.processes.page
+        if page is not None:
+            page.publish(prefixes=version)
         self.publish(("prefixes", version, prefixes))
 
-    def set_gate(self, gate: Any) -> None:
-        """What the workers check of callers on their own connections (`semreg.sparql.service.Gate`)."""
-        self._gate = gate
-        if self._started:
-            self.publish(("gate", gate))
+    def set_gate(self, gate: Gate) -> None:
+        """What the workers check of callers on their own connections."""
+        self.gate = gate
+        self.publish(("gate", gate))
 
     def drain(self) -> None:
         """Hand what was published to the processes (on the event loop)."""
@@ -77,29 +114,33 @@ class ReplicaStream(PoolState):
             if kind == "changes":
                 self.generation += 1
             frame = encode(item)
-            template = self._template
+            template = self.processes.template
             if template is not None and template.state == "live":
                 self._defer_to_template(template, frame)
             self._to_workers(item, frame)
 
+    def flush(self, worker: Process, ticket: int) -> None:
+        """A worker's query waits for the changes up to `ticket`: they go to it now, and what follows at once."""
+        worker.wants = max(worker.wants, ticket)
+        worker.send_deferred()
+
     def _load(self, snapshot: bytes) -> None:
         """The snapshot a starting template waits for; then the prefixes and the gate as they are now."""
-        template = self._template
         self._snapshot_bytes = len(snapshot)
-        if template is not None and template.state == "waiting":
-            template.send(encode(("load", snapshot)))
-            template.send(encode(("prefixes", self._prefix_version, self._prefix_map)))
-            if self._gate is not None:
-                template.send(encode(("gate", self._gate)))
-            template.state = "live"
-            self._grow()
+        template = self.processes.template
+        if template is None or template.state != "waiting":
+            return
+        frames = [encode(("load", snapshot)), encode(("prefixes", self.prefix_version, self.prefix_map))]
+        if self.gate is not None:
+            frames.append(encode(("gate", self.gate)))
+        self.processes.load_template(frames)
 
     def _to_workers(self, item: tuple, frame: bytes) -> None:
         """Prefixes and the gate go at once; changes and tickets wait until a query needs them."""
         kind = item[0]
         held = kind in ("changes", "ticket")
         stale: list[Process] = []
-        for worker in self._workers.values():
+        for worker in self.processes.workers:
             if worker.state == "dead":
                 continue
             if not held:
@@ -117,7 +158,7 @@ class ReplicaStream(PoolState):
         for worker in stale:
             self._replace(worker)
         if held:
-            self._replace_worn()
+            self.replace_worn()
 
     def _worn(self, worker: Process) -> bool:
         """Whether a worker took in changes worth its share of the snapshot, and may leave now: one at a time,
@@ -126,23 +167,23 @@ class ReplicaStream(PoolState):
         if worker.state == "starting" or worker.changed_bytes <= max(replica.WEAR_FLOOR_BYTES,
                                                                       self._snapshot_bytes * replica.WEAR_RATIO):
             return False
-        return not any(w.retiring or w.state == "starting" for w in self._workers.values()
+        return not any(w.retiring or w.state == "starting" for w in self.processes.workers
                        if w is not worker and w.state != "dead")
 
-    def _template_rebuilt(self, size: int) -> None:
+    def template_rebuilt(self, size: int) -> None:
         """The template made its copy anew (`size` bytes of snapshot): the workers forked from the old one
         hold its pages alone now, so each is worn and leaves in turn for a fork of the new one."""
         self._snapshot_bytes = size
-        for worker in self._workers.values():
+        for worker in self.processes.workers:
             worker.changed_bytes = max(worker.changed_bytes, size + replica.WEAR_FLOOR_BYTES + 1)
-        self._replace_worn()
+        self.replace_worn()
 
-    def _replace_worn(self) -> None:
+    def replace_worn(self) -> None:
         """Replace the first worn worker not waiting for changes (after a bulk load the changes stop coming,
         and a worker worn by them would otherwise keep its copy: 100,000 registrations left two of 587 MB)."""
-        if self._closed:
+        if self.processes.stopped:
             return
-        for worker in list(self._workers.values()):
+        for worker in list(self.processes.workers):
             if worker.state != "dead" and not worker.retiring and not worker.wants and self._worn(worker):
                 self._replace(worker)
                 return
@@ -151,20 +192,19 @@ class ReplicaStream(PoolState):
         """A worker that fell `DEFER_LIMIT_BYTES` behind while nobody queried it, or is worn: a fresh fork of
         the template (which applies changes once for all) is cheaper than every worker catching up. One
         evaluating takes them instead; one that is not leaves, sending its connections back."""
-        page = self._page
-        if worker.state == "busy" or (page is not None and worker.slot >= 0 and page.evaluating(worker.slot)):
+        if worker.state == "busy" or self.processes.evaluating(worker) is not None:
             worker.send_deferred()
             return
         worker.retiring = True
         if worker.state == "starting" or worker.channel is None:
             worker.deferred.clear()
             worker.deferred_bytes = 0
-            self._retire(worker, kill=True)
+            self.processes.retire(worker, kill=True)
         else:
             # It may be taking in a connection's request at this moment: the changes held for it stay, so the
             # query it answers before it leaves still gets every change it asks for.
             worker.send(encode(("retire",)))
-        self._grow()
+        self.processes.grow()
 
     def _defer_to_template(self, template: Process, frame: bytes) -> None:
         """The template applies changes once the registry has been quiet for `QUIET_S`, before it forks
@@ -182,6 +222,6 @@ class ReplicaStream(PoolState):
 
     def _flush_template(self) -> None:
         self._quiet = None
-        template = self._template
+        template = self.processes.template
         if template is not None and template.state == "live":
             template.send_deferred()

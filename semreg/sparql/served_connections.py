@@ -18,6 +18,10 @@ server keeps its own descriptor of each, so that it can answer for a process it 
   byte, or a body that long without a byte, gets 408 and the connection is closed; a connection idle
   between requests that long is closed. A connection is closed with `shutdown`, which ends it for the
   server's descriptor too, and the server is told.
+
+`ServedConnections` is the part of the process's loop (`semreg.sparql.connections.ConnectionServer`) that
+holds the connections: it frames their requests and writes the answers; what a request is answered with
+is the process's (`answer`, given at its making), as is the channel the connections go back on.
 """
 from __future__ import annotations
 
@@ -27,13 +31,12 @@ import selectors
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-from semreg.access.failures import Failure
 from semreg.errors import PayloadTooLarge, SemregError
 from semreg.http1.server import CONTINUE, Request, RequestError, RequestHead, RequestReader, encode_response, end_connection
 from semreg.sparql.channel import Channel
-from semreg.sparql.service import METHODS, PATH, QueryService, Reply, error_reply
+from semreg.sparql.service import METHODS, PATH, Gate, Reply, error_reply
 
 log = logging.getLogger("semreg.sparql_connections")
 
@@ -74,41 +77,57 @@ class Conn:
             self.host, self.client = "localhost", "unknown"
 
 
+# answer(connection, request head, body) -> the reply: a request read on a connection, evaluated by the process
+Answer = Callable[["Conn", RequestHead, bytes], Reply]
+
+
 class ServedConnections:
-    """The connections' part of `semreg.sparql.connections.ConnectionServer`, whose state it shares."""
+    """The connections a query process serves: read, answered in order, closed or sent back."""
 
-    channel: Channel
-    service: QueryService | None
-    generation: int
-    conns: dict[int, Conn]
-    waiting: collections.deque[Conn]  # adopted with a request already read
-    selector: selectors.BaseSelector
-    lock: threading.Lock  # who owns the connections: the loop or the watcher handing them back
-    retiring: bool
-    observations: list[tuple[str, int, float]]
-    swept_at: float
+    def __init__(self, channel: Channel, selector: selectors.BaseSelector, answer: Answer, gate: Gate | None) -> None:
+        self.channel = channel
+        self.selector = selector  # the process's loop's: it waits on the channel too
+        self.answer = answer
+        self.gate = gate  # None until the server sends one: no request for /sparql is taken before
+        self.conns: dict[int, Conn] = {}
+        self.waiting: collections.deque[Conn] = collections.deque()  # adopted with a request already read
+        self.lock = threading.Lock()  # who owns the connections: the loop or the watcher handing them back
+        self.retiring = False  # take no new request for /sparql: the connections go back to the server
+        self.swept_at = time.monotonic()
 
-    if TYPE_CHECKING:  # the other parts' methods this part calls: declared for mypy only
-        # -- the server's (`ConnectionServer`) ------------------------------------------------------------------
-        def sync(self, deadline: float) -> None: ...
+    def retire(self) -> None:
+        self.retiring = True
 
-        def _ask(self, key: str | None, deadline: float) -> SemregError | None: ...
+    def serve_waiting(self, exiting: Callable[[], bool]) -> None:
+        """Answer the connections handed over with a request already read (never inside another's wait)."""
+        while self.waiting and not exiting():
+            conn = self.waiting.popleft()
+            if self.conns.get(conn.id) is conn:
+                self._process(conn)
 
-        def _failed(self, failure: Failure, deadline: float) -> SemregError | None: ...
+    def give_back_all(self) -> bool:
+        """Send every connection back to the server ("moved"); whether none is left (some may still have
+        answers to send)."""
+        self._give_back(list(self.conns.values()), "moved")
+        return not self.conns
 
-        def _begin(self, conn_id: int, started: float, deadline: float) -> None: ...
-
-        def _end(self) -> None: ...
+    def hand_back_others(self, conn_id: int) -> None:
+        """From the watcher, while the loop evaluates for `conn_id`: retire, and send every other connection back
+        to the server, closing those with answers unsent (their clients stopped reading)."""
+        with self.lock:
+            self.retiring = True
+            self._give_back([c for c in self.conns.values() if c.id != conn_id], "moved", drop_unsent=True)
 
     # -- connections ----------------------------------------------------------------------------------------
-    def _adopt(self, conn_id: int, data: bytes) -> None:
+    def adopt(self, conn_id: int, data: bytes) -> None:
+        """A connection the server handed over (its descriptor came with the message), with what it read of it."""
         if not self.channel.fds:
             log.error("a connection came without its descriptor; it is dropped", extra={"conn": conn_id})
             self.channel.send(("closed", [conn_id]))
             return
         sock = socket.socket(fileno=self.channel.fds.popleft())
         sock.setblocking(False)  # with a timeout, CPython would poll before every recv and send
-        limit = self.service.gate.max_body_bytes if self.service is not None else 0
+        limit = self.gate.max_body_bytes if self.gate is not None else 0
         conn = Conn(conn_id, sock, RequestReader(limit, self._wanted), data)
         with self.lock:
             self.conns[conn_id] = conn
@@ -119,9 +138,10 @@ class ServedConnections:
             self.waiting.append(conn)  # answered by the loop, never inside another request's wait
 
     def _wanted(self, method: str, path: str) -> bool:
-        return path == PATH and method in METHODS and self.service is not None and not self.retiring
+        return path == PATH and method in METHODS and self.gate is not None and not self.retiring
 
-    def _event(self, conn: Conn, mask: int) -> None:
+    def event(self, conn: Conn, mask: int) -> None:
+        """The selector says `conn` is readable or writable."""
         if mask & selectors.EVENT_WRITE:
             self._flush(conn)
             self._answer_ready(conn)
@@ -180,7 +200,7 @@ class ServedConnections:
         while conn.ready and len(conn.out) < HIGH_WATER_BYTES and not conn.closing and self.conns.get(conn.id) is conn:
             head, body = conn.ready.popleft()
             conn.continued = False
-            reply = self._answer(conn, head, body)
+            reply = self.answer(conn, head, body)
             self._write(conn, encode_response(reply.status, reply.headers, reply.body, keep_alive=head.keep_alive))
             if not head.keep_alive:
                 conn.closing = True
@@ -205,23 +225,6 @@ class ServedConnections:
                     self.selector.modify(conn.sock, events, conn)
                     conn.events = events
 
-    def _answer(self, conn: Conn, head: RequestHead, body: bytes) -> Reply:
-        assert self.service is not None
-        started = time.monotonic()
-        deadline = started + self.service.gate.time_limit_s
-        self._begin(conn.id, started, deadline)
-        try:
-            reply = self.service.respond(head, body, host=head.headers.get("host") or conn.host, client=conn.client,
-                                         deadline=deadline, replica=self, ask=self._ask, failed=self._failed)
-        except Exception:  # a failure of this code, not of the query: the client still gets an answer
-            log.exception("unexpected error answering a SPARQL request")
-            reply = Reply(500, [(b"content-type", b"application/json")],
-                          b'{"error":"the server failed to handle this request; the log says why."}')
-        finally:
-            self._end()
-        self.observations.append((head.method, reply.status, time.monotonic() - started))
-        return reply
-
     def _write(self, conn: Conn, data: bytes) -> None:
         conn.out += data
         self._flush(conn)
@@ -241,8 +244,8 @@ class ServedConnections:
             conn.closing = True
 
     def _refuse(self, conn: Conn, exc: RequestError) -> None:
-        error = (PayloadTooLarge(exc.message, limit_bytes=self.service.gate.max_body_bytes)
-                 if exc.status == 413 and self.service is not None else _FramingError(exc.message))
+        error = (PayloadTooLarge(exc.message, limit_bytes=self.gate.max_body_bytes)
+                 if exc.status == 413 and self.gate is not None else _FramingError(exc.message))
         error.status = exc.status
         reply = error_reply(error)
         conn.ready.clear()
@@ -282,7 +285,8 @@ class ServedConnections:
         if back:
             self.channel.send(("back", back, reason))
 
-    def _expire_idle(self) -> None:
+    def expire_idle(self) -> None:
+        """Close the connections whose timers ran out (about once a second)."""
         if not self.conns:
             return
         now = time.monotonic()

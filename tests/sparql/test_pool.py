@@ -242,7 +242,7 @@ def test_processes_run_below_the_server_and_long_queries_drop_to_the_lowest_prio
             assert all(n >= own + 5 for n in living_niceness(pool.pids()))
             runaway = asyncio.ensure_future(ask(pool, RUNAWAY, time_limit_s=LONG_QUERY_S + 1.0))
             await until(lambda: pool.busy == 1, what="the runaway running")
-            worker = next(w for w in pool._workers.values() if w.state == "busy")
+            worker = next(w for w in pool.processes.workers if w.state == "busy")
             assert worker.pid is not None
             await until(lambda: niceness(worker.pid) == 19, what="the long query demoted")
             with pytest.raises(Unavailable):
@@ -298,8 +298,8 @@ def test_a_template_that_dies_is_started_again_from_a_fresh_snapshot():
             template = pool.pids()[0]
             store.add(ox.Quad(n("late"), n("p"), ox.Literal("x"), n("g")))  # only in the next snapshot
             os.kill(template, signal.SIGKILL)  # its workers go with it
-            await until(lambda: pool.pids() and pool.pids()[0] != template and pool._template is not None
-                        and pool._template.transport is not None, what="a new template")
+            await until(lambda: pool.pids() and pool.pids()[0] != template and pool.processes.template is not None
+                        and pool.processes.template.transport is not None, what="a new template")
             answers = await asyncio.gather(*[ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }") for _ in range(3)])
             assert {count(a) for a in answers} == {6}
         finally:

@@ -16,6 +16,7 @@ on a shared machine (the figures are in `semreg.http1.client`).
     target.py      a tiny HTTP server for active health checks to hit (`HealthTarget`)
     probes.py      /healthz probed, blocking reads re-armed, writes at known times, /v1/cluster sampled, the
                    bench loop's own lag (the noisy-neighbour scenarios)
+    dnsload.py     a bounded DNS load over UDP: queries in flight on one socket, every answer read back
     adversary.py   the noisy neighbour: the heaviest requests of each kind looped in a child process (`Adversary`)
 
 What these load drivers measure is summarised by `semreg.bench.stats`; what the bench reads off the

@@ -30,6 +30,8 @@ a run that names none (the soak takes half an hour by default; scale, scale-ring
                      steady churn (heartbeats, watches, discoveries, SPARQL, registrations and removals)
     noisy.py         noisy-neighbour, noisy-neighbour-ring: heartbeats, /healthz and blocking reads without and
                      with an adversary looping the heaviest requests, on one node and on a ring of three
+    noisy_load.py    what they register and ask, as plain data: the load's sizes, the instances, the questions (pure)
+    noisy_phases.py  their run: the load and the probes started, three phases, then the figures
     noisy_figures.py their figures, phase by phase, from what the probes and the adversary recorded (pure)
 
 The scenario modules import common.py (ring also the cold questions of discovery.py), never this
