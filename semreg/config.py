@@ -148,6 +148,9 @@ class Settings:
     strict_terms: bool = option(False, "strict-terms", "refuse (400) a tag or query that names a term no uploaded "
                                 "ontology knows, instead of answering with a warning")
     verbose_routing: bool = option(False, "verbose-routing", "log one structured line per routing decision")
+    service_stop_timeout_s: float = option(120.0, "service-stop-timeout", "seconds each of the node's services may "
+                                           "take to stop (a listener's drain, the ring's hand-off, the RDF writer's "
+                                           "last writes); past it the next one stops all the same", metavar="S")
     log_level: str = option("info", "log-level", "how much to log", choices=("debug", "info", "warning", "error"))
     log_format: str = option("json", "log-format", "json (one object a line) or text", choices=("json", "text"))
 

@@ -88,10 +88,10 @@ def test_a_node_restores_its_instances_frozen_before_the_collector_comes_back(mo
     async def main() -> None:
         monkeypatch.setattr(gc, "enable", enabled)
         try:
-            await node.open()
+            await node.start()
         finally:
             monkeypatch.setattr(gc, "enable", enable)
-        await node.close()
+        await node.stop()
 
     asyncio.run(main())
     assert gc.isenabled() and seen[-1] == (50, True)  # (an earlier pause, the ontologies', had none to freeze)
@@ -107,10 +107,11 @@ def test_a_node_serving_no_sparql_freezes_its_registrations_as_they_pile_up():
     import httpx
 
     from semreg.config import Settings
-    from semreg.http.app import create_app
+    from semreg.node import Node
     from semreg.storage.store import Store
 
-    app = create_app(Settings(sparql=False), store=Store(None))
+    node = Node(Settings(sparql=False), store=Store(None))
+    app = node.app
 
     async def main() -> None:
         async with app.router.lifespan_context(app), httpx.AsyncClient(
@@ -121,9 +122,8 @@ def test_a_node_serving_no_sparql_freezes_its_registrations_as_they_pile_up():
                                    for j in range(3)]} for k in range(1000)]
                 answer = await http.post("/v1/instances/batch", json={"instances": items})
                 assert answer.status_code == 200 and answer.json()["registered"] == 1000, answer.text[:300]
-            node = app.state.node
             first = [inst.reg for iid, inst in node.shard.registry.instances.items() if iid.startswith("i0-")]
-            assert node.heap.freezes >= 1 and len(first) == 1000 and _frozen(first)
+            assert node.memory.heap.freezes >= 1 and len(first) == 1000 and _frozen(first)
 
     asyncio.run(main())
 

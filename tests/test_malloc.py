@@ -72,7 +72,7 @@ def test_a_running_node_gives_freed_memory_back_at_every_interval(monkeypatch):
 
     server = InProcess().start()
     try:
-        monkeypatch.setattr("semreg.node.malloc.release", recorded)
+        monkeypatch.setattr("semreg.malloc.release", recorded)
         server.call(lambda: server.clock.advance(RELEASE_EVERY_S - 1))
         assert calls == []  # not before its interval (the fake clock moves only when told)
         server.call(lambda: server.clock.advance(1))

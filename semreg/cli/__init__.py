@@ -8,8 +8,8 @@ client commands share (the registry options, a sub-command's parser, its client)
 and exit codes in `output`.
 
 May import every room: it is the top one (the client library for the client commands; the benchmark,
-the configuration, the store, the cluster's endpoints, SPARQL's hand-off and the HTTP app for `serve` and
-`bench`), except `semreg.node`, which only the HTTP app factory wires.
+the configuration, the store and the cluster's endpoints for `serve` and `bench`); `semreg.node` from
+`serve` alone.
 """
 from __future__ import annotations
 

@@ -88,6 +88,7 @@ def cluster_settings(settings: Settings) -> Settings:
     from semreg.cluster import tls
     from semreg.cluster.etcd_access import read_access
     from semreg.cluster.kv import parse_endpoints
+    from semreg.node.listeners import cluster_listen
 
     parse_endpoints(settings.etcd)
     read_access(settings.etcd_ca, settings.etcd_cert, settings.etcd_key, settings.etcd_user,
@@ -170,25 +171,6 @@ def check_open(settings: Settings) -> None:
                      f"127.0.0.1, or pass --insecure.")
 
 
-def cluster_listen(value: str) -> tuple[str, int]:
-    """`--cluster-listen HOST:PORT` → (host, port); ValueError says why not."""
-    host, sep, port = value.strip().rpartition(":")
-    if not value:
-        raise ValueError("--etcd needs --cluster-listen HOST:PORT: node-to-node requests are served there, never "
-                         "on the public port.")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--cluster-listen {value}: give HOST:PORT.")
-    return host.strip("[]"), int(port)
-
-
-def cluster_tls(settings: Settings) -> dict[str, Any]:
-    """uvicorn's TLS options for the cluster listener (none without --cluster-tls-*)."""
-    from semreg.cluster import tls
-
-    cert, key, ca = settings.cluster_tls_cert, settings.cluster_tls_key, settings.cluster_tls_ca
-    return tls.server_options(cert, key, ca) if cert and key and ca else {}
-
-
 def is_loopback(host: str) -> bool:
     if host in ("localhost",):
         return True
@@ -213,56 +195,6 @@ def raise_open_files_limit() -> int:
         return -1
 
 
-def _draining_server_class():
-    import uvicorn
-
-    class DrainingServer(uvicorn.Server):
-        """On SIGTERM/SIGINT, answer blocking reads at once (with their current result) so that the
-        graceful drain does not wait out watches that may block for minutes."""
-
-        def __init__(self, config, node, cluster=None) -> None:
-            super().__init__(config)
-            self.node = node
-            self.cluster = cluster  # the node-to-node listener's server, started and stopped with this one
-
-        async def startup(self, sockets=None) -> None:
-            await super().startup(sockets)
-            if self.node.stop_asked.is_set():
-                self.should_exit = True  # SIGTERM before uvicorn's handlers were in place (`run`)
-            if self.started and self.cluster is not None and not self.should_exit:
-                self.cluster.config.load()
-                self.cluster.lifespan = self.cluster.config.lifespan_class(self.cluster.config)
-                await self.cluster.startup()
-                self.started = self.cluster.started
-            if self.started and not self.should_exit:
-                self.node.start_joining()  # on the ring only once it listens: peers call members they see
-
-        async def shutdown(self, sockets=None) -> None:
-            await super().shutdown(sockets)  # the node hands its records over and leaves first
-            if self.cluster is not None and self.cluster.started:
-                await self.cluster.shutdown()
-
-        def handle_exit(self, sig, frame) -> None:
-            super().handle_exit(sig, frame)
-            self.node.stop_asked.set()  # a start-up still running gives up (before the node knows its loop, too)
-            self.node.post(self.node.stopping)
-
-    return DrainingServer
-
-
-def http_protocol(app, settings) -> type | str:
-    """uvicorn's HTTP protocol, behind the hand-over of `/sparql` connections to the query processes
-    (`semreg.sparql.handoff`), unless --sparql-in-server or --no-sparql (no query processes: the app answers)."""
-    if settings.sparql_in_server or not settings.sparql:
-        return "auto"
-    from uvicorn.config import HTTP_PROTOCOLS
-    from uvicorn.importer import import_from_string
-
-    from semreg.sparql.handoff import Handoff
-
-    return Handoff.bind(import_from_string(HTTP_PROTOCOLS["auto"]), app.state.sparql.pool)
-
-
 def open_store(settings: Settings) -> Store | None:
     """The data directory's store (in memory without one), its opening timed in the log; None, said on
     stderr, when it cannot be opened (another process holds it, or it is not a store)."""
@@ -280,10 +212,8 @@ def open_store(settings: Settings) -> Store | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from semreg import logs, malloc
-    from semreg.http.app import create_app
+    from semreg.node import Node, process
 
     settings = settings_from(args)
     logs.configure(settings.log_level, settings.log_format)
@@ -292,6 +222,10 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= settings.sparql_workers <= settings.sparql_max_workers:
         print(f"semreg: --sparql-workers must be at least 1 and at most --sparql-max-workers "
               f"({settings.sparql_workers} and {settings.sparql_max_workers} given).", file=sys.stderr)
+        return 2
+    if not 0 < settings.service_stop_timeout_s < math.inf:
+        print(f"semreg: --service-stop-timeout {settings.service_stop_timeout_s}: give seconds above 0.",
+              file=sys.stderr)
         return 2
     if settings.tokens_file is not None:
         from semreg.access.tokens import Tokens, TokensFileError
@@ -315,20 +249,9 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(settings)
     if store is None:
         return 1
-    app = create_app(settings, store=store, join_at_start=False)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None, access_log=False,
-                            lifespan="on", timeout_graceful_shutdown=10, backlog=4096, server_header=False,
-                            forwarded_allow_ips=settings.forwarded_allow_ips, http=http_protocol(app, settings))
-    cluster = None
-    if settings.etcd:
-        host, port = cluster_listen(settings.cluster_listen)
-        cluster = uvicorn.Server(uvicorn.Config(app.state.cluster_app, host=host, port=port, log_config=None,
-                                                access_log=False, lifespan="off", backlog=4096, server_header=False,
-                                                timeout_graceful_shutdown=5, **cluster_tls(settings)))
-    server = _draining_server_class()(config, app.state.node, cluster)
-    # uvicorn re-raises the signal that stopped it once it has drained; after a clean drain on
-    # SIGTERM the exit status should be 0, so the handler it restores and re-raises only notes the stop
-    # (which also covers a SIGTERM before uvicorn puts its own handlers in place).
-    signal.signal(signal.SIGTERM, lambda signum, frame: app.state.node.stop_asked.set())
-    server.run()
-    return 0 if server.started else 1
+    node = Node(settings, store=store, listen=True)
+    # The process raises the signal that stopped it again once the node has stopped; after a clean stop on
+    # SIGTERM the exit status should be 0, so the handler it restores and raises only notes the stop (which also
+    # covers a SIGTERM before the node's own handlers are in place).
+    signal.signal(signal.SIGTERM, lambda signum, frame: node.stop_asked.set())
+    return process.run(node)

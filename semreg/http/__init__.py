@@ -1,4 +1,5 @@
-"""The HTTP edge: the ASGI app and its life cycle (`app`), each route declared once (`endpoints`,
+"""The HTTP edge: the public ASGI app (`app`), the typed state its handlers and the cluster listener's read
+(`state`: `AppState`, through `app_state(request)`), each route declared once (`endpoints`,
 the table and the handlers, a module a resource, in `routes`), `/openapi.json` (`openapi`), request
 bodies as pydantic models (`schemas`; conjunctive discovery's in `conjunctive_schemas`, the console's
 overview and changes in `console_schemas`), reading requests and writing JSON answers (`requests`,
@@ -6,6 +7,6 @@ overview and changes in `console_schemas`), reading requests and writing JSON an
 (`metrics`), the SPARQL route (`sparql`; on a node started with `--no-sparql`, `sparql_forward`), the
 node-to-node routes (`internal`) on their own listener (`cluster_listener`) and the console's files (`console`).
 
-May import every room below it and `semreg.node` (the app factory alone wires the node). Nothing below
-imports it: the domain knows no HTTP.
+May import every room below it, and never `semreg.node`, which wires it and runs its life cycle: the node hands
+it an `AppState`, not itself. Nothing below imports it: the domain knows no HTTP.
 """

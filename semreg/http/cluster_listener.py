@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 
 from starlette.applications import Starlette
-from starlette.datastructures import State
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -19,6 +18,7 @@ from semreg.access.failures import FailureThrottle
 from semreg.errors import SemregError
 from semreg.http.internal import INTERNAL
 from semreg.http.responses import JSONResponse, error_response
+from semreg.http.state import AppState
 
 log = logging.getLogger("semreg.internal")
 
@@ -48,11 +48,10 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": "the node failed to handle this request; its log says why."}, status_code=500)
 
 
-def cluster_app(state: State, failures: FailureThrottle) -> Starlette:
-    """The app the cluster listener serves: the internal routes over the public app's `state` (the node, its
-    cluster, the secret), with the failures of wrong secrets counted by `failures` (`state.secret_failures`)."""
+def cluster_app(state: AppState) -> Starlette:
+    """The app the cluster listener serves: the internal routes over the public app's `state` (the shard, the
+    cluster, the secret), the failures of wrong secrets counted by `state.secret_failures`."""
     app = Starlette(routes=INTERNAL.routes(), exception_handlers={
         SemregError: _semreg_error, HTTPException: _http_error, Exception: _unexpected})
-    state.secret_failures = failures
-    app.state = state
+    app.state.semreg = state
     return app

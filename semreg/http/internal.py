@@ -16,7 +16,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from semreg.access.failures import Failure, FailureThrottle
+from semreg.access.failures import Failure
 from semreg.cluster import wire
 from semreg.cluster.peer import SECRET_HEADER
 from semreg.errors import BadRequest, NotFound, Unauthorized
@@ -24,6 +24,7 @@ from semreg.http.endpoints import Endpoints
 from semreg.http.requests import read_body
 from semreg.http.responses import JSONResponse
 from semreg.http.sparql_forward import MAX_FORWARDED_BYTES, answer_forwarded
+from semreg.http.state import app_state
 from semreg.rdf.terms import Tag
 from semreg.registry.instances import Registration
 from semreg.registry.local_shard import LocalShard
@@ -41,19 +42,18 @@ def guarded(request: Request) -> LocalShard:
     """The local shard, once the request has shown the cluster secret: compared first (as digests of one
     length, in constant time), so that the right secret passes whatever others failed; a wrong one is counted
     (`state.secret_failures`), and answered 429 instead of 401 while its address or itself is throttled."""
-    state = request.app.state
+    state = app_state(request)
     secret = state.cluster_secret
     shown = request.headers.get(SECRET_HEADER, "")
     if secret and hmac.compare_digest(_digest(shown), _digest(secret)):
-        return state.node.shard
-    failures: FailureThrottle | None = getattr(state, "secret_failures", None)
-    if failures is not None:
-        address = request.client.host if request.client is not None else ""
-        why = "a wrong cluster secret" if shown else "no cluster secret"
-        refusal = failures.failed(Failure(address, failures.fingerprint(shown), why, request.url.path),
-                                  state.node.clock.monotonic())
-        if refusal is not None:
-            raise refusal
+        return state.shard
+    failures = state.secret_failures
+    address = request.client.host if request.client is not None else ""
+    why = "a wrong cluster secret" if shown else "no cluster secret"
+    refusal = failures.failed(Failure(address, failures.fingerprint(shown), why, request.url.path),
+                              state.clock.monotonic())
+    if refusal is not None:
+        raise refusal
     raise Unauthorized("node-to-node requests need the cluster secret.")
 
 
@@ -89,7 +89,7 @@ def route(method: str, path: str) -> Any:
 def admitted(request: Request, body: Any) -> None:
     """A write from another node: not while this node's lease is known to have lapsed (503), nor when its
     ring is one this node moved past (409; `semreg.cluster.cluster.Cluster.admit`)."""
-    cluster = request.app.state.cluster
+    cluster = app_state(request).cluster
     if cluster is not None:
         cluster.admit(body.get("view"))
 
@@ -222,7 +222,7 @@ async def terms(request: Request) -> Response:
 @route("GET", "/changes")
 async def changes(request: Request) -> Response:
     shard = guarded(request)
-    log = request.app.state.changelog
+    log = app_state(request).changelog
     params = request.query_params
     epoch = params.get("epoch")
     cursor = int(params.get("after", "0"))
@@ -239,7 +239,7 @@ async def cursor(request: Request) -> Response:
     """Where this node's change log is: a node about to answer a SPARQL query waits until it has read
     this far (what was acknowledged here before the query is then in its replica)."""
     guarded(request)
-    log = request.app.state.changelog
+    log = app_state(request).changelog
     return JSONResponse({"epoch": log.epoch, "cursor": log.cursor})
 
 
@@ -256,7 +256,7 @@ async def arc_digests(request: Request) -> Response:
     when this node's ring is another (the caller then compares record by record)."""
     shard = guarded(request)
     body = await body_of(request)
-    cluster = request.app.state.cluster
+    cluster = app_state(request).cluster
     if cluster is None or int(body["checksum"]) != cluster.ring.checksum:
         return JSONResponse({"error": "this node's ring is another one."}, status_code=409)
     found = await shard.digests(cluster.ring, [int(a) for a in body["arcs"]])
@@ -273,13 +273,14 @@ async def sparql(request: Request) -> Response:
         fields = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise BadRequest(f"the body is not JSON: {exc}") from exc
-    return await answer_forwarded(request.app.state, fields, request.app.state.node.clock.monotonic())
+    state = app_state(request)
+    return await answer_forwarded(state, fields, state.clock.monotonic())
 
 
 @route("GET", "/ontologies/{name}")
 async def ontology(request: Request) -> Response:
     guarded(request)
-    ontologies = request.app.state.knowledge.ontologies
+    ontologies = app_state(request).knowledge.ontologies
     name = request.path_params["name"]
     source = ontologies.sources.get(name)
     if source is None:

@@ -18,9 +18,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from starlette.datastructures import State
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
@@ -31,6 +30,9 @@ from semreg.http.requests import read_body
 from semreg.http.responses import error_response
 from semreg.http.sparql import MAX_BODY_BYTES, SparqlEndpoint, request_url
 from semreg.sparql.protocol import query_request
+
+if TYPE_CHECKING:
+    from semreg.http.state import AppState
 
 PATH = "/sparql"
 METHODS = ("GET", "HEAD", "POST")
@@ -73,11 +75,11 @@ class ForwardedSparql:
         return StreamingResponse(answer.body, status_code=answer.head.status, headers=headers)
 
 
-async def answer_forwarded(state: State, fields: Any, now: float) -> Response:
+async def answer_forwarded(state: AppState, fields: Any, now: float) -> Response:
     """The serving member's answer to a forwarded request (see the module's doc); every answer, an error
     included, says which member served it (`SERVED_HEADER`), which a member that does not serve SPARQL
     never says."""
-    endpoint = getattr(state, "sparql", None)
+    endpoint = state.sparql
     if not isinstance(endpoint, SparqlEndpoint):
         raise NotServed("this member does not serve SPARQL (--no-sparql).")
     try:
@@ -92,7 +94,7 @@ async def answer_forwarded(state: State, fields: Any, now: float) -> Response:
         response = error_response(exc)
         if exc.status == 401:
             response.headers["WWW-Authenticate"] = 'Bearer realm="semreg"'
-    response.headers[SERVED_HEADER] = state.node.settings.node_id or "alone"
+    response.headers[SERVED_HEADER] = state.settings.node_id or "alone"
     return response
 
 

@@ -19,7 +19,7 @@ def test_the_load_counts_whole_answers_for_its_duration_and_nothing_else():
                   "tags": ["ex:Livro"]} for n in range(5)]
         assert c.post("/v1/instances/batch", json={"instances": batch}).status_code == 200
         assert c.put("/v1/queries/books", json={"s": "ex:Livro"}).status_code == 201
-        port = srv.app.state.dns.port
+        port = srv.node.dns.port
         good = asyncio.run(udp_load("127.0.0.1", port, "_books._tcp.semreg.", "SRV", 5, outstanding=4,
                                     duration_s=0.5))
         assert good.answered > 0 and good.errors == 0 and good.lost == 0

@@ -22,7 +22,7 @@ REFILL_S = round(1 / SECRET_FAILURE_RATE_PER_S)
 
 def from_address(in_ring: InProcessRing, node: RingNode, address: str, secret: str) -> httpx.Response:
     async def send() -> httpx.Response:
-        transport = httpx.ASGITransport(node.app.state.cluster_app, client=(address, 5000))
+        transport = httpx.ASGITransport(node.node.cluster_app, client=(address, 5000))
         async with httpx.AsyncClient(transport=transport, base_url="http://cluster.test") as client:
             return await client.post("/internal/v1/inventory", json={"ids": None},
                                      headers={"X-Semreg-Cluster": secret})

@@ -151,7 +151,7 @@ def test_the_callers_token_is_checked_here_and_again_by_the_serving_member(mixed
 
 def test_the_forwarding_member_counts_what_it_forwarded(mixed: InProcessRing) -> None:
     c = mixed.nodes["c"]
-    before = mixed.call(lambda: c.app.state.sparql.forward.forwarded)
+    before = mixed.call(lambda: c.app.state.semreg.sparql.forward.forwarded)
     assert Caller(c, READ).get("/sparql", params={"query": "ASK {}"}).status_code == 200
     metrics = Caller(c, ADMIN).get("/metrics").text
     assert f"semreg_sparql_forwarded_total {before + 1}.0" in metrics, metrics[-2000:]

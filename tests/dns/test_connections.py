@@ -37,7 +37,7 @@ def dns_server(in_process, **settings):
 
 
 def connect(srv, source: str = "127.0.0.1") -> socket.socket:
-    s = socket.create_connection(("127.0.0.1", srv.app.state.dns.port), timeout=10, source_address=(source, 0))
+    s = socket.create_connection(("127.0.0.1", srv.node.dns.port), timeout=10, source_address=(source, 0))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # closed at the end: no TIME_WAIT
     return s
 
@@ -79,12 +79,12 @@ def test_260_idle_connections_from_one_address_leave_another_address_answered(in
     srv = dns_server(in_process)
     held = [connect(srv, "127.0.0.1") for _ in range(260)]
     try:
-        assert answered(dns.query.tcp(QUESTION, "127.0.0.1", port=srv.app.state.dns.port, source="127.0.0.2",
+        assert answered(dns.query.tcp(QUESTION, "127.0.0.1", port=srv.node.dns.port, source="127.0.0.2",
                                       timeout=5))
         # --dns-tcp-per-address 16: the first address's others were closed at once, its first 16 left alone
         wait_for(lambda: sum(not still_open(s) for s in held) == 244, what="244 connections closed")
         kept = [s for s in held if still_open(s)]
-        assert len(kept) == 16 and srv.app.state.dns.connections.refused == 244
+        assert len(kept) == 16 and srv.node.dns.connections.refused == 244
         assert all(answered(exchange(s)) for s in kept)
     finally:
         for s in held:
@@ -98,14 +98,14 @@ def test_when_every_connection_is_held_a_newcomer_takes_the_place_of_the_busiest
     other = [connect(srv, "127.0.0.2") for _ in range(2)]
     sockets = [*busy, *other]
     try:
-        wait_for(lambda: srv.app.state.dns.connections.held == 5, what="five connections held")
+        wait_for(lambda: srv.node.dns.connections.held == 5, what="five connections held")
         srv.advance(1)
         assert answered(exchange(busy[0]))  # it waits since now; busy[1] has waited longest
         sockets.append(connect(srv, "127.0.0.3"))
         assert answered(exchange(sockets[-1]))
         assert ended(busy[1])
         assert all(answered(exchange(s)) for s in (busy[0], busy[2], *other))
-        assert srv.app.state.dns.connections.shed == 1
+        assert srv.node.dns.connections.shed == 1
     finally:
         for s in sockets:
             s.close()
@@ -123,7 +123,7 @@ def test_a_message_sent_a_byte_a_second_is_cut_at_its_deadline(in_process):
         s.sendall(message[9:10])
         srv.advance(1)  # 10 s: the message is not whole, however many bytes came
         assert ended(s)
-    assert srv.app.state.dns.connections.read_timeouts == 1
+    assert srv.node.dns.connections.read_timeouts == 1
     with connect(srv) as s:
         assert answered(exchange(s))
 
@@ -131,7 +131,7 @@ def test_a_message_sent_a_byte_a_second_is_cut_at_its_deadline(in_process):
 def test_a_connection_that_sends_nothing_is_closed_at_the_same_deadline(in_process):
     srv = dns_server(in_process, dns_tcp_timeout_s=3)
     with connect(srv) as s:
-        wait_for(lambda: srv.app.state.dns.connections.held == 1, what="the connection held")
+        wait_for(lambda: srv.node.dns.connections.held == 1, what="the connection held")
         srv.advance(2.9)
         assert still_open(s)
         srv.advance(0.1)
@@ -150,7 +150,7 @@ def test_a_client_that_never_reads_its_answers_is_closed_at_the_write_timeout(in
     query = dns.message.make_query("_big._tcp.semreg.", "SRV").to_wire(prepend_length=True)  # ~64 KB answers
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s.connect(("127.0.0.1", srv.app.state.dns.port))
+    s.connect(("127.0.0.1", srv.node.dns.port))
     try:
         s.setblocking(False)
         sent = 0
@@ -160,7 +160,7 @@ def test_a_client_that_never_reads_its_answers_is_closed_at_the_write_timeout(in
                 sent += 1
         except BlockingIOError:
             pass  # the server stopped reading: it is stuck sending an answer
-        conns = srv.app.state.dns.connections
+        conns = srv.node.dns.connections
         wait_for(lambda: (srv.advance(10), conns.write_timeouts)[1] == 1, what="the write timeout")
         s.setblocking(True)
         s.settimeout(10)

@@ -43,7 +43,7 @@ def server():
 
 def ask(srv: InProcess, name: str, rdtype: str = "SRV", tcp: bool = False, **kw) -> dns.message.Message:
     q = dns.message.make_query(name, rdtype, **kw)
-    port = srv.app.state.dns.port
+    port = srv.node.dns.port
     if tcp:
         return dns.query.tcp(q, "127.0.0.1", port=port, timeout=5)
     return dns.query.udp(q, "127.0.0.1", port=port, timeout=5)
@@ -183,7 +183,7 @@ def check_whole(m: dns.message.Message, query: str, most: int) -> int:
 @pytest.mark.parametrize("payload", [1232, 1233, 4096, 65535])
 def test_whatever_edns_size_is_asked_a_udp_answer_is_at_most_1232_bytes(crowd, payload):
     query = dns.message.make_query("_murals._tcp.semreg.", "SRV", use_edns=0, payload=payload).to_wire()
-    wire = udp_exchange(crowd.app.state.dns.port, query)
+    wire = udp_exchange(crowd.node.dns.port, query)
     assert wire is not None and len(wire) <= 1232 < 30 * len(query)
     m = dns.message.from_wire(wire)
     assert m.flags & dns.flags.TC and m.payload == 1232  # what the server takes, said in its OPT record
@@ -193,7 +193,7 @@ def test_whatever_edns_size_is_asked_a_udp_answer_is_at_most_1232_bytes(crowd, p
 @pytest.mark.parametrize("edns, most_bytes", [(False, 512), (True, 1232)])
 def test_150_instances_over_udp_keep_as_many_whole_records_as_fit_with_tc(crowd, edns, most_bytes):
     query = dns.message.make_query("_murals._tcp.semreg.", "SRV", use_edns=0 if edns else None)
-    wire = udp_exchange(crowd.app.state.dns.port, query.to_wire())
+    wire = udp_exchange(crowd.node.dns.port, query.to_wire())
     assert wire is not None and len(wire) <= most_bytes
     m = dns.message.from_wire(wire)
     assert m.rcode() == dns.rcode.NOERROR and m.flags & dns.flags.TC
@@ -204,7 +204,7 @@ def test_150_instances_over_udp_keep_as_many_whole_records_as_fit_with_tc(crowd,
 
 def test_1500_instances_over_tcp_keep_as_many_as_fit_in_one_message(crowd):
     q = dns.message.make_query("_frescos._tcp.semreg.", "SRV")
-    with socket.create_connection(("127.0.0.1", crowd.app.state.dns.port), timeout=10) as s:
+    with socket.create_connection(("127.0.0.1", crowd.node.dns.port), timeout=10) as s:
         wire = exchange(s, q.to_wire())
     m = dns.message.from_wire(wire)
     assert m.rcode() == dns.rcode.NOERROR and m.flags & dns.flags.TC  # partial: it says so
@@ -248,7 +248,7 @@ VALID = dns.message.make_query("_horror._tcp.semreg.", "SRV").to_wire()
 
 def check_alive(server: InProcess) -> None:
     assert ask(server, "_horror._tcp.semreg.").rcode() == dns.rcode.NOERROR
-    assert server.app.state.dns.failed == 0  # nothing answered SERVFAIL
+    assert server.node.dns.failed == 0  # nothing answered SERVFAIL
 
 
 def mutated(data: bytes, flips: list[tuple[int, int]]) -> bytes:
@@ -267,27 +267,27 @@ PACKETS = st.one_of(st.binary(max_size=600),
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(PACKETS)
 def test_garbage_over_udp_gets_an_answer_or_none_never_a_failure(server, data):
-    reply = udp_exchange(server.app.state.dns.port, data)
+    reply = udp_exchange(server.node.dns.port, data)
     if reply is not None:
         assert reply[:2] == data[:2] and reply[2] & 0x80  # an answer to that id
         assert reply[3] & 0x0F != dns.rcode.SERVFAIL
-    assert server.app.state.dns.failed == 0
+    assert server.node.dns.failed == 0
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(PACKETS, st.booleans())
 def test_garbage_over_tcp_gets_an_answer_or_a_closed_connection(server, data, framed):
-    reply = tcp_exchange(server.app.state.dns.port, data, framed)
+    reply = tcp_exchange(server.node.dns.port, data, framed)
     if framed and reply:
         (size,) = struct.unpack("!H", reply[:2])
         assert len(reply) == size + 2 and reply[5] & 0x0F != dns.rcode.SERVFAIL
-    assert server.app.state.dns.failed == 0
+    assert server.node.dns.failed == 0
 
 
 def test_the_listeners_answer_after_the_garbage(server):
     for data in (b"", b"\x00", b"\xff" * 12, VALID[:12], b"\x12\x34" + b"\x00" * 10 + b"\xc0\x0c" * 50):
-        udp_exchange(server.app.state.dns.port, data)
-        tcp_exchange(server.app.state.dns.port, data, True)
+        udp_exchange(server.node.dns.port, data)
+        tcp_exchange(server.node.dns.port, data, True)
     check_alive(server)
 
 
@@ -306,12 +306,12 @@ def test_a_saved_query_of_several_patterns_answers_with_the_instances_matching_a
 def test_an_answer_is_kept_whatever_the_case_of_the_name_and_echoes_the_askers_spelling(crowd):
     """Resolvers vary the case of the names they ask (against spoofing): one answer made, kept by the name in
     lower case, sent back with each asker's own spelling of it (a cut 64 KB answer costs ~250 ms to make)."""
-    zone = crowd.app.state.dns.zone
+    zone = crowd.node.dns.zone
     spellings = ["_frescos._tcp.semreg.", "_FRESCOS._tcp.SEMREG.", "_FrEsCoS._TcP.sEmReG."]
     answers = []
     for name in spellings:
         q = dns.message.make_query(name, "SRV")
-        with socket.create_connection(("127.0.0.1", crowd.app.state.dns.port), timeout=10) as s:
+        with socket.create_connection(("127.0.0.1", crowd.node.dns.port), timeout=10) as s:
             answers.append(dns.message.from_wire(exchange(s, q.to_wire())))
     kept = [key for key in zone.answers if b"_frescos" in key[0]]
     assert len([k for k in kept if k[1]]) == 1  # one answer over TCP kept for the three spellings

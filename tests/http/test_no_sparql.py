@@ -35,7 +35,7 @@ def alone(tmp_path_factory) -> Iterator[InProcess]:
 
 def test_the_node_keeps_no_replica_and_no_query_processes(alone: InProcess) -> None:
     assert alone.node.replica is None
-    assert isinstance(alone.app.state.sparql, SparqlOff)
+    assert isinstance(alone.app.state.semreg.sparql, SparqlOff)
     assert alone.node.cluster is None
     ready = alone.client().get("/readyz").json()
     assert ready["replica_pending"] == 0 and ready["instances"] == 1

@@ -166,7 +166,7 @@ def test_twenty_thousand_new_questions_leave_memory_bounded():
         coordinator = srv.node.coordinator
         shard_catalogue = srv.node.shard.registry.catalogue
         assert coordinator.hub.topics <= watch.MAX_IDLE_TOPICS
-        assert len(srv.app.state.known_queries._known) <= fastpath.MAX_QUERIES
+        assert len(srv.app.state.semreg.known_queries._known) <= fastpath.MAX_QUERIES
         assert len(shard_catalogue._cache) <= catalogue.CACHE_SIZE
         assert shard_catalogue._component_terms <= catalogue.COMPONENT_TERMS_KEPT
         assert after - before < 25 * 1024, (before, after)  # KiB: within 25 MiB once the tables are full

@@ -84,9 +84,9 @@ def test_a_node_on_a_data_directory_reads_its_files_as_it_opens(tmp_path, caplog
     node = Node(Settings(data_dir=tmp_path / "data", sparql=False), store=store)
 
     async def main() -> None:
-        await node.open()
+        await node.start()
         assert sorted(node.shard.registry.instances) == ["i1"]
-        await node.close()
+        await node.stop()
 
     with caplog.at_level(logging.INFO, logger="semreg.store"):
         asyncio.run(main())

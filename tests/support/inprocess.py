@@ -18,7 +18,7 @@ import httpx
 
 from semreg.clock import FakeClock
 from semreg.config import Settings
-from semreg.http.app import create_app
+from semreg.node import Node
 from semreg.registry.health import HealthChecker
 from semreg.registry.probes import Probe
 from semreg.storage.store import Store
@@ -69,8 +69,8 @@ class InProcess:
         self.settings = base.replace(**{"sparql_prestart": False, "shed_late_share": 0, **overrides})
         self.clock = FakeClock()
         health = HealthChecker(lambda *a: None, self.clock, probe=probe) if probe is not None else None
-        self.app = create_app(self.settings, store=store, clock=self.clock, health=health)
-        self.node = self.app.state.node
+        self.node = Node(self.settings, store=store, clock=self.clock, health=health)
+        self.app = self.node.app
         self._loop = asyncio.new_event_loop()
         # the loop's worker threads (reasoning, store waits) live as long as the app, under one name
         self._executor = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix=f"{THREAD_PREFIX}-worker")

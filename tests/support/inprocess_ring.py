@@ -20,7 +20,7 @@ from semreg.clock import FakeClock
 from semreg.cluster import tls
 from semreg.cluster.kv import MemoryKV
 from semreg.config import Settings
-from semreg.http.app import create_app
+from semreg.node import Node
 from support.faultykv import FaultyKV
 from support.paths import ONTOLOGIES
 from support.server import free_port, wait_for
@@ -42,13 +42,13 @@ class RingNode:
             "replicas": ring.replicas, "member_lease_ttl_s": ring.lease_s, "cluster_secret_file": ring.secret,
             "shed_late_share": 0,  # no shedding by the real loop's lateness in a world of fake time
             **overrides})
-        self.app = create_app(settings, clock=ring.clock, kv=self.kv)
-        self.node = self.app.state.node
+        self.node = Node(settings, clock=ring.clock, kv=self.kv)
+        self.app = self.node.app
         self.cluster = self.node.cluster
         self.http = httpx.AsyncClient(transport=httpx.ASGITransport(self.app, client=("127.0.0.1", 40000)),
                                       base_url=f"http://{name}.test", timeout=60)
         # the node-to-node listener's app (served on `port`, which the others reach), for a test's requests
-        self.internal = httpx.AsyncClient(transport=httpx.ASGITransport(self.app.state.cluster_app,
+        self.internal = httpx.AsyncClient(transport=httpx.ASGITransport(self.node.cluster_app,
                                                                         client=("127.0.0.1", 40001)),
                                           base_url=f"http://{name}.cluster.test", timeout=60)
         self._lifespan: Any = None
@@ -58,7 +58,7 @@ class RingNode:
     async def open(self) -> None:
         self._lifespan = self.app.router.lifespan_context(self.app)
         await self._lifespan.__aenter__()
-        self._server = uvicorn.Server(uvicorn.Config(self.app.state.cluster_app, host="127.0.0.1", port=self.port,
+        self._server = uvicorn.Server(uvicorn.Config(self.node.cluster_app, host="127.0.0.1", port=self.port,
                                                      lifespan="off", **self.tls,
                                                      log_config=None, access_log=False))
         self._serving = asyncio.ensure_future(self._server.serve())

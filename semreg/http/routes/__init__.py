@@ -8,9 +8,9 @@ A module a resource, each with its own `Endpoints`: `discovery`, `instances`, `o
 service discovery); `common` holds the
 parameters and helpers they share. The table (`API`) joins them here, in the one order the router tries.
 
-Handlers find the node's parts on `request.app.state`: `coordinator`, `knowledge`, `router`, `settings`,
-`tokens`, `known_queries`, `ready` and `starting` (callables), `cluster` (None on a node alone),
-`endpoints` (this table).
+Handlers find the node's parts through `semreg.http.state.app_state(request)`, typed (`AppState`):
+`coordinator`, `knowledge`, `router`, `settings`, `tokens`, `known_queries`, `ready` and `starting`
+(callables), `cluster` (None on a node alone), `endpoints` (this table), ...
 """
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ from semreg.http.endpoints import Endpoints, Param, Reply
 from semreg.http.requests import bool_param
 from semreg.http.responses import JSONResponse
 from semreg.http.routes.common import cluster_of, coordinator_of, knowledge_of, principal_of
+from semreg.http.state import app_state
 from semreg.registry import backups
 from semreg.storage import backup, backup_reading
 from semreg.timefmt import rfc3339
@@ -32,8 +33,7 @@ FEED_BYTES = 256 * 1024  # body bytes handed to the reading at once
            replies=[Reply(200, description="the backup, streamed", content=GZIP,
                           headers={"Content-Disposition": {"schema": {"type": "string"}}})], errors=(503,))
 async def get_backup(request: Request) -> Response:
-    node = request.app.state.node
-    wall = node.clock.wall()
+    wall = app_state(request).clock.wall()
     # taken here, in one step of the loop on a node alone; built and compressed on a worker thread
     snap = await backups.snapshot(coordinator_of(request).placement, knowledge_of(request), wall)
     name = "semreg-backup-" + (rfc3339(wall) or "").replace(":", "").replace("-", "") + ".nq.gz"
@@ -61,13 +61,13 @@ async def post_restore(request: Request) -> Response:
                                    f"/v1/backup write), not '{media[:60] or 'no Content-Type'}'.")
     cluster = cluster_of(request)
     coordinator = coordinator_of(request)
-    lock = _restore_lock(request)
+    lock = app_state(request).restore_lock
     if lock.locked():
         raise Conflict("another restore is running on this node; wait for it to finish.")
     async with lock:
-        reading = backup_reading.Reading(backup_reading.limits_of(request.app.state.settings), backups.check_record)
+        reading = backup_reading.Reading(backup_reading.limits_of(app_state(request).settings), backups.check_record)
         try:
-            await _read(request, reading, request.app.state.settings.restore_body_limit_bytes)
+            await _read(request, reading, app_state(request).settings.restore_body_limit_bytes)
             contents = await asyncio.to_thread(reading.finish)
             counts = await backups.restore(
                 coordinator.placement, coordinator.stragglers, knowledge_of(request), contents, force,
@@ -78,14 +78,6 @@ async def post_restore(request: Request) -> Response:
         finally:
             reading.close()
     return JSONResponse(counts)
-
-
-def _restore_lock(request: Request) -> asyncio.Lock:
-    state = request.app.state
-    lock = getattr(state, "restore_lock", None)
-    if lock is None:
-        lock = state.restore_lock = asyncio.Lock()
-    return lock
 
 
 async def _read(request: Request, reading: backup_reading.Reading, limit_bytes: int) -> None:

@@ -1,10 +1,10 @@
 """What the route modules share: the declarations of the parameters and headers several routes take, and
-the helpers of their handlers (the node's parts on `request.app.state`, the caller, the read's selector,
+the helpers of their handlers (the node's parts, from `semreg.http.state.app_state`, the caller, the read's selector,
 a watchable answer, the warnings added to one, the cluster a change must reach)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.requests import Request
@@ -14,6 +14,7 @@ from semreg.errors import Unavailable
 from semreg.http.endpoints import Param
 from semreg.http.requests import watch_params
 from semreg.http.responses import JSONResponse
+from semreg.http.state import app_state
 from semreg.knowledge.knowledge import Knowledge
 from semreg.registry.coordinator import Coordinator
 from semreg.registry.query_params import selector_from
@@ -37,16 +38,16 @@ TAGS_FLAG = {"type": "boolean"}
 
 # -- the node's parts and the caller ---------------------------------------------------------------
 def coordinator_of(request: Request) -> Coordinator:
-    return request.app.state.coordinator
+    return app_state(request).coordinator
 
 
 def lane_of(request: Request) -> Lane:
     """Where a request's work runs, in slices within its budgets (`semreg.work.lane`)."""
-    return request.app.state.lane
+    return app_state(request).lane
 
 
 def knowledge_of(request: Request) -> Knowledge:
-    return request.app.state.knowledge
+    return app_state(request).knowledge
 
 
 def principal_of(request: Request) -> Principal:
@@ -64,11 +65,11 @@ def selector_of(request: Request) -> Selector:
 
 def cluster_of(request: Request) -> Cluster | None:
     """The cluster this node is in, refusing a change every node must make while etcd is away."""
-    cluster = request.app.state.cluster
+    cluster = app_state(request).cluster
     if cluster is not None and cluster.degraded:
         raise Unavailable("the cluster's etcd cannot be reached: ontologies and prefixes change on every node "
                           "at once, which waits until it answers again.", retry_after_s=5)
-    return cast("Cluster | None", cluster)
+    return cluster
 
 
 async def term_warnings(request: Request, named: Iterable[tuple[str, str]], what: str = "this request"
@@ -97,7 +98,7 @@ async def watched(request: Request, topic: Topic, refresh: Any, members: bytes =
                   more: Callable[[Topic], dict[str, str]] | None = None) -> JSONResponse:
     """A watchable read: the topic's body (with `members` added) and index; with `?index=N&wait=`, after its
     result changes. `more` gives headers of the answered topic to add."""
-    index, wait = watch_params(request, request.app.state.settings.watch_max_wait_s)
+    index, wait = watch_params(request, app_state(request).settings.watch_max_wait_s)
     if index is not None:
         await coordinator_of(request).hub.wait(topic, index, wait)
         topic = await refresh()

@@ -31,6 +31,7 @@ from semreg.http.routes.common import (
     watched,
 )
 from semreg.http.schemas import TagsBody, validate
+from semreg.http.state import app_state
 from semreg.knowledge.knowledge import Knowledge
 from semreg.rdf.terms import ANY, RDF_TYPE, Tag, parse_component, parse_tags
 from semreg.reasoning.explanation import explain
@@ -92,7 +93,7 @@ async def discover(request: Request) -> Response:
     q = discover_query(request.query_params, knowledge.prefixes)
     principal_of(request).require_environment(q.selector.environment)
     warnings = await discover_warnings(knowledge, lane_of(request), q)
-    request.app.state.known_queries.remember(request.scope["query_string"], knowledge.prefixes.version, q, warnings)
+    app_state(request).known_queries.remember(request.scope["query_string"], knowledge.prefixes.version, q, warnings)
     return await discovered(request, q, warnings)
 
 
@@ -100,7 +101,7 @@ async def discover(request: Request) -> Response:
            body=ConjunctiveBody, params=WATCH, replies=[Reply(200, ConjunctiveView, headers=INDEX_HEADER)],
            errors=(413, 415))
 async def discover_all(request: Request) -> Response:
-    body = validate(ConjunctiveBody, await read_json(request, request.app.state.settings.json_body_limit_bytes))
+    body = validate(ConjunctiveBody, await read_json(request, app_state(request).settings.json_body_limit_bytes))
     knowledge = knowledge_of(request)
     q = conjunctive_query(body.fields(), knowledge.prefixes)
     principal_of(request).require_environment(q.selector.environment)
@@ -144,9 +145,10 @@ async def routed(request: Request, q: Question) -> Response:
         raise BadRequest("path must be empty or start with '/', without spaces or '#'.", field="path")
     warnings = await term_warnings(request, question_terms(q), "this route")
     client = request.client
+    state = app_state(request)
     try:
-        inst = await request.app.state.router.route(q, policy, limit or request.app.state.settings.balance_limit,
-                                                    caller=f"{client.host}:{client.port}" if client else None)
+        inst = await state.router.route(q, policy, limit or state.settings.balance_limit,
+                                        caller=f"{client.host}:{client.port}" if client else None)
     except Unavailable as exc:
         if warnings:
             exc.extra["warnings"] = warnings
@@ -162,11 +164,11 @@ async def routed(request: Request, q: Question) -> Response:
 async def route_preview(request: Request) -> Response:
     params = request.query_params
     policy, limit = parse_policy(params.get("policy"))
-    limit = limit or request.app.state.settings.balance_limit
+    limit = limit or app_state(request).settings.balance_limit
     match = parse_match(params.get("match"), params.get("min_similarity"))
     q = DiscoverQuery(query_tag(request), match, params.get("service") or None,
                       selector=selector_of(request))
-    inst, cands = await request.app.state.router.preview(q, policy, limit)
+    inst, cands = await app_state(request).router.preview(q, policy, limit)
     return JSONResponse({"policy": policy, "limit": limit, "instance": orjson.Fragment(inst.view_json(False)) if inst else None,
                          "candidates": [{"id": c.id, "weight": c.weight, "effective_load": c.effective_load,
                                          "capacity": c.capacity} for c in cands]})
@@ -179,7 +181,7 @@ async def route_preview(request: Request) -> Response:
 async def discover_tags(request: Request) -> Response:
     with_tags = bool_param(request, "tags", True)
     selector = selector_of(request)
-    body = validate(TagsBody, await read_json(request, request.app.state.settings.json_body_limit_bytes))
+    body = validate(TagsBody, await read_json(request, app_state(request).settings.json_body_limit_bytes))
     knowledge = knowledge_of(request)
     positions: list[int] = []
     tags = parse_tags(body.tags, knowledge.prefixes, positions)

@@ -32,6 +32,7 @@ from semreg.http.routes.common import (
     with_members,
 )
 from semreg.http.schemas import ID_PATTERN, BatchBody, HeartbeatBody, InstanceBody, validate
+from semreg.http.state import app_state
 from semreg.rdf.terms import parse_component, parse_tag, parse_tags
 from semreg.registry import listing
 from semreg.registry.coordinator import not_registered
@@ -48,7 +49,7 @@ ID = Param("id", "path", True, {"type": "string", "pattern": ID_PATTERN}, "insta
 # -- who may change an instance, and what a registration body says ---------------------------------
 def owner_of(request: Request) -> str | None:
     """The name registrations are owned by: the token's, when tokens are in force."""
-    return principal_of(request).name if request.app.state.tokens.enabled else None
+    return principal_of(request).name if app_state(request).tokens.enabled else None
 
 
 async def check_owner(request: Request, instance_id: str) -> None:
@@ -89,7 +90,7 @@ def registration(request: Request, data: Any, instance_id: str | None, where: st
                  ) -> tuple[Registration, list[tuple[str, str]]]:
     """One registration body as a `Registration` (400 naming the field otherwise), and the `(field, term)`
     pairs its tags name, for the warnings about terms no ontology knows (`registrations` gives them)."""
-    settings = request.app.state.settings
+    settings = app_state(request).settings
     body = validate(InstanceBody, data, where)
     iid = instance_id or body.id
     at = f"{where}." if where else ""
@@ -202,7 +203,7 @@ def mention(request: Request, text: str | None) -> listing.Mention | None:
 @API.route("POST", "/v1/instances", scope=WRITE, summary="register with a server-chosen id", body=s.InstanceBody,
            replies=[Reply(201, s.RegisteredInstanceView)], errors=(413, 415))
 async def post_instance(request: Request) -> Response:
-    settings = request.app.state.settings
+    settings = app_state(request).settings
     data = await read_json(request, settings.json_body_limit_bytes)
     iid = data.get("id") if isinstance(data, dict) else None
     [reg], warnings = await registrations(request, [(data, None if iid is not None else uuid.uuid4().hex, "")])
@@ -217,7 +218,7 @@ async def post_instance(request: Request) -> Response:
 @API.route("POST", "/v1/instances/batch", scope=WRITE, summary="register many, all or nothing", body=s.BatchBody,
            replies=[Reply(200, s.RegisteredView)], errors=(413, 415))
 async def batch_instances(request: Request) -> Response:
-    settings = request.app.state.settings
+    settings = app_state(request).settings
     with heap.making(settings.max_batch_instances):  # what a batch makes lives on: never walked by the collector
         return await registered_batch(request, settings)
 
@@ -255,7 +256,7 @@ async def get_instance(request: Request) -> Response:
            replies=[Reply(200, s.RegisteredInstanceView, "replaced"), Reply(201, s.RegisteredInstanceView, "created")],
            errors=(413, 415))
 async def put_instance(request: Request) -> Response:
-    settings = request.app.state.settings
+    settings = app_state(request).settings
     iid = path_id(request)
     data = await read_json(request, settings.json_body_limit_bytes)
     [reg], warnings = await registrations(request, [(data, iid, "")])
@@ -277,7 +278,7 @@ async def delete_instance(request: Request) -> Response:
            params=(ID,), body=s.HeartbeatBody, body_required=False, replies=[Reply(200, s.HeartbeatView)],
            errors=(404, 413, 415))
 async def heartbeat(request: Request) -> Response:
-    settings = request.app.state.settings
+    settings = app_state(request).settings
     iid = path_id(request)
     raw = await read_body(request, settings.json_body_limit_bytes)
     body = HeartbeatBody()

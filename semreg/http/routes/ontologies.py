@@ -16,6 +16,7 @@ from semreg.http.endpoints import Endpoints, Param, Reply
 from semreg.http.requests import read_body
 from semreg.http.responses import JSONResponse
 from semreg.http.routes.common import INDEX_HEADER, WATCH, cluster_of, coordinator_of, knowledge_of, watched
+from semreg.http.state import app_state
 from semreg.rdf import parsing
 from semreg.registry.watch import Topic
 
@@ -64,7 +65,7 @@ async def put_ontology(request: Request) -> Response:
     name = parsing.validate_name(request.path_params["name"])
     parsing.media_type_of(request.headers.get("content-type"))
     started = time.perf_counter()
-    body = await read_body(request, request.app.state.settings.ontology_body_limit_bytes, "the ontology")
+    body = await read_body(request, app_state(request).settings.ontology_body_limit_bytes, "the ontology")
     cluster = cluster_of(request)
     change = await ontologies.put(name, body, request.headers.get("content-type"))
     answer = {**change.meta.as_json(), "inferred_total": change.inferred_total, "reasoning_ms": round(change.reasoning_ms, 1),

@@ -14,6 +14,7 @@ from semreg.http import schemas as s
 from semreg.http.endpoints import Endpoints, Reply
 from semreg.http.openapi import document_bytes
 from semreg.http.responses import JSONResponse
+from semreg.http.state import app_state
 
 API = Endpoints()
 OBJECT = {"type": "object"}
@@ -25,14 +26,14 @@ async def token_self(request: Request) -> Response:
     """Open, so that a token of any scope can learn what it may do; the token is checked here (401 when it
     is not valid, 429 instead once its address or itself has failed too often). Without one, the caller is
     anonymous, with every scope when no tokens are in force and with none when they are."""
-    tokens = request.app.state.tokens
+    state = app_state(request)
+    tokens = state.tokens
     if tokens.enabled and not request.headers.get("authorization"):
         return JSONResponse({"name": OPEN.name, "scopes": [], "tokens": True})
-    state = request.app.state
     client = request.client.host if request.client else "unknown"
     try:
         principal = state.auth_failures.authenticate(tokens, request.headers.get("authorization"), client,
-                                                     state.node.clock.monotonic(), request.url.path)
+                                                     state.clock.monotonic(), request.url.path)
     except Unauthorized as exc:
         return JSONResponse(exc.body(), status_code=401, headers={"WWW-Authenticate": 'Bearer realm="semreg"'})
     scopes = [scope for scope in (READ, WRITE, ADMIN) if principal.admin or scope in principal.scopes]
@@ -50,7 +51,7 @@ async def healthz(request: Request) -> Response:
                     Reply(503, s.ErrorView, "starting, or recovering: its membership in the ring is not running as "
                                             "it should (the error says why)")])
 async def readyz(request: Request) -> Response:
-    state = request.app.state
+    state = app_state(request)
     if not state.ready():
         return JSONResponse({"status": "starting", "error": state.starting()}, status_code=503,
                             headers={"Retry-After": "1"})
@@ -66,9 +67,10 @@ async def readyz(request: Request) -> Response:
 
 @API.route("GET", "/v1/cluster", scope=READ, summary="cluster members", replies=[Reply(200, s.ClusterView)])
 async def cluster(request: Request) -> Response:
-    if request.app.state.cluster is not None:
-        return JSONResponse(request.app.state.cluster.describe())
-    settings = request.app.state.settings
+    state = app_state(request)
+    if state.cluster is not None:
+        return JSONResponse(state.cluster.describe())
+    settings = state.settings
     me = settings.node_id or f"{settings.host}:{settings.port}"
     members = [{"id": me, "address": settings.advertise or f"http://{settings.host}:{settings.port}",
                 "status": "alive", "sparql": settings.sparql}]
@@ -82,12 +84,12 @@ async def cluster(request: Request) -> Response:
 async def metrics(request: Request) -> Response:
     """The node's figures, which count every environment (instances, tags, checks, routes, requests): a token
     bound to environments gets 403, as on `/sparql`. They are the operator's, scraped with an unbound token."""
-    return Response(request.app.state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+    return Response(app_state(request).metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 @API.route("GET", "/openapi.json", scope=None, summary="this API, as OpenAPI 3.1", replies=[Reply(200, OBJECT)])
 async def openapi(request: Request) -> Response:
-    return JSONResponse(_openapi_document(request.app.state.endpoints))
+    return JSONResponse(_openapi_document(app_state(request).endpoints))
 
 
 @functools.cache

@@ -15,6 +15,7 @@ from semreg.http.endpoints import Endpoints, Param, Reply
 from semreg.http.requests import watch_params
 from semreg.http.responses import JSONResponse
 from semreg.http.routes.common import INDEX_HEADER, WATCH, coordinator_of, principal_of
+from semreg.http.state import app_state
 from semreg.registry import listing
 from semreg.registry.registry import Change
 from semreg.registry.selector import ALL, parse_selector
@@ -50,7 +51,7 @@ async def changes(request: Request) -> Response:
     see, waiting for one up to `wait`; `reset` when they are no longer all known. The index is numbered by
     the changes of the environments read (`semreg.registry.feed`)."""
     environments = environments_read(request)
-    index, wait = watch_params(request, request.app.state.settings.watch_max_wait_s)
+    index, wait = watch_params(request, app_state(request).settings.watch_max_wait_s)
     feed = coordinator_of(request).feed
     reset, found = (False, []) if index is None else await feed.wait(index, environments, wait)
     return JSONResponse({"changes": [entry(c, environments) for c in found], "reset": reset},

@@ -13,6 +13,7 @@ from semreg.http.requests import bool_param, read_json
 from semreg.http.responses import JSONResponse
 from semreg.http.routes.common import cluster_of, knowledge_of, principal_of
 from semreg.http.schemas import PrefixBody, validate
+from semreg.http.state import app_state
 
 API = Endpoints()
 PREFIX = Param("prefix", "path", True)
@@ -40,7 +41,7 @@ async def get_prefix(request: Request) -> Response:
            body=s.PrefixBody, replies=[Reply(200, s.PrefixView), Reply(201, s.PrefixView)], errors=(409, 413, 415))
 async def put_prefix(request: Request) -> Response:
     force = bool_param(request, "force", False)
-    body = validate(PrefixBody, await read_json(request, request.app.state.settings.json_body_limit_bytes))
+    body = validate(PrefixBody, await read_json(request, app_state(request).settings.json_body_limit_bytes))
     prefix = request.path_params["prefix"]
     knowledge = knowledge_of(request)
     knowledge.check_prefix_change(prefix, body.iri, force)

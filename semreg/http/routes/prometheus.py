@@ -18,6 +18,7 @@ from semreg.http.responses import JSONResponse
 from semreg.http.routes.common import SELECTOR, coordinator_of, knowledge_of, principal_of
 from semreg.http.routes.discovery import PATTERN
 from semreg.http.routes.queries import NAME, visible
+from semreg.http.state import app_state
 from semreg.registry.query_params import META, discover_query
 from semreg.registry.questions import Question
 from semreg.registry.targets import Target, targets_of
@@ -58,7 +59,7 @@ def question(request: Request) -> Question:
     if given:
         raise BadRequest(f"query names a saved query, which asks its own question; {', '.join(given)} cannot be "
                          f"given with it.", field=given[0])
-    return request.app.state.node.questions.of(visible(request, name))
+    return app_state(request).questions.of(visible(request, name))
 
 
 @API.route("GET", "/v1/prometheus/targets", scope=READ, summary="Prometheus HTTP service discovery targets",

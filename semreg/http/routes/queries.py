@@ -35,6 +35,7 @@ from semreg.http.routes.common import (
 )
 from semreg.http.routes.discovery import discover_warnings, discovered, question_terms, routed
 from semreg.http.schemas import DiscoverView, TagInput, TagView, validate
+from semreg.http.state import app_state
 from semreg.knowledge.queries import NAME_PATTERN, SavedQuery, check_name
 from semreg.registry import questions
 from semreg.registry import saved as saving
@@ -98,7 +99,7 @@ def require_owner(principal: Principal, saved: SavedQuery) -> None:
 
 
 def owner_of(request: Request) -> str | None:
-    return principal_of(request).name if request.app.state.tokens.enabled else None
+    return principal_of(request).name if app_state(request).tokens.enabled else None
 
 
 def no_own_parameters(request: Request) -> None:
@@ -129,7 +130,7 @@ async def get_query(request: Request) -> Response:
            errors=(403, 413, 415))
 async def put_query(request: Request) -> Response:
     name = check_name(request.path_params["name"])
-    body = validate(SavedQueryBody, await read_json(request, request.app.state.settings.json_body_limit_bytes))
+    body = validate(SavedQueryBody, await read_json(request, app_state(request).settings.json_body_limit_bytes))
     fields = body.model_dump()
     if isinstance(fields["match"], list):
         fields["match"] = ",".join(fields["match"])
@@ -181,7 +182,7 @@ async def delete_query(request: Request) -> Response:
 async def discover_saved(request: Request) -> Response:
     no_own_parameters(request)
     knowledge = knowledge_of(request)
-    q = request.app.state.node.questions.of(visible(request, request.path_params["name"]))
+    q = app_state(request).questions.of(visible(request, request.path_params["name"]))
     q = dataclasses.replace(q, tags=bool_param(request, "tags", False))
     return await discovered(request, q, await discover_warnings(knowledge, lane_of(request), q))
 
@@ -194,6 +195,6 @@ async def discover_saved(request: Request) -> Response:
            errors=(404, 503))
 async def route_saved(request: Request) -> Response:
     no_own_parameters(request)
-    q = request.app.state.node.questions.of(visible(request, request.path_params["name"]))
+    q = app_state(request).questions.of(visible(request, request.path_params["name"]))
     return await routed(request, q)
 

@@ -1,5 +1,5 @@
 """The SPARQL 1.1 Protocol routes, as the router and the access rules know them and `/openapi.json`
-documents them: the endpoint on `request.app.state.sparql` answers (`semreg.http.sparql`); the app
+documents them: the endpoint on `app_state(request).sparql` answers (`semreg.http.sparql`); the app
 answers `GET /sparql` ahead of the router (`semreg.http.app.SparqlGet`)."""
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from starlette.responses import Response
 
 from semreg.access.tokens import READ
 from semreg.http.endpoints import Endpoints, Param, Reply
+from semreg.http.state import app_state
 
 API = Endpoints()
 SPARQL_RESULTS = {t: {"schema": {"type": "string"}} for t in (
@@ -21,7 +22,7 @@ SPARQL_PARAMS = (Param("query", description="a SPARQL 1.1 query (without it: the
            open_query=True, replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)],
            errors=(406, 501, 503), every_environment=True)
 async def sparql_get(request: Request) -> Response:
-    return await request.app.state.sparql.handle(request)
+    return await app_state(request).sparql.handle(request)
 
 
 @API.route("POST", "/sparql", scope=READ, summary="SPARQL 1.1 Protocol query (POST form or query body)",
@@ -30,5 +31,5 @@ async def sparql_get(request: Request) -> Response:
            open_query=True, replies=[Reply(200, description="results, by Accept", content=SPARQL_RESULTS)],
            errors=(406, 413, 415, 501, 503), every_environment=True)
 async def sparql_post(request: Request) -> Response:
-    return await request.app.state.sparql.handle(request)
+    return await app_state(request).sparql.handle(request)
 

@@ -33,23 +33,24 @@ def test_a_stop_asked_while_instances_are_put_back_ends_the_start_up_and_the_nex
     monkeypatch.setattr(node.shard.registry, "put_many", put_then_stop)
 
     async def stopped() -> None:
-        await node.open()
+        await node.start()
         assert not node.opened and not node.ready and len(node.shard.registry.instances) == 10
-        await node.close()
+        await node.stop()
 
     with caplog.at_level(logging.INFO, logger="semreg"):
         asyncio.run(stopped())
     said = [(r.msg, getattr(r, "step", None)) for r in caplog.records if r.name == "semreg.node"]
     assert said == [("ontologies restored", None), ("start-up stopped: the server was asked to stop",
-                                                    "putting the instances back stopped after 10 of 50")]
+                                                    "putting the instances back stopped after 10 of 50"),
+                    ("node stopped", None)]
     assert not [r for r in caplog.records if r.msg in ("instances restored", "node open")]
     again = Node(Settings(sparql=False), store=store)
 
     async def reopened() -> None:
-        await again.open()
+        await again.start()
         assert again.opened and again.ready and sorted(again.shard.registry.instances) == sorted(
             f"i{n}" for n in range(50))
-        await again.close()
+        await again.stop()
 
     asyncio.run(reopened())
 
@@ -64,9 +65,9 @@ def test_a_stop_asked_before_the_records_are_read_reads_none(monkeypatch):
     monkeypatch.setattr(store, "load_records", lambda *a: read.append(1) or load(*a))
 
     async def main() -> None:
-        await node.open()
+        await node.start()
         assert not node.opened and not node.shard.registry.instances
-        await node.close()
+        await node.stop()
 
     asyncio.run(main())
     assert read == []
@@ -97,9 +98,9 @@ def test_a_clean_stop_keeps_the_registry_and_the_next_start_up_reads_it_instead_
         node = Node(Settings(sparql=False), store=store)
 
         async def main() -> None:
-            await node.open()
+            await node.start()
             opened.append((node, held(node)))
-            await node.close()
+            await node.stop()
 
         asyncio.run(main())
         return node
@@ -116,3 +117,40 @@ def test_a_clean_stop_keeps_the_registry_and_the_next_start_up_reads_it_instead_
     assert len(first[0]) == 30 and first[1] == {"gone": (99, 4_000_000_000.0)}
     assert second == first  # from the snapshot: each registration, revision, status and first registration
     assert third[0].keys() == first[0].keys() | {"late"} and {k: third[0][k] for k in first[0]} == first[0]
+
+
+def services_of(node: Node) -> list[tuple[str, tuple[str, ...]]]:
+    return [(s.name, s.needs) for s in node.manager.services]
+
+
+def test_a_node_alone_is_the_list_of_its_services_and_what_it_was_started_without_is_not_in_it(tmp_path):
+    bare = Node(Settings(data_dir=None, sparql=False, stall_log_s=0))
+    assert [name for name, _ in services_of(bare)] == ["loop lag", "store", "knowledge", "registry", "tombstones",
+                                                       "memory", "open", "tokens"]
+    full = Node(Settings(data_dir=tmp_path / "d", dns="127.0.0.1:0"))
+    assert [name for name, _ in services_of(full)] == [
+        "loop lag", "stall watch", "store", "replica", "knowledge", "registry", "rdf writer", "tombstones", "memory",
+        "open", "query pool", "tokens", "dns"]
+    assert dict(services_of(full))["knowledge"] == ("store", "replica")
+    assert full.replica is not None and full.at_rest is not None and full.dns is not None and full.cluster is None
+
+
+def test_a_ring_member_listening_joins_once_its_cluster_listener_listens_and_drains_its_public_port_first(tmp_path):
+    from semreg.clock import FakeClock
+    from semreg.cluster.kv import MemoryKV
+
+    secret = tmp_path / "secret"
+    secret.write_text("a-secret-of-more-than-sixteen-characters\n")
+    settings = Settings(data_dir=None, etcd="memory", node_id="n1", advertise="http://127.0.0.1:9081",
+                        cluster_listen="127.0.0.1:9081", cluster_secret_file=secret)
+    clock = FakeClock()
+    member = Node(settings, clock=clock, kv=MemoryKV(clock), listen=True)
+    names = [name for name, _ in services_of(member)]
+    assert names == ["loop lag", "stall watch", "store", "replica", "knowledge", "registry", "memory", "open",
+                     "query pool", "tokens", "cluster listener", "membership", "public listener"]
+    needs = dict(services_of(member))
+    assert needs["membership"] == ("registry", "cluster listener")
+    assert set(needs["public listener"]) == set(names) - {"public listener"}  # it stops first: the drain comes first
+    in_process = Node(settings, clock=clock, kv=MemoryKV(clock))  # a test serves its apps: it joins at once
+    assert [name for name, _ in services_of(in_process)][-2:] == ["tokens", "membership"]
+    assert dict(services_of(in_process))["membership"] == ("registry",)
