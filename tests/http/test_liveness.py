@@ -118,7 +118,9 @@ def test_while_the_loop_is_behind_questions_are_shed_and_heartbeats_are_not():
         assert c.put("/v1/instances/beat", json={"service": "b", "address": "10.0.0.2", "port": 1, "ttl": 30,
                                                  "tags": ["ho:Widget"]}).status_code == 201
         lag = server.node.lag
-        lag.observe(1.6, time.monotonic())  # the loop ran 1.6 s late: 80 % of the window
+        now = time.monotonic()
+        lag.observe(1.2, now - 0.1)  # the loop ran 1.2 s late, then 0.6 s: 80 % of the window in stalls
+        lag.observe(0.6, now)
         r = c.get("/v1/discover", params={"s": "ho:Widget"})
         assert r.status_code == 503 and r.headers["retry-after"] == "2", r.text
         assert "shedding" in r.json()["error"]
