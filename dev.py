@@ -2,7 +2,7 @@
 """Set up and run semreg from a fresh checkout, with nothing but Python installed.
 
     python3 dev.py serve          # virtualenv + dependencies, then a server on ./semreg-data with the example ontology
-    python3 dev.py test           # virtualenv + dependencies + system packages (etcd, wrk, chromium), then the whole suite
+    python3 dev.py test           # virtualenv + dependencies + system packages (etcd, wrk, chromium, ...), then the whole suite
     python3 dev.py test --quick   # the inner loop: lint, layers, and the tests that start no process of their own
 
 Both are idempotent: a second run reuses the virtualenv and installs only what changed.
@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import venv
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -56,18 +57,23 @@ def ensure_venv(extras: str) -> None:
     stamp.touch()
 
 
-def ensure_system_packages() -> None:
-    missing = [pkg for exe, pkg in SYSTEM_PACKAGES.items() if shutil.which(exe) is None]
+def ensure_system_packages(which=shutil.which, root: bool | None = None) -> None:
+    """Install the Debian packages of SYSTEM_PACKAGES that are missing, or stop: the whole suite drives them, and
+    it fails (rather than skips) a test whose program is missing (`SEMREG_REQUIRE_TOOLS`, tests/support/tools.py)."""
+    missing = [pkg for exe, pkg in SYSTEM_PACKAGES.items() if which(exe) is None]
     if not missing:
         return
-    apt = shutil.which("apt-get")
-    if apt is None or os.geteuid() != 0:
-        say(f"missing system packages {missing}: install them with apt-get (as root) for the tests that drive them")
-        return
+    apt = which("apt-get")
+    if apt is None or not (os.geteuid() == 0 if root is None else root):
+        sys.exit(f"[dev] missing system packages {' '.join(missing)}, which the tests drive, and apt-get cannot be run "
+                 f"here (as root) to install them: install them, then run this again")
     say(f"installing system packages: {' '.join(missing)}")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     if run([apt, "update", "-q"], env=env) != 0 or run([apt, "install", "-y", "-q", *missing], env=env) != 0:
         sys.exit("[dev] apt-get install failed; see above")
+    still = [pkg for exe, pkg in SYSTEM_PACKAGES.items() if which(exe) is None]
+    if still:
+        sys.exit(f"[dev] apt-get installed, but {' '.join(still)} still provide no program; see above")
 
 
 def cmd_serve(args: list[str]) -> int:
@@ -85,6 +91,15 @@ def checks(env: dict[str, str], typed: bool) -> bool:
     return all(run(step, cwd=ROOT, env=env) == 0 for step in steps)
 
 
+def suite_env(environ: Mapping[str, str], quick: bool) -> dict[str, str]:
+    """The tests' environment: the virtualenv's programs first; the whole suite, after installing the system
+    packages, also says so (`SEMREG_REQUIRE_TOOLS=1`: a test whose program is missing fails, never skips)."""
+    env = {**environ, "PATH": f"{BIN}{os.pathsep}{environ.get('PATH', '')}"}
+    if not quick:
+        env["SEMREG_REQUIRE_TOOLS"] = "1"
+    return env
+
+
 def cmd_test(args: list[str]) -> int:
     quick = args[:1] == ["--quick"]
     if quick:
@@ -92,18 +107,18 @@ def cmd_test(args: list[str]) -> int:
     ensure_venv("test,bench")
     if not quick:
         ensure_system_packages()
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = suite_env(os.environ, quick)
     if quick:
         # The tests that start no process of their own (tests/conftest.py fails one that does) and take less than
         # a few seconds: pure parts and the app in this process. Left to the full command: `process` (servers, the
         # command line, etcd, a browser) and `slow` (large ontologies against owlrl, long properties).
         if not checks(env, typed=False):
             return 1
-        return run([PY, "-m", "pytest", "-q", *PARALLEL, "-m", "not process and not slow", "--no-processes", *args],
-                   cwd=ROOT, env=env)
+        return run([PY, "-m", "pytest", "-q", "-rs", *PARALLEL, "-m", "not process and not slow", "--no-processes",
+                    *args], cwd=ROOT, env=env)
     if not args and not checks(env, typed=True):
         return 1
-    code = run([PY, "-m", "pytest", "-q", *(args or PARALLEL)], cwd=ROOT, env=env)
+    code = run([PY, "-m", "pytest", "-q", "-rs", *(args or PARALLEL)], cwd=ROOT, env=env)
     if code != 0 or args:
         return code
     if not (SHARED / "conformance").is_dir():

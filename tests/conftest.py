@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
+from support import tools
 from support.inprocess import InProcess
 from support.paths import ONTOLOGIES
 from support.server import ServerProcess
@@ -55,6 +57,12 @@ def pytest_collection_modifyitems(items):
         starters = PROCESS_FIXTURES | frozenset(getattr(item.module, "PROCESS_FIXTURES", ()))
         if starters & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.process)
+
+
+def pytest_runtest_setup(item):
+    """A test needing a program it drives (`needs_tool`) is skipped where it is missing, or fails when the test
+    command installed the programs (`support.tools`)."""
+    tools.check((tuple(mark.args) for mark in item.iter_markers("needs_tool")), os.environ)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ answer until it shows it, within the TTL (never a sleep to prove that nothing ha
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 
@@ -17,8 +16,7 @@ from support.server import ServerProcess, free_port, wait_for
 
 from semreg.bench.localcluster import LocalCluster
 
-pytestmark = [pytest.mark.process,
-              pytest.mark.skipif(shutil.which("dig") is None, reason="dig (Debian dnsutils) is not installed")]
+pytestmark = [pytest.mark.process, pytest.mark.needs_tool("dig", "dnsutils")]
 TTL_S = 5
 QUERY = {"s": "ex:Obra", "p": "ex:temUmGenero", "o": "ex:Terror"}
 

@@ -6,7 +6,6 @@ drained one go within its refresh interval. Every wait polls with a deadline."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,8 +15,7 @@ import pytest
 from support.paths import ONTOLOGIES
 from support.server import ServerProcess, free_port, wait_for
 
-pytestmark = [pytest.mark.process, pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus (Debian) is not installed")]
+pytestmark = [pytest.mark.process, pytest.mark.slow, pytest.mark.needs_tool("prometheus", "prometheus")]
 ADMIN, READER = "prom-admin-0123456789", "prom-reader-0123456789"
 REFRESH_S = 1
 
