@@ -2,6 +2,7 @@
 hypothesis properties of the term and tag parsers and of the matching functions."""
 from __future__ import annotations
 
+import itertools
 import shutil
 import subprocess
 import sys
@@ -74,12 +75,19 @@ def test_curies_expand_and_compact_round_trip(prefix, local):
     assert PREFIXES.compact(iri) == f"{prefix}:{local}"
 
 
-@given(st.lists(st.sampled_from(DEGREES[:3]), min_size=3, max_size=3))
+# A tag's degree by its components' degrees other than exact (the contract's rule, written as a table).
+TAG_DEGREE = {frozenset(): "exact", frozenset({"narrower"}): "narrower", frozenset({"broader"}): "broader",
+              frozenset({"narrower", "broader"}): "overlap"}
+
+
+@pytest.mark.parametrize("degrees", list(itertools.product(DEGREES[:3], repeat=3)))
 def test_combine_is_order_free_and_exact_neutral(degrees):
-    assert combine(degrees) == combine(list(reversed(degrees)))
-    assert combine(["exact", *degrees[1:]]) in (None, "exact", "narrower", "broader", "overlap")
-    if "narrower" in degrees and "broader" in degrees:
-        assert combine(degrees) == "overlap"
+    """Every combination of component degrees, in every order, gives the degree of the table; a component
+    made exact leaves the degree of the other two."""
+    assert {combine(order) for order in itertools.permutations(degrees)} == {TAG_DEGREE[frozenset(degrees) - {"exact"}]}
+    for k in range(3):
+        others = degrees[:k] + degrees[k + 1:]
+        assert combine([*others[:k], "exact", *others[k:]]) == TAG_DEGREE[frozenset(others) - {"exact"}]
 
 
 @given(st.lists(st.sampled_from([*DEGREES, "all"]), min_size=1, max_size=4))
