@@ -1,6 +1,7 @@
 """Fixtures of the ring's tests: three real nodes on loopback ports with a real etcd."""
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from support.inprocess_ring import InProcessRing
 from support.ring import new_ring
 
 from semreg.bench.localcluster import LocalCluster
+from semreg.bench.peers import free_ports
 
 
 @pytest.fixture
@@ -31,3 +33,24 @@ def in_ring(tmp_path: Path) -> Iterator[InProcessRing]:
         yield r
     finally:
         r.close()
+
+
+@pytest.fixture
+def etcd_factory(tmp_path: Path) -> Iterator:
+    """Start real etcds (`/usr/bin/etcd`, one member each): `start(scheme, *flags)` gives (host, client port);
+    each stopped at the end of the test."""
+    started: list[subprocess.Popen] = []
+
+    def start(scheme: str, *extra: str) -> tuple[str, int]:
+        client, peer = free_ports(2)
+        url, peer_url = f"{scheme}://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
+        log = (tmp_path / f"etcd-{client}.log").open("wb")
+        started.append(subprocess.Popen(
+            ["etcd", "--name", "t", "--data-dir", str(tmp_path / f"etcd-{client}"), "--listen-client-urls", url,
+             "--advertise-client-urls", url, "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls",
+             peer_url, "--initial-cluster", f"t={peer_url}", *extra], stdout=log, stderr=log))
+        return "127.0.0.1", client
+    yield start
+    for process in started:
+        process.terminate()
+        process.wait(10)

@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,29 +15,9 @@ from support.certs import certificates
 from support.server import wait_for
 
 from semreg.bench.localcluster import SECRET, LocalCluster
-from semreg.bench.peers import free_ports
 from semreg.cluster.etcd_access import read_access
 
 pytestmark = pytest.mark.process  # etcd and openssl, installed by `dev.py test`
-
-
-@pytest.fixture
-def etcd_factory(tmp_path: Path) -> Iterator:
-    started: list[subprocess.Popen] = []
-
-    def start(scheme: str, *extra: str) -> tuple[str, int]:
-        client, peer = free_ports(2)
-        url, peer_url = f"{scheme}://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
-        log = (tmp_path / f"etcd-{client}.log").open("wb")
-        started.append(subprocess.Popen(
-            ["etcd", "--name", "t", "--data-dir", str(tmp_path / f"etcd-{client}"), "--listen-client-urls", url,
-             "--advertise-client-urls", url, "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls",
-             peer_url, "--initial-cluster", f"t={peer_url}", *extra], stdout=log, stderr=log))
-        return "127.0.0.1", client
-    yield start
-    for process in started:
-        process.terminate()
-        process.wait(10)
 
 
 ROUND_TRIP = """

@@ -1,9 +1,13 @@
 """`EtcdKV` over a client that fails as etcd's does (`support.fakeetcd`), on the fake clock: a call cancelled
-under its task, a close or a watch cancel that never returns, a watch whose client was retired."""
+under its task, a close or a watch cancel that never returns, a watch whose client was retired. And against a
+real etcd, the words it answers a write on a lapsed lease with, which the fake only copies."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import subprocess
+import sys
 from collections.abc import Awaitable
 from typing import Any
 
@@ -11,7 +15,7 @@ import pytest
 from support.fakeetcd import FakeEtcd
 
 from semreg.clock import FakeClock
-from semreg.cluster.kv import PUT, EtcdKV, KVUnavailable, LeaseGone, MemoryKV
+from semreg.cluster.kv import LEASE_GONE, PUT, EtcdKV, KVUnavailable, LeaseGone, MemoryKV
 
 
 async def settle() -> None:
@@ -143,3 +147,49 @@ def test_a_watch_cancel_that_never_returns_lets_the_watcher_stop():
         await settle()
         assert watching.cancelled()
     run(go())
+
+
+LAPSE = """
+import asyncio, json, sys, time
+from semreg.clock import LoopClock
+from semreg.cluster.kv import EtcdKV, KVUnavailable, LeaseGone
+
+async def main():
+    kv = EtcdKV([("127.0.0.1", int(sys.argv[1]))], timeout_s=3, clock=LoopClock())
+    try:
+        for _ in range(60):
+            try:
+                lease = await kv.grant(1)
+                break
+            except KVUnavailable:
+                await asyncio.sleep(0.5)  # etcd still starting
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # a write on the lease, until etcd says it lapsed
+            try:
+                await kv.put("/lapse/k", b"v", lease=lease)
+            except LeaseGone as exc:
+                return {"raised": "LeaseGone", "etcd_said": str(exc.__cause__), "kept": kv._connection is not None,
+                        "keepalive": await kv.keepalive(lease), "left": (await kv.get_prefix("/lapse/"))[1]}
+            except KVUnavailable as exc:
+                return {"raised": type(exc).__name__, "etcd_said": str(exc.__cause__)}
+            await asyncio.sleep(0.1)
+        return {"raised": None}
+    finally:
+        await kv.close()
+
+print(json.dumps(asyncio.run(main())))
+"""
+
+
+@pytest.mark.process
+def test_a_lease_that_lapsed_in_a_real_etcd_is_recognised_by_its_words(etcd_factory):
+    """A lease of one second left to lapse in a real etcd: the next write on it is refused in etcd's words, which
+    `EtcdKV` recognises (`LEASE_GONE`), raising LeaseGone with its connection kept; a keep-alive of it says it
+    lapsed, and its key went with it. In a process of its own (gRPC's poller thread outlives its event loop)."""
+    _, port = etcd_factory("http")
+    out = subprocess.run([sys.executable, "-c", LAPSE, str(port)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["raised"] == "LeaseGone", found
+    assert LEASE_GONE in found["etcd_said"] and found["kept"] is True, found
+    assert found["keepalive"] is False and found["left"] == [], found
