@@ -16,6 +16,7 @@ import httpx
 import pyoxigraph as ox
 import pytest
 from support.paths import ROOT
+from support.server import wait_for
 
 from semreg.bench import configure, stores, wrk
 from semreg.bench.aio.connection import Response, read_response
@@ -447,11 +448,11 @@ def test_heartbeater_and_watch_crowd_against_the_local_target():
         assert httpx.get(target.url + "/health").text == "ok"
         beater = Heartbeater(target.url, [f"i{n}" for n in range(20)], period_s=0.2, connections=4)
         running = loop.spawn(beater.run())
-        time.sleep(0.5)
+        wait_for(lambda: beater.scheduled >= 40, 10, "forty beats scheduled")  # the rate is heartbeat-load's figure
         beater.stop()
         stats = running.result(10)
         assert stats.failed == 0 and stats.statuses == {"200": stats.ok}
-        assert 40 <= stats.ok <= 70 and stats.ok == beater.scheduled  # 100 a second for half a second
+        assert stats.ok >= 40 and stats.ok == beater.scheduled  # every beat scheduled was sent and answered
         assert target.hits >= stats.ok and target.connections <= 5
         crowd = WatchCrowd(target.url, [(n % 3, f"/v1/discover?s=x&n={n}") for n in range(50)], concurrency=8)
         loop.run(crowd.start())
@@ -521,7 +522,6 @@ def test_quick_run_of_the_answer_scenarios():
 @pytest.mark.timeout(120)
 @pytest.mark.process
 def test_quick_run_prints_one_json_object():
-    started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", "register-1000-tags,closure",
                            "--json"], cwd=ROOT, capture_output=True, text=True, timeout=110, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -539,7 +539,6 @@ def test_quick_run_prints_one_json_object():
     assert set(closure["ontologies"]) == {"bench-schemaorg", "bench-dbpedia"}
     for figures in (register, closure):
         assert figures["targets"] and all(isinstance(t["met"], bool) for t in figures["targets"])
-    assert time.monotonic() - started < 110
 
 
 @pytest.mark.slow
@@ -547,7 +546,6 @@ def test_quick_run_prints_one_json_object():
 @pytest.mark.process
 def test_quick_run_of_the_load_scenarios():
     """watches, health-checks and heartbeat-load at --quick sizes: the JSON shape, never the timings."""
-    started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only",
                            "watches,health-checks,heartbeat-load", "--json"], cwd=ROOT, capture_output=True, text=True,
                           timeout=110, check=False)
@@ -578,7 +576,6 @@ def test_quick_run_of_the_load_scenarios():
     assert set(beats["peers"]) == {"without-heartbeats", "with-heartbeats"}
     for peer in (*checks["peers"].values(), *beats["peers"].values()):
         assert peer["requests_per_s"] > 0 and peer["errors"] == 0
-    assert time.monotonic() - started < 60
 
 
 @pytest.mark.slow

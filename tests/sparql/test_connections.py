@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import threading
-import time
 
 import httpx
 import pytest
@@ -312,9 +311,8 @@ def test_sigterm_closes_handed_over_connections_and_leaves_no_process(start_serv
     conn.send(get(q("ASK {}")))
     assert conn.response()[0].status == 200
     processes = tree(node.proc.pid)
-    started = time.monotonic()
     os.kill(node.proc.pid, signal.SIGTERM)
-    assert node.proc.wait(10) == 0 and time.monotonic() - started < 10
+    assert node.proc.wait(10) == 0
     assert conn.closed()
     conn.close()
     wait_for(lambda: all(stat(pid) is None or stat(pid)[0] == "Z" for pid in processes), 5, "no process left")

