@@ -3,6 +3,7 @@ oldest first, and catches up to its end: one answer of the whole log held a load
 for seconds, past its membership lease. Nodes as apps in this process, on one fake clock."""
 from __future__ import annotations
 
+import pytest
 from support.inprocess_ring import InProcessRing
 from support.ring import body
 from support.server import wait_for
@@ -10,6 +11,7 @@ from support.server import wait_for
 from semreg.registry.changelog import PAGE
 
 
+@pytest.mark.slow  # four pages of registrations through a ring of three
 def test_a_follower_reads_a_long_log_a_page_at_a_time_and_reaches_its_end(in_ring: InProcessRing) -> None:
     n1, n2, _ = (in_ring.add(name) for name in ("n1", "n2", "n3"))
     in_ring.upload(n1)

@@ -264,6 +264,7 @@ PACKETS = st.one_of(st.binary(max_size=600),
                     st.integers(0, len(VALID)).map(lambda n: VALID[:n]))
 
 
+@pytest.mark.slow  # a packet that gets no answer is known so only once its wait for one is over (0.5 s)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(PACKETS)
 def test_garbage_over_udp_gets_an_answer_or_none_never_a_failure(server, data):

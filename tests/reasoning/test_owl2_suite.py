@@ -20,6 +20,7 @@ from support.owlrl_reference import to_oxigraph
 
 from semreg.reasoning.reasoner import Reasoner
 
+pytestmark = pytest.mark.slow  # 235 premises, each closed by semreg and by owlrl: the W3C suites are the full command's
 TESTS = owl2rl_tests() + w3c_tests()
 
 _DIFF = ("owl:differentFrom between literals of different values (dt-diff), which owlrl does not apply; "

@@ -80,7 +80,7 @@ def test_dbpedia_agrees_with_owlrl(predicate):
 META_CLASS_TYPING = "the types of a class or property (meta-class typing, README: the index)"
 
 
-@pytest.mark.parametrize("name", list(REAL))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in LARGE else n for n in REAL])
 def test_the_index_is_owlrls_closure_but_for_meta_class_typing(name):
     """x ⊑ y in the index for each owlrl subClassOf / subPropertyOf triple, and each type triple of an
     individual; x ≡ y for each equivalence or sameAs; the vocabulary, its equivalents and owl:Nothing

@@ -487,18 +487,24 @@ def test_result_limit_select(store, accept):
                                             "them with LIMIT and OFFSET, or aggregate them.", "result_limit": 3}
 
 
+@pytest.fixture(scope="module")
+def limited_to_10(big_store):
+    """One endpoint (and query pool) over `big_store` with a result limit of 10, for the cases that only read."""
+    with serve(big_store, result_limit=10) as client:
+        yield client
+
+
 @pytest.mark.parametrize("accept", ["application/sparql-results+json", "text/csv", "text/tab-separated-values",
                                     "application/sparql-results+xml"])
 @pytest.mark.parametrize("query", ["SELECT * { ?s ?p ?o } # LIMIT 10", "SELECT * { ?s ?p ?o } #\n# LIMIT 10",
                                    "SELECT * { ?s ?p ?o } #LIMIT 1 OFFSET 2",
                                    "SELECT * { { SELECT * { ?s ?p ?o } } } LIMIT 5000"])
-def test_result_limit_counts_what_is_produced_whatever_the_text_says(big_store, query, accept):
-    with serve(big_store, result_limit=10) as client:
-        response = client.get("/sparql", params={"query": query}, headers={"accept": accept})
-        assert response.status_code == 400, response.text[:200]
-        assert response.json()["result_limit"] == 10
-        within = client.get("/sparql", params={"query": "SELECT * { ?s ?p ?o } LIMIT 10"}, headers={"accept": accept})
-        assert within.status_code == 200 and within.text.count("http://ex.org/s") == 10
+def test_result_limit_counts_what_is_produced_whatever_the_text_says(limited_to_10, query, accept):
+    response = limited_to_10.get("/sparql", params={"query": query}, headers={"accept": accept})
+    assert response.status_code == 400, response.text[:200]
+    assert response.json()["result_limit"] == 10
+    within = limited_to_10.get("/sparql", params={"query": "SELECT * { ?s ?p ?o } LIMIT 10"}, headers={"accept": accept})
+    assert within.status_code == 200 and within.text.count("http://ex.org/s") == 10
 
 
 def test_result_limit_graph(store):

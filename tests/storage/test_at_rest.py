@@ -134,6 +134,7 @@ def test_graphs_are_rewritten_only_when_they_changed(tmp_path):
     at_rest.stop()
 
 
+@pytest.mark.slow  # enough records (3,000) that a stop finds work left
 def test_a_stop_that_cannot_wait_leaves_the_rest_to_the_next_start(tmp_path):
     store, at_rest = opened(tmp_path / "d", small_transactions=False)
     store.save_records([(rec(f"i{n}", n, tags=5), n + 1) for n in range(3000)])

@@ -113,6 +113,7 @@ def test_an_unreadable_document_is_garbage(tmp_path, text):
     assert not list(store.ox.quads_for_pattern(node, None, None, RECORDS))
 
 
+@pytest.mark.slow  # a store on disk opened twice an example
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from("abc"), st.integers(1, 30), st.booleans(), st.booleans()), max_size=12))
 def test_the_newest_linked_record_of_each_instance_wins_whoever_wrote_it(tmp_path_factory, written):

@@ -23,6 +23,7 @@ def literals(store: Store, count: int) -> None:
     store.flush()
 
 
+@pytest.mark.slow  # 19 MB of strings written and read back, so the caches' growth stands out of the heap's noise
 @pytest.mark.skipif(malloc.usage() is None, reason="the C heap is measured through glibc's mallinfo2")
 def test_reading_strings_back_fills_the_block_caches_and_a_reopening_empties_them(tmp_path):
     store = Store(tmp_path / "d")
