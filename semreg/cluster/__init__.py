@@ -8,7 +8,8 @@ of each instance the SPARQL replica shows (`replica_copies`), statuses sent to t
 anti-entropy (`antientropy`), what every node holds whole, the ontologies and prefixes
 published in etcd (`shared`), and `/sparql` sent from a member without the replica to one that serves it
 (`sparql_forward`). Beside them: etcd reached over TLS and as an etcd user (`etcd_access`), the
-membership lease refreshed from a thread of its own (`pacemaker`), records in etcd that only a holder of the
+membership lease refreshed from a thread of its own (`pacemaker`), the revision slot each member claims
+when it joins, unique among the live members (`slots`), records in etcd that only a holder of the
 cluster secret can write (`signed`), and mutual TLS between the nodes (`tls`).
 
 Every shard, this node's own and the others', is asked through `semreg.registry.shard.Shard`; of this

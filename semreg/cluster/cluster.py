@@ -90,7 +90,7 @@ class Cluster:
         self.clock = clock
         self.membership = Membership(kv, cluster, node_id, address, clock, lease_ttl_s=lease_ttl_s,
                                      on_view=self._on_view, before_rejoin=self.repair, sparql=sparql,
-                                     pacemaker=pacemaker)
+                                     pacemaker=pacemaker, on_slot=revisions.assign)
         self._stopping = False
         stopping = self._is_stopping
         self.placement = RingPlacement(membership=self.membership, node_id=node_id, replicas=replicas, secret=secret,
@@ -177,6 +177,9 @@ class Cluster:
 
     # -- fencing ---------------------------------------------------------------------------------------
     def check_writable(self) -> None:
+        if self.membership.slot is None:
+            raise Unavailable("this node is joining the ring: it takes writes once it holds its revision slot; "
+                              "try again.", retry_after_s=1)
         if not self.membership.writable:
             raise Unavailable("this node's membership lease lapsed: it takes no writes until it is back on the "
                               "ring and has read the member list; try again.", retry_after_s=1)

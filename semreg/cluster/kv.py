@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -50,6 +50,8 @@ class KV(Protocol):
     async def revoke(self, lease: int) -> None: ...
 
     async def put(self, key: str, value: bytes, lease: int | None = None) -> int: ...
+
+    async def create(self, key: str, value: bytes, lease: int | None = None) -> bool: ...  # False: it exists
 
     async def delete(self, key: str) -> int: ...
 
@@ -148,16 +150,20 @@ class EtcdKV:
             log.warning("an etcd client did not close; left behind", extra={"error": _said(exc)})
 
     async def _call(self, fn: str, *args: Any, **kw: Any) -> Any:
+        return await self._call_with(lambda client: getattr(client, fn)(*args, **kw), fn)
+
+    async def _call_with(self, call: Callable[[Any], Awaitable[Any]], name: str) -> Any:
+        """`call(client)` on the first endpoint that answers; `LeaseGone` when etcd says the lease is."""
         for _ in range(len(self.endpoints)):
             connection = await self._conn()
             try:
-                return await within(self.clock, getattr(connection.client, fn)(*args, **kw), self.timeout_s)
+                return await within(self.clock, call(connection.client), self.timeout_s)
             except Exception as exc:
                 if LEASE_GONE in str(exc):
                     raise LeaseGone(f"etcd: {LEASE_GONE}") from exc
-                log.warning("etcd call failed", extra={"call": fn, "error": _said(exc)})
+                log.warning("etcd call failed", extra={"call": name, "error": _said(exc)})
                 self._drop(connection)
-        raise KVUnavailable(f"no etcd endpoint answered {fn}")
+        raise KVUnavailable(f"no etcd endpoint answered {name}")
 
     async def grant(self, ttl_s: int) -> int:
         lease = await self._call("lease", ttl_s)
@@ -173,6 +179,15 @@ class EtcdKV:
     async def put(self, key: str, value: bytes, lease: int | None = None) -> int:
         response = await self._call("put", key.encode(), value, lease=lease)
         return int(response.header.revision)
+
+    async def create(self, key: str, value: bytes, lease: int | None = None) -> bool:
+        """Put `key` only if it does not exist (one etcd transaction: its create revision is 0)."""
+        async def txn(client: Any) -> Any:
+            ops = client.transactions
+            return await client.transaction(compare=[ops.create(key.encode()) == 0],
+                                            success=[ops.put(key.encode(), value, lease=lease)], failure=[])
+        succeeded, _ = await self._call_with(txn, "transaction")
+        return bool(succeeded)
 
     async def delete(self, key: str) -> int:
         response = await self._call("delete", key.encode())
@@ -312,6 +327,13 @@ class MemoryKV:
         revision = self._bump()
         self._emit(Event(PUT, key, value, revision))
         return revision
+
+    async def create(self, key: str, value: bytes, lease: int | None = None) -> bool:
+        self._check()
+        if key in self.data:
+            return False
+        await self.put(key, value, lease)
+        return True
 
     async def delete(self, key: str) -> int:
         self._check()

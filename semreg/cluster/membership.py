@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from semreg.clock import Clock, sleep
+from semreg.cluster import slots
 from semreg.cluster.kv import DELETE, KV, KVUnavailable, LeaseGone
 from semreg.cluster.pacemaker import Pacemaker
 from semreg.cluster.ring import Ring
@@ -84,12 +85,15 @@ class Membership:
     def __init__(self, kv: KV, cluster: str, node_id: str, address: str, clock: Clock, *, lease_ttl_s: int = 10,
                  forget_after_s: float = 300.0, on_view: Callable[[View], None] | None = None,
                  before_rejoin: Callable[[], Awaitable[None]] | None = None, sparql: bool = True,
-                 pacemaker: Pacemaker | None = None) -> None:
+                 pacemaker: Pacemaker | None = None, on_slot: Callable[[int], None] | None = None) -> None:
         """`before_rejoin`: run when our lease lapsed (we were paused, or cut off), before joining again:
         the others went on without us meanwhile. `sparql`: whether this node serves `/sparql` (its key says
         so, and members without it forward their queries to one that does). `pacemaker`: refreshes the
-        lease from a thread of its own as well (`semreg.cluster.pacemaker`), so a busy event loop keeps it."""
+        lease from a thread of its own as well (`semreg.cluster.pacemaker`), so a busy event loop keeps it.
+        `on_slot`: told the revision slot claimed at each join (`semreg.cluster.slots`), before the key is
+        put that makes this node a member."""
         self.kv = kv
+        self.cluster = cluster
         self.prefix = f"/semreg/{cluster}/members/"
         self.node_id = node_id
         self.address = address
@@ -104,6 +108,8 @@ class Membership:
         self.degraded = False
         self.joined = False
         self.lease: int | None = None
+        self.on_slot = on_slot
+        self.slot: int | None = None  # the revision slot held on the current lease (None: not joined yet)
         self._declared: dict[str, dict] = {}  # member id → its key's value, as etcd holds it now
         self._gone: dict[str, Member] = {}  # members out of the ring, kept for the listing
         self._suspects: frozenset[str] = frozenset()
@@ -169,6 +175,9 @@ class Membership:
 
     async def _join(self) -> None:
         lease = await self.kv.grant(self.lease_ttl_s)
+        self.slot = await slots.claim(self.kv, self.cluster, self.node_id, lease)
+        if self.on_slot is not None:
+            self.on_slot(self.slot)
         revision = await self.kv.put(self._key(self.node_id), self._value("alive"), lease=lease)
         self.lease, self._joined_at, self.joined, self._repair_due = lease, revision, True, False
         if self.pacemaker is not None:

@@ -74,6 +74,9 @@ class SignedKV:
     async def put(self, key: str, value: bytes, lease: int | None = None) -> int:
         return await self.inner.put(key, sign(self._key, key, value), lease)
 
+    async def create(self, key: str, value: bytes, lease: int | None = None) -> bool:
+        return await self.inner.create(key, sign(self._key, key, value), lease)
+
     async def delete(self, key: str) -> int:
         return await self.inner.delete(key)
 

@@ -13,6 +13,9 @@ from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 from typing import Any
 
+import aetcd.client
+import aetcd.transactions
+
 from semreg.clock import FakeClock
 from semreg.cluster.kv import DELETE, KVUnavailable, LeaseGone, MemoryKV
 from support.faultykv import first_of
@@ -104,6 +107,18 @@ class FakeClient:
     async def put(self, key: bytes, value: bytes, lease: int | None = None) -> Any:
         revision = await self._do("put", lambda: self.etcd.kv.put(key.decode(), value, lease))
         return SimpleNamespace(header=SimpleNamespace(revision=revision))
+
+    @property
+    def transactions(self) -> Any:
+        return aetcd.client.Transactions()
+
+    async def transaction(self, compare: list[Any], success: list[Any], failure: list[Any]) -> Any:
+        """The one transaction `EtcdKV` makes: put a key if its create revision is 0 (it does not exist)."""
+        [created], [put] = compare, success
+        assert isinstance(created, aetcd.transactions.Create) and created.value == 0 and not failure
+        assert isinstance(put, aetcd.transactions.Put) and put.key == created.key
+        made = await self._do("transaction", lambda: self.etcd.kv.create(put.key.decode(), put.value, put.lease))
+        return made, []
 
     async def delete(self, key: bytes) -> Any:
         revision = await self._do("delete", lambda: self.etcd.kv.delete(key.decode()))

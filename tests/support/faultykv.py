@@ -74,6 +74,10 @@ class FaultyKV:
         await self._enter("put")
         return await self.kv.put(key, value, lease)
 
+    async def create(self, key: str, value: bytes, lease: int | None = None) -> bool:
+        await self._enter("create")
+        return await self.kv.create(key, value, lease)
+
     async def delete(self, key: str) -> int:
         await self._enter("delete")
         return await self.kv.delete(key)
