@@ -123,12 +123,14 @@ def in_process():
 
 
 def app_worker(thread) -> bool:
-    """A worker of an in-process app's loop or of a browser's: started on demand, stopped with the app or
-    the browser (which may be the module's), so not a leak of the test that happened to start it."""
+    """A worker of an in-process app's loop, of an in-process ring's or of a browser's: started on demand,
+    stopped with the app, the ring or the browser (which may be the module's), so not a leak of the test that
+    happened to start it."""
     from support.browser import BROWSER_THREAD_PREFIX
     from support.inprocess import THREAD_PREFIX
+    from support.inprocess_ring import WORKER_PREFIX
 
-    return thread.name.startswith((THREAD_PREFIX + "-worker", BROWSER_THREAD_PREFIX))
+    return thread.name.startswith((THREAD_PREFIX + "-worker", WORKER_PREFIX, BROWSER_THREAD_PREFIX))
 
 
 @pytest.fixture(autouse=True)

@@ -26,6 +26,7 @@ from support.paths import ONTOLOGIES
 from support.server import free_port, wait_for
 
 SECRET = "in-process-ring-secret-0123456789abcdef"
+WORKER_PREFIX = "in-process-ring-worker"  # the ring loop's executor threads, started on demand
 
 
 class RingNode:
@@ -111,7 +112,7 @@ class InProcessRing:
         self.secret.write_text(SECRET + "\n")
         self.nodes: dict[str, RingNode] = {}
         self._loop = asyncio.new_event_loop()
-        self._executor = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="in-process-ring-worker")
+        self._executor = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix=WORKER_PREFIX)
         self._loop.set_default_executor(self._executor)
         self._thread = threading.Thread(target=self._loop.run_forever, name="in-process-ring", daemon=True)
         self._thread.start()
