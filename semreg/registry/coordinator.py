@@ -139,6 +139,11 @@ class Coordinator:
                 raise answer
             else:
                 found = answer if found is None else newest(found, answer)
+        if (found is None or found.revision <= removed) and unreachable:
+            other, removed_elsewhere, _ = await quorum.elsewhere(self.placement, instance_id, {m for m, _ in owners})
+            removed = max(removed, removed_elsewhere)
+            if other is not None:
+                found = other if found is None else newest(found, other)
         if found is not None and found.revision > removed:
             return found
         if unreachable and len(unreachable) == len(owners):

@@ -10,7 +10,9 @@ member gets the newest copy when it answers again, and anti-entropy is the backs
 also tried once more on the owners looked up again, past the members that failed (stand-ins).
 
 `lookup` is the read a write's check makes: the first owner to answer with a copy decides that the
-instance exists, without waiting for the others.
+instance exists, without waiting for the others. While an owner does not answer and the others hold no
+copy, the rest of the ring is asked too (`elsewhere`): an owner back from being away may not hold yet what a
+stand-in took in its place.
 """
 from __future__ import annotations
 
@@ -20,8 +22,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from semreg.errors import NotFound, SemregError, Unavailable
+from semreg.registry.discovery import newest
 from semreg.registry.placement import Placement
-from semreg.registry.shard import Shard, ShardUnavailable
+from semreg.registry.shard import Removed, Shard, ShardUnavailable
 
 log = logging.getLogger("semreg.coordinator")
 
@@ -162,10 +165,10 @@ async def lookup(placement: Placement, instance_id: str) -> Any:
     """Whether an instance is registered, for a write's check: the first copy an owner answers with (the
     others are not waited for), else `NotFound` once every owner asked said so (a stand-in for a failed
     owner holds nothing of what that owner held, so its word alone is not enough); `Unavailable` when
-    no owner answered."""
+    no owner answered. When an owner did not answer, the other members are asked first (`elsewhere`)."""
     owners = placement.owners(instance_id)
     asking = {asyncio.ensure_future(shard.get(instance_id)): member for member, shard in owners}
-    answers = 0
+    answers, removed, unreachable = 0, 0, False
     try:
         while asking:
             done, _ = await asyncio.wait(asking, return_when=asyncio.FIRST_COMPLETED)
@@ -174,20 +177,52 @@ async def lookup(placement: Placement, instance_id: str) -> Any:
                 error = task.exception()
                 if isinstance(error, ShardUnavailable):
                     placement.failed(member)
+                    unreachable = True
                     continue
                 if error is not None and not isinstance(error, NotFound):
                     raise error
                 placement.answered(member)
                 answers += 1
+                if isinstance(error, Removed):
+                    removed = max(removed, error.revision)
                 if error is None:
                     return task.result()
     finally:
         for task in asking:
             task.cancel()
             task.add_done_callback(_retrieved)
+    if unreachable:
+        found, removed_elsewhere, answered = await elsewhere(placement, instance_id, {m for m, _ in owners})
+        if found is not None and found.revision > max(removed, removed_elsewhere):
+            return found
     if not answers:
         raise Unavailable(f"no owner of '{instance_id}' answered; try again.", retry_after_s=1)
     raise NotFound(f"no instance '{instance_id}' is registered.")
+
+
+async def elsewhere(placement: Placement, instance_id: str, asked: set[str]) -> tuple[Any, int, bool]:
+    """An owner did not answer, and the owners that did hold no copy: the other members are asked. An owner
+    back from being away holds nothing yet of what was written meanwhile; a stand-in took the write in its
+    place (with the owner now not answering, W acknowledgements) and holds the copy until it has handed it
+    back. The newest copy they hold (None: none), the newest removal's revision among them, and whether
+    any of them answered."""
+    others = [(member, shard) for member, shard in placement.readers() if member not in asked]
+    answers = await asyncio.gather(*(shard.get(instance_id) for _, shard in others), return_exceptions=True)
+    found: Any = None
+    removed, answered = 0, False
+    for (member, _), answer in zip(others, answers):
+        if isinstance(answer, ShardUnavailable):
+            placement.failed(member)
+            continue
+        if isinstance(answer, BaseException) and not isinstance(answer, NotFound):
+            raise answer
+        placement.answered(member)
+        answered = True
+        if isinstance(answer, Removed):
+            removed = max(removed, answer.revision)
+        elif not isinstance(answer, BaseException):
+            found = answer if found is None else newest(found, answer)
+    return found, removed, answered
 
 
 def _retrieved(task: asyncio.Task) -> None:

@@ -174,3 +174,45 @@ def test_an_error_that_is_not_a_shard_failure_is_raised():
 
     run(scenario())
 
+
+
+@pytest.mark.parametrize("ask", ["deregister", "get", "exists"])
+def test_an_instance_written_to_a_stand_in_is_found_while_its_one_owner_holding_it_does_not_answer(ask: str):
+    """Owners a and b (k=2), b away when the instance was written: a and the stand-in c took it. b back on
+    the ring does not hold it yet (c hands it back soon). While a does not answer, b's word that it holds
+    none is not the ring's: the other members are asked before the instance is said not to be registered."""
+    async def scenario():
+        shards = {name: FakeShard(name) for name in "abcd"}
+        placement = FakePlacement(list(shards.values()), replicas=2)
+        coordinator = Coordinator(None, FakeClock(), placement)  # type: ignore[arg-type]
+        placement.suspects = {"b"}  # away: the write goes to a and the stand-in c
+        await coordinator.register([reg("i1")])
+        assert {n for n, s in shards.items() if "i1" in s.records} == {"a", "c"}
+        placement.suspects = set()  # b is back, holding nothing of it yet
+        shards["a"].down = True
+        if ask == "deregister":
+            await coordinator.deregister("i1")
+            assert shards["c"].records["i1"][0]["deleted"] or shards["b"].records["i1"][0]["deleted"]
+        elif ask == "get":
+            assert (await coordinator.get("i1")).id == "i1"
+        else:
+            assert await coordinator.exists("i1")
+
+    run(scenario())
+
+
+def test_an_instance_no_member_that_answers_holds_is_not_registered_while_one_owner_is_down():
+    """The other members asked hold nothing either: the one owner that does not answer cannot be the only
+    holder of an acknowledged write (W=2), so it is not registered."""
+    async def scenario():
+        shards = {name: FakeShard(name) for name in "abcd"}
+        placement = FakePlacement(list(shards.values()), replicas=2)
+        coordinator = Coordinator(None, FakeClock(), placement)  # type: ignore[arg-type]
+        shards["a"].down = True
+        with pytest.raises(NotFound):
+            await coordinator.get("i1")
+        with pytest.raises(NotFound):
+            await coordinator.deregister("i1")
+        assert all("get" in shards[n].calls for n in "bcd")
+
+    run(scenario())

@@ -267,7 +267,7 @@ def markdown(figures: dict) -> str:
     return "\n".join(lines)
 
 
-def lookup_times(ctx: BenchContext, clients: list[httpx.Client], lookups: list[list[str]], when: str
+def lookup_times(ctx: BenchContext, clients: list[httpx.Client], lookups: list[list[dict]], when: str
                  ) -> dict[str, Any]:
     """Table 3: each lookup of `LOOKUP_TAGS` registered tags through the nodes in turn, timed."""
     times = []
