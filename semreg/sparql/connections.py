@@ -263,9 +263,9 @@ class ConnectionServer:
             if current is None:
                 continue
             seq, conn_id, started, deadline = current
-            due = started + min(HANDBACK_S, (deadline - started) / 2)
-            if time.monotonic() < due:
-                time.sleep(due - time.monotonic())
+            left = started + min(HANDBACK_S, (deadline - started) / 2) - time.monotonic()
+            if left > 0:  # one reading of the clock: a second one, later, could be past the due time
+                time.sleep(left)
                 continue
             if self.current is not current:
                 continue

@@ -2,7 +2,9 @@
 
 `unhealed()` says what still keeps a ring from being whole: a node not running, not ready or degraded,
 a member not alive in some node's view, two checksums. `read()` takes one node's answers: the listing
-(`/v1/instances`), a discovery every registered tag matches through a superclass, and the ids SPARQL sees.
+(`/v1/instances`), a discovery every registered tag matches through a superclass, and the ids SPARQL sees,
+each sent again after a 503's Retry-After for up to `PATIENCE_S`, as a client would (a node catching up
+after a fault sheds reads while its loop is behind; one still shedding past that fails the reading).
 `violations()` holds them against a `Ledger`'s strict sets; `evidence()` shows, for a few ids of each
 violation, what every node's `/internal/v1/inventory` says, who owns them, and what the writers saw.
 """
@@ -70,11 +72,27 @@ class Reading:
     removed: dict[str, int] = field(default_factory=dict)
 
 
+PATIENCE_S = 15.0  # how long a read refused with 503 and Retry-After (a node shedding) is sent again
+
+
+def patient(send: Any) -> httpx.Response:
+    """`send()`'s answer, sent again after its Retry-After while it is a 503 that says when, as a client
+    would: a node catching up after a fault sheds reads while its event loop is behind. Past `PATIENCE_S`
+    the 503 stands (and fails the reading)."""
+    deadline = time.monotonic() + PATIENCE_S
+    while True:
+        r = send()
+        wait = r.headers.get("Retry-After", "")
+        if r.status_code != 503 or not wait.isdigit() or time.monotonic() + int(wait) > deadline:
+            return r
+        time.sleep(int(wait))
+
+
 def read(node: ClusterNode) -> Reading:
     out = Reading()
     try:
         with node.client(timeout=30.0) as c:
-            r = c.get("/v1/instances", params={"tags": "false"})
+            r = patient(lambda: c.get("/v1/instances", params={"tags": "false"}))
             out.listed = [i["id"] for i in r.json()] if r.status_code == 200 else []
             own = httpx.get(node.cluster_url + "/internal/v1/instances", params={"tags": "false"}, timeout=30.0,
                             headers={"X-Semreg-Cluster": secret(node)})
@@ -83,7 +101,7 @@ def read(node: ClusterNode) -> Reading:
                 out.removed = own.json().get("removed", {})
             if r.status_code != 200 or "X-Semreg-Partial" in r.headers:
                 out.notes.append(f"/v1/instances {r.status_code} partial={r.headers.get('X-Semreg-Partial')}")
-            r = c.get("/v1/discover", params=DISCOVERY)
+            r = patient(lambda: c.get("/v1/discover", params=DISCOVERY))
             found = r.json() if r.status_code == 200 else {}
             out.discovered = [i["id"] for i in found.get("instances", [])]
             if r.status_code != 200 or found.get("partial"):
@@ -96,8 +114,9 @@ def read(node: ClusterNode) -> Reading:
 
 
 def sparql(client: httpx.Client, query: str) -> list[dict[str, Any]]:
-    r = client.post("/sparql", content=query.encode(), headers={"Content-Type": "application/sparql-query",
-                                                               "Accept": "application/sparql-results+json"})
+    r = patient(lambda: client.post("/sparql", content=query.encode(),
+                                    headers={"Content-Type": "application/sparql-query",
+                                             "Accept": "application/sparql-results+json"}))
     r.raise_for_status()
     return r.json()["results"]["bindings"]
 
