@@ -18,7 +18,7 @@ tags, and every instance's own best match is on its view anyway).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any, Protocol, TypeVar
@@ -29,7 +29,7 @@ from semreg.rdf.terms import Tag
 from semreg.reasoning.hierarchy import Hierarchy
 from semreg.reasoning.matching import SIMILAR, floor_of, rank_key, similarity_of, tag_match
 from semreg.registry.catalogue import Catalogue, Match
-from semreg.registry.instances import UP
+from semreg.registry.instances import UP, Instance
 from semreg.registry.registry import Change
 from semreg.registry.selector import ALL, Selector
 from semreg.registry.similar import similar_match
@@ -75,7 +75,7 @@ class DiscoverQuery:
     report_excluded: bool = False
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[Hashable, ...]:
         return ("discover", self.tag, self.match, self.service, self.any_status, self.limit, self.tags, self.selector)
 
 
@@ -127,7 +127,8 @@ def shard_query(q: DiscoverQuery) -> DiscoverQuery:
     return replace(q, any_status=True, report_excluded=not q.selector.everything)
 
 
-def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery, removed: dict[str, int] | None = None) -> Part:
+def part(catalogue: Catalogue, instances: Mapping[str, Instance], q: DiscoverQuery,
+         removed: dict[str, int] | None = None) -> Part:
     """A shard's part: expand the query over its catalogue, keep each tag's eligible instances (and the
     shard's recent removals, which a merge applies to every part)."""
     expansion = catalogue.expand(q.tag, q.match)
@@ -142,7 +143,7 @@ def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery, removed: dict[
         checkpoint()
         ids = holder_ids(m[0])
         charge(INSTANCES, len(ids))
-        group = []
+        group: list[Member] = []
         for iid in ids:
             inst = instances.get(iid)
             if inst is None:

@@ -4,7 +4,7 @@ question (its part, the merge of parts, its body, whether a change is relevant t
 that they know the two forms by one name."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from semreg.rdf.terms import Tag
 from semreg.reasoning.hierarchy import Hierarchy
@@ -12,12 +12,14 @@ from semreg.registry import conjunctive, discovery
 from semreg.registry.catalogue import Catalogue
 from semreg.registry.conjunctive import ConjunctiveQuery
 from semreg.registry.discovery import DiscoverQuery, DiscoverResult, Part
+from semreg.registry.instances import Instance
 from semreg.registry.registry import Change
 
 Question = DiscoverQuery | ConjunctiveQuery
 
 
-def part(catalogue: Catalogue, instances: dict, q: Question, removed: dict[str, int] | None = None) -> Part:
+def part(catalogue: Catalogue, instances: Mapping[str, Instance], q: Question,
+         removed: dict[str, int] | None = None) -> Part:
     if isinstance(q, ConjunctiveQuery):
         return conjunctive.part(catalogue, instances, q, removed)
     return discovery.part(catalogue, instances, q, removed)

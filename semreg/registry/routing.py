@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Hashable
 
 from semreg.errors import Unavailable
 from semreg.registry import balancer, questions
@@ -19,7 +20,7 @@ class Router:
     def __init__(self, coordinator: Coordinator, verbose: bool = False) -> None:
         self.coordinator = coordinator
         self.verbose = verbose
-        self._counters: dict[tuple, int] = {}
+        self._counters: dict[Hashable, int] = {}  # by question (its key)
         self.routes_by_policy: dict[str, int] = {}
 
     async def candidates(self, q: questions.Question) -> tuple[list[Instance], list[balancer.Candidate]]:
