@@ -122,6 +122,22 @@ class ConjunctiveQuery:
     def text(self) -> str:
         return " & ".join(t.text for t in self.patterns)
 
+    def part(self, catalogue: Catalogue, instances: Mapping[str, Instance], removed: dict[str, int] | None = None
+             ) -> Part:
+        return part(catalogue, instances, self, removed)
+
+    def shard_query(self) -> ConjunctiveQuery:
+        return shard_query(self)
+
+    def merge(self, parts: Sequence[Part], widened: bool = False) -> DiscoverResult:
+        return merge(self, parts, widened)
+
+    def relevant(self, hierarchy: Hierarchy, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:
+        return relevant(hierarchy, self, matched, changes)
+
+    def body(self, result: DiscoverResult) -> bytes:
+        return body(result)
+
     def single(self, pattern: Tag) -> DiscoverQuery:
         """The discovery of one of its patterns, with the same filters and no limit."""
         return DiscoverQuery(pattern, self.match, self.service, self.any_status, None, self.tags, self.selector,

@@ -366,7 +366,7 @@ class LocalShard(OwnShard):
         return await self.lane.run(self.part, q, what="this question", shed=shed)
 
     def part(self, q: questions.Question) -> discovery.Part:
-        return questions.part(self.registry.catalogue, self.registry.instances, q, self.removals.current())
+        return q.part(self.registry.catalogue, self.registry.instances, self.removals.current())
 
     async def holders(self, tags: list[Tag], with_tags: bool = True) -> Held[dict[Tag, list[Instance]]]:
         """Each tag's holders (`with_tags` matters only to a shard that sends views elsewhere)."""

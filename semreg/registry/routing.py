@@ -43,7 +43,7 @@ class Router:
         chosen = balancer.choose(policy, cands, limit=limit, counter=counter)
         if self.verbose:
             log.info("route decision", extra={
-                "caller": caller, "query": questions.text(q), "policy": policy, "limit": limit,
+                "caller": caller, "query": q.text, "policy": policy, "limit": limit,
                 "candidates": [{"id": c.id, "effective_load": c.effective_load, "weight": c.weight,
                                 "capacity": c.capacity} for c in cands],
                 "chosen": chosen.id if chosen else None})
