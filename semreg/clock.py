@@ -20,7 +20,7 @@ import heapq
 import itertools
 import time
 from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -144,7 +144,7 @@ async def within(clock: Clock, aw: Awaitable[T], seconds: float) -> T:
     return task.result()
 
 
-def _quiet(task: asyncio.Future) -> None:
+def _quiet(task: asyncio.Future[Any]) -> None:
     """Retrieve a left-behind task's outcome, so that asyncio does not log it as never retrieved."""
     if not task.cancelled():
         task.exception()

@@ -162,7 +162,7 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
 
-def options() -> list[dataclasses.Field]:
+def options() -> list[dataclasses.Field[Any]]:
     """The settings a person may set, in declaration order."""
     return [f for f in dataclasses.fields(Settings) if "flag" in f.metadata]
 

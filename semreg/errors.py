@@ -21,6 +21,7 @@ them back) raises it when the server was asked to stop meanwhile, so the stop is
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -38,7 +39,7 @@ class SemregError(Exception):
     def body(self) -> dict[str, Any]:
         return {"error": self.message, **self.extra}
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Callable[..., SemregError], tuple[Any, ...]]:
         # Errors cross from the query processes to the server pickled; keep the extras and headers.
         return (_rebuild, (type(self), self.message, self.extra, self.headers))
 

@@ -1,7 +1,7 @@
 """A ring of nodes: the consistent-hash ring (`ring`), membership on etcd leases (`membership`,
-`kv`, with `supervisor` starting its loops again whatever ends them), the other nodes' shards over their
-internal API (`peer`, `peerhttp`, `wire`), and `cluster`, this node in the ring, which owns one part for
-each concern: placement over the membership view (`placement`),
+`kv`, with `supervisor` starting its loops again whatever ends them; what each member declares in its key:
+`member_key`), the other nodes' shards over their internal API (`peer`, `peerhttp`, `wire`), and `cluster`,
+this node in the ring, which owns one part for each concern: placement over the membership view (`placement`),
 the followers of the other nodes' change logs with the read barrier (`followers`, `barrier`) and which copy
 of each instance the SPARQL replica shows (`replica_copies`), statuses sent to the other owners
 (`statuses`), the writes an owner missed, brought to it when it answers again (`hints`), hand-off and

@@ -105,7 +105,7 @@ class Cluster:
         removals.travel(self.anti_entropy.settle_wanted)  # a removal travels with reads until every member holds it
         self.shared = SharedKnowledge(kv=kv, name=cluster, node_id=node_id, knowledge=knowledge, clock=clock,
                                       placement=self.placement, membership=self.membership, stopping=stopping)
-        self._tasks: list[asyncio.Task] = []
+        self._tasks: list[asyncio.Task[None]] = []
         self.waiting = "reading the member list from etcd"
 
     def _is_stopping(self) -> bool:

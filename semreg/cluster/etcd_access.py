@@ -7,10 +7,11 @@ it makes its clients with.
 """
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aetcd
 import grpc
@@ -52,7 +53,35 @@ def read_access(ca: Path | None, cert: Path | None, key: Path | None, user: str,
                       password.decode("utf-8").strip() if password is not None else None)
 
 
-class TLSClient(aetcd.Client):
+if TYPE_CHECKING:
+    class _Client:
+        """What `TLSClient` uses of `aetcd.Client`, typed (aetcd ships no types); at run time, aetcd's own."""
+
+        _host: str
+        _port: int
+        _username: str | None
+        _password: str | None
+        _timeout: int
+        _options: dict[str, Any]
+        _connected: asyncio.Event
+        _is_connecting: bool
+        _watcher: Any
+        channel: Any
+        metadata: Any
+        auth_stub: Any
+        kvstub: Any
+        clusterstub: Any
+        leasestub: Any
+        maintenancestub: Any
+
+        def __init__(self, *args: Any, **kw: Any) -> None: ...
+
+        async def connect(self) -> None: ...
+else:
+    _Client = aetcd.Client
+
+
+class TLSClient(_Client):
     """aetcd's client over a TLS channel."""
 
     def __init__(self, *args: Any, credentials: grpc.ChannelCredentials, **kw: Any) -> None:

@@ -49,7 +49,7 @@ class Followers:
         self.coordinator = coordinator
         self.clock = clock
         self._stopping = stopping
-        self._followers: dict[str, asyncio.Task] = {}
+        self._followers: dict[str, asyncio.Task[None]] = {}
         # the SPARQL replica's copies of every member's instances (set by the node), and how far each
         # member's change log has been read into it
         self.copies: ReplicaCopies | None = None
@@ -75,7 +75,7 @@ class Followers:
                 self._copied_from.discard(member)
                 self.copies.forget(member)
 
-    def tasks(self) -> list[asyncio.Task]:
+    def tasks(self) -> list[asyncio.Task[None]]:
         return list(self._followers.values())
 
     def clear(self) -> None:
@@ -123,7 +123,7 @@ class Followers:
             self._progressed(member, epoch, cursor)
         self._followed.pop(member, None)
 
-    def _take(self, member: str, changes: list[Any]) -> None:
+    def _take(self, member: str, changes: list[list[Any]]) -> None:
         """A page of a member's change log: its changes told to the coordinator, and their copies taken."""
         entries = [wire.logged_change_from_json(c) for c in paced(changes)]
         self.coordinator.changed([c for c, _ in entries])

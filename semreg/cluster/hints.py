@@ -36,7 +36,7 @@ class Hints:
         self.local = local
         self._stopping = stopping
         self._held: dict[str, set[str]] = {}
-        self._delivering: dict[str, asyncio.Task] = {}
+        self._delivering: dict[str, asyncio.Task[None]] = {}
         self.kept = 0
         self.delivered = 0
         self.dropped = 0
@@ -64,7 +64,7 @@ class Hints:
         if member in self._held and member not in self._delivering and not self._stopping():
             self._delivering[member] = asyncio.get_running_loop().create_task(self._deliver(member))
 
-    def tasks(self) -> list[asyncio.Task]:
+    def tasks(self) -> list[asyncio.Task[None]]:
         return list(self._delivering.values())
 
     async def _deliver(self, member: str) -> None:

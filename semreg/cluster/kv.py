@@ -109,7 +109,7 @@ class EtcdKV:
         self._new_client = client
         self._current = 0
         self._connection: _Connection | None = None
-        self._closing: set[asyncio.Task] = set()
+        self._closing: set[asyncio.Task[None]] = set()
 
     async def _conn(self) -> _Connection:
         if self._connection is None:

@@ -40,6 +40,7 @@ import orjson
 from semreg.clock import Clock, sleep
 from semreg.cluster import slots
 from semreg.cluster.kv import DELETE, KV, KVUnavailable, LeaseGone
+from semreg.cluster.member_key import Declared, encoded
 from semreg.cluster.pacemaker import Pacemaker
 from semreg.cluster.ring import Ring
 from semreg.cluster.supervisor import Supervisor
@@ -110,7 +111,7 @@ class Membership:
         self.lease: int | None = None
         self.on_slot = on_slot
         self.slot: int | None = None  # the revision slot held on the current lease (None: not joined yet)
-        self._declared: dict[str, dict] = {}  # member id → its key's value, as etcd holds it now
+        self._declared: dict[str, Declared] = {}  # member id → its key's value, as etcd holds it now
         self._gone: dict[str, Member] = {}  # members out of the ring, kept for the listing
         self._suspects: frozenset[str] = frozenset()
         self._tasks = Supervisor(clock, owner=node_id)
@@ -171,7 +172,7 @@ class Membership:
         return self.prefix + member_id
 
     def _value(self, state: str) -> bytes:
-        return orjson.dumps({"id": self.node_id, "address": self.address, "state": state, "sparql": self.sparql})
+        return encoded(self.node_id, self.address, state, self.sparql)
 
     async def _join(self) -> None:
         lease = await self.kv.grant(self.lease_ttl_s)
@@ -285,7 +286,7 @@ class Membership:
     # -- watching the member list ----------------------------------------------------------------------
     async def _reload(self) -> int:
         revision, kvs = await self.kv.get_prefix(self.prefix)
-        declared = {}
+        declared: dict[str, Declared] = {}
         for key, value in kvs:
             try:
                 declared[key[len(self.prefix):]] = orjson.loads(value)
@@ -392,7 +393,7 @@ class Membership:
             self.on_view(self.view)
 
 
-def _retrieved(task: asyncio.Task) -> None:
+def _retrieved(task: asyncio.Task[None]) -> None:
     """A watch cancelled for a fresh read: its outcome was decided already."""
     if not task.cancelled():
         task.exception()

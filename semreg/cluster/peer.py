@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
@@ -33,6 +33,16 @@ from semreg.registry.shard import Held, Record, Removed, Shard, ShardUnavailable
 SECRET_HEADER = "X-Semreg-Cluster"
 READ_TIMEOUT_S = 5.0
 WRITE_TIMEOUT_S = 10.0
+
+
+class ChangesPage(TypedDict):
+    """A member's answer to `GET /changes`: its log's epoch, the cursor of the last change given, whether the
+    follower must start over (`semreg.registry.changelog`), and the changes (`wire.logged_change_bytes`)."""
+
+    epoch: int
+    cursor: int
+    reset: bool
+    changes: list[list[Any]]
 
 
 class RemoteShard(Shard):
@@ -175,9 +185,10 @@ class RemoteShard(Shard):
         return [(rec, int(rev)) for rec, rev in answer["items"]]
 
     # -- the member's own: its change log and its ontologies ----------------------------------------------
-    async def changes(self, epoch: int | None, cursor: int, wait_s: float) -> dict[str, Any]:
-        return await self.call("GET", "/changes", params={"epoch": epoch, "after": cursor, "wait": wait_s},
-                               timeout_s=wait_s + self.timeout_s)
+    async def changes(self, epoch: int | None, cursor: int, wait_s: float) -> ChangesPage:
+        page: ChangesPage = await self.call("GET", "/changes", params={"epoch": epoch, "after": cursor, "wait": wait_s},
+                                            timeout_s=wait_s + self.timeout_s)
+        return page
 
     async def cursor(self) -> tuple[int, int]:
         """(epoch, cursor) of its change log."""

@@ -27,10 +27,10 @@ class Statuses:
         self.replicas = placement.replicas
         self.local = local
         self._states: dict[str, list[State]] = {}
-        self._states_task: asyncio.Task | None = None
+        self._states_task: asyncio.Task[None] | None = None
         self._records: dict[str, list[str]] = {}  # member → ids whose record (or tombstone) it should take
 
-    def tasks(self) -> list[asyncio.Task]:
+    def tasks(self) -> list[asyncio.Task[None]]:
         return [self._states_task] if self._states_task else []
 
     def local_changes(self, changes: list[Change]) -> None:

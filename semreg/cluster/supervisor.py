@@ -25,7 +25,7 @@ class Supervisor:
         self.max_s = max_s
         self.trouble: dict[str, str] = {}  # task name → why it is not running as it should
         self.restarts = 0
-        self._tasks: dict[str, asyncio.Task] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
         self._stopping = False
 
     def start(self, name: str, what: str, body: Callable[[], Awaitable[None]]) -> None:

@@ -5,7 +5,7 @@ Validation errors become one `BadRequest` sentence naming the field (`port: must
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import orjson
 import pydantic
@@ -19,6 +19,7 @@ ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 InstanceId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$")]
 NonNegativeSeconds = Annotated[float, Field(ge=0, le=10 * 365 * 24 * 3600, allow_inf_nan=False)]
+M = TypeVar("M", bound=BaseModel)  # the model `validate` returns
 
 
 def _as_text(value: Any) -> Any:
@@ -127,7 +128,7 @@ def parse_json(raw: bytes) -> Any:
         raise BadRequest(f"the request body is not valid JSON: {exc}.") from exc
 
 
-def validate(model: type[BaseModel], data: Any, where: str = "") -> Any:
+def validate(model: type[M], data: Any, where: str = "") -> M:
     """`model` from decoded JSON, or a `BadRequest` naming the first bad field."""
     if not isinstance(data, dict):
         raise BadRequest(f"{where or 'the body'} must be a JSON object, not {_json_type(data)}.")

@@ -16,7 +16,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -91,7 +91,7 @@ class _ReadOnce:
         self._items: list[ox.Triple] = []
         self._lock = threading.Lock()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[ox.Triple]:
         with self._lock:
             if self._source is not None:
                 self._items, self._source = list(self._source), None
@@ -109,7 +109,7 @@ class OntologyChange:
 
 
 @contextlib.contextmanager
-def phase(timings: dict[str, float], name: str):
+def phase(timings: dict[str, float], name: str) -> Iterator[None]:
     started = time.perf_counter()
     try:
         yield

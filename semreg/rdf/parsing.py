@@ -115,13 +115,11 @@ def _read(body: bytes, fmt: ox.RdfFormat) -> tuple[list[ox.Triple], dict[str, st
     scope = "d" + hashlib.sha256(body).hexdigest()[:16] + "x"
     blanks: dict[ox.BlankNode, ox.BlankNode] = {}
 
-    def own(node):
-        if isinstance(node, ox.BlankNode):
-            mine = blanks.get(node)
-            if mine is None:
-                mine = blanks[node] = ox.BlankNode(f"{scope}{len(blanks)}")
-            return mine
-        return node
+    def own(node: ox.BlankNode) -> ox.BlankNode:
+        mine = blanks.get(node)
+        if mine is None:
+            mine = blanks[node] = ox.BlankNode(f"{scope}{len(blanks)}")
+        return mine
 
     parser = ox.parse(body, format=fmt)
     triples = []
@@ -129,8 +127,10 @@ def _read(body: bytes, fmt: ox.RdfFormat) -> tuple[list[ox.Triple], dict[str, st
         if not isinstance(q.graph_name, ox.DefaultGraph):
             continue
         s, o = q.subject, q.object
-        if isinstance(s, ox.BlankNode) or isinstance(o, ox.BlankNode):
-            s, o = own(s), own(o)
+        if isinstance(s, ox.BlankNode):
+            s = own(s)
+        if isinstance(o, ox.BlankNode):
+            o = own(o)
         triples.append(ox.Triple(s, q.predicate, o))
     return triples, dict(parser.prefixes or {})
 

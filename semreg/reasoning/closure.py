@@ -51,7 +51,7 @@ from semreg.reasoning.terms import LITERAL, NAMED, Terms
 
 SYSTEM = ""  # the graph name of the axioms RL entails from nothing (never removed)
 _GATES = AXIOM_SUBJECT_PROPERTY | AXIOM_OBJECT_PROPERTY | EXPRESSION_SUBJECT | EXPRESSION_OBJECT | {SAME}
-_E: tuple = ()
+_E: tuple[()] = ()
 
 
 class Closure:

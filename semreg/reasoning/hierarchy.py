@@ -334,7 +334,7 @@ def _kinds(groups: dict[str, list[tuple[str, str, bool]]], meta_like: set[str], 
     return kinds
 
 
-def _union_find(pairs: Iterable[tuple[str, str]]):
+def _union_find(pairs: Iterable[tuple[str, str]]) -> Callable[[str], str]:
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:

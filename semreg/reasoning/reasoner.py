@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
+from semreg.rdf.terms import RDFS
 from semreg.reasoning import hierarchy as _hierarchy
 from semreg.reasoning import reindex
 from semreg.reasoning.closure import SYSTEM, Closure
@@ -385,7 +386,7 @@ def build_hierarchy(asserted: Iterable[ox.Quad | ox.Triple], inferred: Iterable[
                 continue
             if p in HIERARCHY_PREDICATES and isinstance(o, ox.NamedNode) and s != o:
                 rows[p].append((s.value, o.value, is_asserted))
-            elif p == _hierarchy.RDFS + "label" and is_asserted and isinstance(o, ox.Literal):
+            elif p == RDFS + "label" and is_asserted and isinstance(o, ox.Literal):
                 rank = (0 if o.language in (None, "", "en") else 1, o.value)
                 if s.value not in names or rank < names[s.value]:
                     names[s.value] = rank

@@ -291,7 +291,8 @@ def _labels_after(h: Hierarchy, rows: Rows, relabelled: set[str]) -> dict[str, s
 
 
 def _patched(up: dict[str, frozenset[str]], down: dict[str, frozenset[str]], recompute: set[str], gone: set[str],
-             above, keep_empty: bool) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+             above: Callable[[str], frozenset[str]], keep_empty: bool
+             ) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
     """`up` with the entries of `recompute` computed again and those of `gone` dropped, and `down` to match."""
     new_up = dict(up)
     changes: dict[str, set[str]] = {}  # down entries to rebuild: target → its set, being edited

@@ -29,6 +29,7 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from semreg.rdf.terms import ANY
 from semreg.rdf.terms import split_iri as _split
@@ -82,7 +83,7 @@ class Explanation:
     shared_words: tuple[str, ...]
     common_ancestor: str | None
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {"similarity": self.similarity, "text": self.text, "structure": self.structure,
                 "shared_words": list(self.shared_words), "common_ancestor": self.common_ancestor}
 

@@ -11,7 +11,7 @@ import asyncio
 import collections
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
 
 from semreg.registry.registry import Change
 
@@ -20,17 +20,24 @@ from semreg.registry.registry import Change
 PAGE = 1_000
 
 
+@dataclass(slots=True)
+class _Entry:
+    number: int
+    change: Change
+    encoded: bytes | None = None  # the change as a follower reads it, made when one first asks
+
+
 class ChangeLog:
     def __init__(self, epoch: int, keep: int = 10_000) -> None:
         self.epoch = epoch
         self.cursor = 0
-        self._log: collections.deque[list[Any]] = collections.deque(maxlen=keep)  # [number, change, encoded]
-        self._waiters: set[asyncio.Future] = set()
+        self._log: collections.deque[_Entry] = collections.deque(maxlen=keep)
+        self._waiters: set[asyncio.Future[None]] = set()
 
     def append(self, changes: list[Change]) -> None:
         for c in changes:
             self.cursor += 1
-            self._log.append([self.cursor, c, None])
+            self._log.append(_Entry(self.cursor, c))
         for waiter in self._waiters:
             if not waiter.done():
                 waiter.set_result(None)
@@ -40,19 +47,19 @@ class ChangeLog:
         """(reset, changes after `cursor`): reset when the log no longer holds what came right after it."""
         if self._lost(cursor):
             return True, []
-        return False, [entry[1] for entry in self._after(cursor)]
+        return False, [entry.change for entry in self._after(cursor)]
 
     def _lost(self, cursor: int) -> bool:
         if cursor > self.cursor:
             return True
-        oldest = self._log[0][0] if self._log else self.cursor + 1
+        oldest = self._log[0].number if self._log else self.cursor + 1
         return cursor + 1 < oldest and cursor < self.cursor
 
-    def _after(self, cursor: int) -> list[list[Any]]:
+    def _after(self, cursor: int) -> list[_Entry]:
         """The entries after `cursor`, read from the newest back (a follower is usually a few behind)."""
         out = []
         for entry in reversed(self._log):
-            if entry[0] <= cursor:
+            if entry.number <= cursor:
                 break
             out.append(entry)
         out.reverse()
@@ -67,16 +74,16 @@ class ChangeLog:
         entries = self._after(cursor)[:limit]
         out = []
         for entry in entries:
-            if entry[2] is None:
-                entry[2] = encode(entry[1])
-            out.append(entry[2])
-        return False, out, entries[-1][0] if entries else self.cursor
+            if entry.encoded is None:
+                entry.encoded = encode(entry.change)
+            out.append(entry.encoded)
+        return False, out, entries[-1].number if entries else self.cursor
 
     async def wait(self, cursor: int, timeout_s: float) -> None:
         """Return once there is something after `cursor`, or after `timeout_s`."""
         if cursor < self.cursor or timeout_s <= 0:
             return
-        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.add(waiter)
         try:
             with contextlib.suppress(TimeoutError):  # the wait ended with nothing new: answer empty

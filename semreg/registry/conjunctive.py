@@ -30,7 +30,7 @@ at its newest copy's combined match.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -54,7 +54,7 @@ from semreg.registry import discovery
 from semreg.registry.catalogue import Catalogue, Match
 from semreg.registry.closeness import Pairs, provided_closeness, tag_similarity
 from semreg.registry.discovery import DiscoverQuery, DiscoverResult, Member, Part
-from semreg.registry.instances import UP
+from semreg.registry.instances import UP, Instance
 from semreg.registry.registry import Change
 from semreg.registry.selector import Selector
 from semreg.work.lane import checkpoint, paced
@@ -114,13 +114,29 @@ class ConjunctiveQuery:
     report_excluded: bool = False  # as `DiscoverQuery.report_excluded`
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[Hashable, ...]:
         return ("all", self.patterns, self.provided, self.match, self.service, self.any_status, self.limit,
                 self.tags, self.selector)
 
     @property
     def text(self) -> str:
         return " & ".join(t.text for t in self.patterns)
+
+    def part(self, catalogue: Catalogue, instances: Mapping[str, Instance], removed: dict[str, int] | None = None
+             ) -> Part:
+        return part(catalogue, instances, self, removed)
+
+    def shard_query(self) -> ConjunctiveQuery:
+        return shard_query(self)
+
+    def merge(self, parts: Sequence[Part], widened: bool = False) -> DiscoverResult:
+        return merge(self, parts, widened)
+
+    def relevant(self, hierarchy: Hierarchy, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:
+        return relevant(hierarchy, self, matched, changes)
+
+    def body(self, result: DiscoverResult) -> bytes:
+        return body(result)
 
     def single(self, pattern: Tag) -> DiscoverQuery:
         """The discovery of one of its patterns, with the same filters and no limit."""
@@ -152,7 +168,8 @@ def covered(tags: Iterable[Tag], provided: Sequence[Tag], rel: Relations, seen: 
     return True
 
 
-def part(catalogue: Catalogue, instances: dict, q: ConjunctiveQuery, removed: dict[str, int] | None = None) -> Part:
+def part(catalogue: Catalogue, instances: Mapping[str, Instance], q: ConjunctiveQuery,
+         removed: dict[str, int] | None = None) -> Part:
     """A shard's part: each instance's best match for each pattern (as `semreg.registry.discovery.part` finds
     them), kept when it has one for every pattern and `provided` covers it (with `similar` asked: graded by how
     well `provided` fits it instead), grouped by its combined match."""
@@ -217,7 +234,7 @@ def _firsts(one: Part, eligible: dict[str, Any]) -> dict[str, Match]:
     return firsts
 
 
-def _every_pattern(catalogue: Catalogue, instances: dict, q: ConjunctiveQuery
+def _every_pattern(catalogue: Catalogue, instances: Mapping[str, Instance], q: ConjunctiveQuery
                    ) -> tuple[Best, dict[str, Any], set[Tag], dict[str, int]]:
     """Each pattern's part in full, with the instances its selector leaves out."""
     best: Best = []
@@ -232,7 +249,8 @@ def _every_pattern(catalogue: Catalogue, instances: dict, q: ConjunctiveQuery
     return best, eligible, matched, excluded
 
 
-def _narrowing(catalogue: Catalogue, instances: dict, q: ConjunctiveQuery) -> tuple[Best, dict[str, Any], set[Tag]]:
+def _narrowing(catalogue: Catalogue, instances: Mapping[str, Instance], q: ConjunctiveQuery
+               ) -> tuple[Best, dict[str, Any], set[Tag]]:
     """The same answer with less work: the pattern whose tags have the fewest holders is resolved in full,
     and each other pattern looks only at the instances still in the running."""
     expansions = []

@@ -251,11 +251,11 @@ class Coordinator:
         index."""
 
         async def compute() -> tuple[Any, discovery.DiscoverResult]:
-            asked = q if len(self.placement.readers()) == 1 else questions.shard_query(q)
+            asked = q if len(self.placement.readers()) == 1 else q.shard_query()
             parts, missing = await self.gather(lambda shard: shard.resolve(asked))
 
             def merged() -> tuple[Any, discovery.DiscoverResult]:
-                result = questions.merge(q, parts, widened=asked is not q)
+                result = q.merge(parts, widened=asked is not q)
                 result.missing = missing
                 return (discovery.signature(result), missing), result
             return await self.lane.run(merged, what="this question")
@@ -263,9 +263,10 @@ class Coordinator:
         def relevant(changes: Iterable[Change]) -> bool:
             result = self.hub.payload(q.key)
             matched = result.matched_tags if result is not None else frozenset()
-            return questions.relevant(self.knowledge.hierarchy, q, matched, changes)
+            return q.relevant(self.knowledge.hierarchy, matched, changes)
 
-        topic = await self.hub.topic(q.key, compute, relevant, questions.body, scope_of(q.selector.environment))
+        topic = await self.hub.topic(q.key, compute, relevant, discovery.DiscoverResult.rendered,
+                                     scope_of(q.selector.environment))
         if topic.payload.missing:
             self.hub.stale(q.key)  # ask again next time: a member that timed out may answer then
         return topic

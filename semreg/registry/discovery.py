@@ -1,4 +1,5 @@
-"""Discovery results: each shard's part, the merge of the parts, their signature and JSON body.
+"""Discovery results: each shard's part, the merge of the parts, their signature and JSON body; and `Query`, what
+a question of either form (one pattern: `DiscoverQuery`; several: `semreg.registry.conjunctive`) does.
 
 A shard answers a query with its `Part`: every registered tag of its own that matches, ranked, each with
 the instances of that shard that carry it and are eligible (status, service, and the query's selector:
@@ -18,10 +19,10 @@ tags, and every instance's own best match is on its view anyway).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 import orjson
 
@@ -29,7 +30,7 @@ from semreg.rdf.terms import Tag
 from semreg.reasoning.hierarchy import Hierarchy
 from semreg.reasoning.matching import SIMILAR, floor_of, rank_key, similarity_of, tag_match
 from semreg.registry.catalogue import Catalogue, Match
-from semreg.registry.instances import UP
+from semreg.registry.instances import UP, Instance
 from semreg.registry.registry import Change
 from semreg.registry.selector import ALL, Selector
 from semreg.registry.similar import similar_match
@@ -61,6 +62,39 @@ class Member(Protocol):
 M = TypeVar("M", bound=Member)
 
 
+class Query(Protocol):
+    """A discovery question, of one pattern (`DiscoverQuery`) or several (`semreg.registry.conjunctive`): what
+    the coordinator, the shards and routing do with it is its own method, so they ask either form alike."""
+
+    @property
+    def key(self) -> tuple[Hashable, ...]: ...  # the question, as its topic and its route counter know it
+
+    @property
+    def limit(self) -> int | None: ...
+
+    @property
+    def tags(self) -> bool: ...  # views with their tags
+
+    @property
+    def text(self) -> str: ...  # the question in words, for a log line
+
+    @property
+    def patterns(self) -> tuple[Tag, ...]: ...
+
+    def as_json(self) -> dict[str, Any]: ...  # the answer's `query`
+
+    def part(self, catalogue: Catalogue, instances: Mapping[str, Instance],
+             removed: dict[str, int] | None = None) -> Part: ...  # a shard's part of the answer
+
+    def shard_query(self) -> Self: ...  # what each of several shards is asked
+
+    def merge(self, parts: Sequence[Part], widened: bool = False) -> DiscoverResult: ...  # the parts, as one answer
+
+    def relevant(self, hierarchy: Hierarchy, matched: frozenset[Tag], changes: Iterable[Change]) -> bool: ...
+
+    def body(self, result: DiscoverResult) -> bytes: ...  # the answer's JSON body
+
+
 @dataclass(frozen=True)
 class DiscoverQuery:
     tag: Tag
@@ -75,8 +109,35 @@ class DiscoverQuery:
     report_excluded: bool = False
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[Hashable, ...]:
         return ("discover", self.tag, self.match, self.service, self.any_status, self.limit, self.tags, self.selector)
+
+    @property
+    def text(self) -> str:
+        return self.tag.text
+
+    @property
+    def patterns(self) -> tuple[Tag, ...]:
+        return (self.tag,)
+
+    def as_json(self) -> dict[str, Any]:
+        return self.tag.as_json()
+
+    def part(self, catalogue: Catalogue, instances: Mapping[str, Instance], removed: dict[str, int] | None = None
+             ) -> Part:
+        return part(catalogue, instances, self, removed)
+
+    def shard_query(self) -> DiscoverQuery:
+        return shard_query(self)
+
+    def merge(self, parts: Sequence[Part], widened: bool = False) -> DiscoverResult:
+        return merge(self, parts, widened)
+
+    def relevant(self, hierarchy: Hierarchy, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:
+        return relevant(hierarchy, self, matched, changes)
+
+    def body(self, result: DiscoverResult) -> bytes:
+        return body(result)
 
 
 @dataclass(frozen=True)
@@ -99,7 +160,7 @@ class DiscoverResult:
     tags already rendered (a topic holds a handful of objects whatever the size of its answer, so that
     thousands of idle topics do not slow the garbage collector)."""
 
-    query: Any  # a DiscoverQuery, or a ConjunctiveQuery (`semreg.registry.conjunctive`)
+    query: Query  # a DiscoverQuery, or a ConjunctiveQuery (`semreg.registry.conjunctive`)
     members: list[Member]  # each instance once, ranked
     best: list[Any]  # each member's best match (a `Match`, or a conjunction's `Combined`)
     matches_json: bytes  # the `matches` array
@@ -111,6 +172,10 @@ class DiscoverResult:
     @property
     def ranked(self) -> list[tuple[Member, Match]]:
         return list(zip(self.members, self.best))
+
+    def rendered(self) -> bytes:
+        """The JSON body, shaped by the question it answers."""
+        return self.query.body(self)
 
 
 def newest(a: M, b: M) -> M:
@@ -127,7 +192,8 @@ def shard_query(q: DiscoverQuery) -> DiscoverQuery:
     return replace(q, any_status=True, report_excluded=not q.selector.everything)
 
 
-def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery, removed: dict[str, int] | None = None) -> Part:
+def part(catalogue: Catalogue, instances: Mapping[str, Instance], q: DiscoverQuery,
+         removed: dict[str, int] | None = None) -> Part:
     """A shard's part: expand the query over its catalogue, keep each tag's eligible instances (and the
     shard's recent removals, which a merge applies to every part)."""
     expansion = catalogue.expand(q.tag, q.match)
@@ -142,7 +208,7 @@ def part(catalogue: Catalogue, instances: dict, q: DiscoverQuery, removed: dict[
         checkpoint()
         ids = holder_ids(m[0])
         charge(INSTANCES, len(ids))
-        group = []
+        group: list[Member] = []
         for iid in ids:
             inst = instances.get(iid)
             if inst is None:
@@ -190,7 +256,7 @@ def merge(q: DiscoverQuery, parts: Sequence[Part], widened: bool = False) -> Dis
     return ranked(q, matches, matched)
 
 
-def ranked(q: Any, matches: Sequence[tuple[Any, list[Member]]], matched: frozenset[Tag],
+def ranked(q: Query, matches: Sequence[tuple[Any, list[Member]]], matched: frozenset[Tag],
            render: Callable[[Any], bytes] | None = None) -> DiscoverResult:
     """The answer of ranked groups: each instance at its first (best) group, the ranked list cut at `q.limit`,
     at most `MATCHES_LISTED` groups listed, each rendered by `render` (a match's JSON: `match_json`)."""
@@ -261,7 +327,7 @@ def body(result: DiscoverResult, query: bytes | None = None, render: Callable[[A
     q = result.query
     tags = q.tags
     render = render or match_json
-    query = query if query is not None else orjson.dumps(q.tag.as_json())
+    query = query if query is not None else orjson.dumps(q.as_json())
     parts = [b'{"query":', query, b',"matches":', result.matches_json, b',"truncated":',
              b"true" if result.truncated else b"false"]
     if result.missing:

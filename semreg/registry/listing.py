@@ -84,9 +84,10 @@ async def admitted(coordinator: Coordinator, q: ListQuery) -> Gathered:
 
     key = ("admitted", *q.filters)
     topic = await coordinator.hub.topic(key, compute, q.relevant, lambda _: b"", scope_of(q.selector.environment))
-    if topic.payload.missing:
+    gathered: Gathered = topic.payload  # what `compute` returned
+    if gathered.missing:
         coordinator.hub.stale(key)
-    return topic.payload
+    return gathered
 
 
 async def page(coordinator: Coordinator, q: ListQuery) -> Topic:

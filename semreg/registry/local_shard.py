@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from semreg import heap
 from semreg.clock import Cancellable, Clock
@@ -37,10 +37,17 @@ from semreg.work.lane import Lane, checkpoint
 
 log = logging.getLogger("semreg.shard")
 
-Write = Callable[..., Awaitable[Any]]  # runs a store operation on the node's writer thread, in order
+T = TypeVar("T")
+
+
+class Write(Protocol):
+    """Runs a store operation on the node's writer thread, in order: `await write(fn, *args)` is `fn(*args)`."""
+
+    def __call__(self, fn: Callable[..., T], /, *args: Any) -> Awaitable[T]: ...
+
+
 Submit = Callable[..., None]  # the same, for a write nobody waits for
 INLINE_WRITES = 64  # writes of up to this many instances are applied at once; more, in slices on the lane
-T = TypeVar("T")
 
 
 class LocalShard(OwnShard):
@@ -66,7 +73,7 @@ class LocalShard(OwnShard):
         self._check_gen: dict[str, int] = {}
         self.primary: Callable[[str], bool] = lambda instance_id: True
         self._incoming: dict[str, int] = {}  # id → revision of a handed-over copy being made durable
-        self._deciding: asyncio.Task | None = None  # the leases a ring change moved, decided off the loop
+        self._deciding: asyncio.Task[None] | None = None  # the leases a ring change moved, decided off the loop
 
     # -- life cycle --------------------------------------------------------------------------------
     async def open(self, post: Callable[[Callable[[], None]], None], stopped: Callable[[], bool] = lambda: False
@@ -359,7 +366,7 @@ class LocalShard(OwnShard):
         return await self.lane.run(self.part, q, what="this question", shed=shed)
 
     def part(self, q: questions.Question) -> discovery.Part:
-        return questions.part(self.registry.catalogue, self.registry.instances, q, self.removals.current())
+        return q.part(self.registry.catalogue, self.registry.instances, self.removals.current())
 
     async def holders(self, tags: list[Tag], with_tags: bool = True) -> Held[dict[Tag, list[Instance]]]:
         """Each tag's holders (`with_tags` matters only to a shard that sends views elsewhere)."""

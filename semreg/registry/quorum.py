@@ -44,12 +44,12 @@ class Stragglers:
     def __init__(self, limit: int = MAX_STRAGGLERS) -> None:
         self.limit = limit
         self.closed = False
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     def __len__(self) -> int:
         return len(self._tasks)
 
-    def keep(self, task: asyncio.Task, placement: Placement, member: str, ids: list[str], local: bool) -> None:
+    def keep(self, task: asyncio.Task[Any], placement: Placement, member: str, ids: list[str], local: bool) -> None:
         """Track `task`, a send of `ids` to `member`. A local send is never called off (it is this node's
         own store write, short)."""
         if self.closed or (len(self._tasks) >= self.limit and not local):
@@ -57,7 +57,7 @@ class Stragglers:
         self._tasks.add(task)
         task.add_done_callback(lambda done: self._done(done, placement, member, ids))
 
-    def _done(self, task: asyncio.Task, placement: Placement, member: str, ids: list[str]) -> None:
+    def _done(self, task: asyncio.Task[Any], placement: Placement, member: str, ids: list[str]) -> None:
         self._tasks.discard(task)
         error = None if task.cancelled() else task.exception()
         if error is not None and not isinstance(error, (ShardUnavailable, SemregError)):
@@ -86,7 +86,7 @@ class Quorum:
         self.asked: dict[str, set[str]] = {i: set() for i in ids}  # members that hold it or are asked now
         self.shards: dict[str, Shard] = {}
         self.failed: set[str] = set()
-        self._flying: dict[asyncio.Task, tuple[str, list[str]]] = {}
+        self._flying: dict[asyncio.Task[Any], tuple[str, list[str]]] = {}
         self._rounds = 0
 
     def short(self) -> list[str]:
@@ -111,7 +111,7 @@ class Quorum:
             self._flying.clear()
         return self.short()
 
-    def _take(self, done: list[asyncio.Task], answered: Callable[[str, list[str], Any], None]) -> bool:
+    def _take(self, done: list[asyncio.Task[Any]], answered: Callable[[str, list[str], Any], None]) -> bool:
         """The answers of finished sends, in the order they were sent; whether one failed."""
         failed = False
         for task in done:
@@ -225,7 +225,7 @@ async def elsewhere(placement: Placement, instance_id: str, asked: set[str]) -> 
     return found, removed, answered
 
 
-def _retrieved(task: asyncio.Task) -> None:
+def _retrieved(task: asyncio.Future[Any]) -> None:
     """A task let go: its outcome read, so that none is reported as never retrieved."""
     if not task.cancelled():
         task.exception()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Hashable
 
 from semreg.errors import Unavailable
 from semreg.registry import balancer, questions
@@ -19,7 +20,7 @@ class Router:
     def __init__(self, coordinator: Coordinator, verbose: bool = False) -> None:
         self.coordinator = coordinator
         self.verbose = verbose
-        self._counters: dict[tuple, int] = {}
+        self._counters: dict[Hashable, int] = {}  # by question (its key)
         self.routes_by_policy: dict[str, int] = {}
 
     async def candidates(self, q: questions.Question) -> tuple[list[Instance], list[balancer.Candidate]]:
@@ -42,7 +43,7 @@ class Router:
         chosen = balancer.choose(policy, cands, limit=limit, counter=counter)
         if self.verbose:
             log.info("route decision", extra={
-                "caller": caller, "query": questions.text(q), "policy": policy, "limit": limit,
+                "caller": caller, "query": q.text, "policy": policy, "limit": limit,
                 "candidates": [{"id": c.id, "effective_load": c.effective_load, "weight": c.weight,
                                 "capacity": c.capacity} for c in cands],
                 "chosen": chosen.id if chosen else None})

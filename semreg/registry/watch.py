@@ -58,8 +58,8 @@ class Topic:
     body: bytes | None = None
     membership_gen: int = -1
     view_gen: int = -1
-    waiters: set[asyncio.Future] = field(default_factory=set)
-    refreshing: asyncio.Future | None = None
+    waiters: set[asyncio.Future[None]] = field(default_factory=set)
+    refreshing: asyncio.Future[bool] | None = None  # the running computation: whether the signature moved
     refreshing_gen: int = -1  # the hub's membership generation the running computation started at
 
 
@@ -71,7 +71,7 @@ class WatchHub:
         self.membership_gen = 0  # bumped on every change that can alter a result
         self.view_gen = 0  # bumped on every change of a view (heartbeats included)
         self._topics: OrderedDict[Hashable, Topic] = OrderedDict()
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
         self.wakeups = 0
         self.body_bytes = 0
         self._pending: list[Any] = []  # changes no sweep has looked at yet
@@ -160,7 +160,7 @@ class WatchHub:
                     raise
             if started >= at_least:
                 return changed
-        done: asyncio.Future = asyncio.get_running_loop().create_future()
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         t.refreshing = done
         try:
             membership, view = self.membership_gen, self.view_gen
@@ -276,7 +276,7 @@ class WatchHub:
         indexes are its own) answers at once: the caller's copy is of unknown age."""
         if t.index != index or timeout_s <= 0:
             return
-        fut = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         t.waiters.add(fut)
         timer = self.clock.call_at(self.clock.monotonic() + timeout_s,
                                    lambda: None if fut.done() else fut.set_result(None))

@@ -34,7 +34,7 @@ import logging
 import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from greenlet import GreenletExit, getcurrent, greenlet
 
@@ -69,7 +69,24 @@ class Shed(Unavailable):
     """The node refuses new work for now: its loop is behind, or too much work waits (503, Retry-After)."""
 
 
-class Job(greenlet):
+if TYPE_CHECKING:
+    class _Greenlet:
+        """What `Job` uses of `greenlet.greenlet`, typed (greenlet ships no types); at run time, greenlet's own."""
+
+        parent: _Greenlet
+        dead: bool
+        gr_context: contextvars.Context
+
+        def __init__(self, run: Callable[..., Any] | None = None) -> None: ...
+
+        def switch(self, *args: Any) -> Any: ...
+
+        def throw(self, *args: Any) -> Any: ...
+else:
+    _Greenlet = greenlet
+
+
+class Job(_Greenlet):
     """One piece of request work under way: its budget, its slice and its deadline."""
 
     def __init__(self, fn: Callable[..., Any], budget: Budget, now: Callable[[], float], slice_s: float,
@@ -92,7 +109,7 @@ class Job(greenlet):
             self.parent.switch(_SLICE)
 
     def wait(self, awaitable: Awaitable[T]) -> T:
-        return self.parent.switch(awaitable)
+        return cast(T, self.parent.switch(awaitable))  # the loop switches back with the awaitable's result
 
 
 def current() -> Job | None:
@@ -224,7 +241,7 @@ class Lane:
             for name, n in job.budget.spent.items():
                 if n > self.spent_max[name]:
                     self.spent_max[name] = n
-            return out
+            return cast(T, out)  # what `fn` returned, handed over by the greenlet
         except OverBudget as exc:
             self.refused[exc.budget] += 1
             self._log_refusal(what, exc.budget, job.budget.spent.get(exc.budget, 0))
@@ -265,7 +282,7 @@ class Lane:
                                                 "detail": detail, "folded": self._refusals_folded})
         self._refusals_folded = 0
 
-    async def _drive(self, job: Job, args: tuple) -> Any:
+    async def _drive(self, job: Job, args: tuple[Any, ...]) -> Any:
         try:
             await self._turn(job)
             job.started = self.now()

@@ -12,10 +12,11 @@ from starlette.responses import Response
 
 from semreg import heap
 from semreg.access.tokens import READ, WRITE
+from semreg.config import Settings
 from semreg.errors import BadRequest, Forbidden
 from semreg.http import schemas as s
 from semreg.http.endpoints import Endpoints, Param, Reply
-from semreg.http.requests import bool_param, int_value, read_body, read_json
+from semreg.http.requests import bool_param, read_body, read_json
 from semreg.http.responses import JSONResponse
 from semreg.http.routes.common import (
     INDEX_HEADER,
@@ -37,6 +38,7 @@ from semreg.rdf.terms import parse_component, parse_tag, parse_tags
 from semreg.registry import listing
 from semreg.registry.coordinator import not_registered
 from semreg.registry.instances import Registration
+from semreg.registry.query_params import int_value
 from semreg.registry.selector import Selector
 from semreg.work.lane import checkpoint
 
@@ -80,7 +82,7 @@ async def check_may_replace(request: Request, regs: list[Registration]) -> None:
 
 
 def path_id(request: Request) -> str:
-    iid = request.path_params["id"]
+    iid: str = request.path_params["id"]
     if not _ID.match(iid):
         raise BadRequest(f"'{iid[:140]}' is not a valid instance id: 1-128 of A-Z a-z 0-9 . _ : -", field="id")
     return iid
@@ -223,7 +225,7 @@ async def batch_instances(request: Request) -> Response:
         return await registered_batch(request, settings)
 
 
-async def registered_batch(request: Request, settings: Any) -> Response:
+async def registered_batch(request: Request, settings: Settings) -> Response:
     data = await read_json(request, settings.json_body_limit_bytes)
     body = validate(BatchBody, data)
     if len(body.instances) > settings.max_batch_instances:

@@ -37,7 +37,6 @@ from semreg.http.routes.discovery import discover_warnings, discovered, question
 from semreg.http.schemas import DiscoverView, TagInput, TagView, validate
 from semreg.http.state import app_state
 from semreg.knowledge.queries import NAME_PATTERN, SavedQuery, check_name
-from semreg.registry import questions
 from semreg.registry import saved as saving
 from semreg.registry.discovery import DiscoverQuery
 from semreg.registry.query_params import META
@@ -145,7 +144,7 @@ async def put_query(request: Request) -> Response:
     coordinator = coordinator_of(request)
     # a bound token hears of the tags of its environments' instances only, as a server holding only those
     visible = await coordinator.tags_in(principal.environments or ()) if principal.bound else None
-    for n, pattern in enumerate(questions.patterns(q)):
+    for n, pattern in enumerate(q.patterns):
         matched = await coordinator.matching_tags(pattern, q.match)
         if not any(visible is None or m[0] in visible for m in matched):
             where, what = ("query", "this query") if isinstance(q, DiscoverQuery) else (f"all[{n}]", "this pattern")

@@ -54,7 +54,7 @@ def _list_users(st: Store, member: int, predicate: int) -> list[tuple[int, tuple
 
 
 @rule("cls-int1", table=ON_EXPRESSION_TYPE)
-def cls_int1(st, s, p, o, out):
+def cls_int1(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     types = st.ps[T].get(s, E)
     for c, items in _list_users(st, o, INT):
         if all(m in types for m in items):
@@ -62,7 +62,7 @@ def cls_int1(st, s, p, o, out):
 
 
 @rule("cls-int1", predicate=INT)
-def cls_int1_by_axiom(st, s, p, o, out):
+def cls_int1_by_axiom(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     items = st.members(o)
     if items:
         types = st.ps[T]
@@ -72,27 +72,27 @@ def cls_int1_by_axiom(st, s, p, o, out):
 
 
 @rule("cls-int2", table=ON_EXPRESSION_TYPE)
-def cls_int2(st, s, p, o, out):
+def cls_int2(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for head in st.ps[INT].get(o, E):
         for m in st.members(head) or E:
             out.append((s, T, m))
 
 
 @rule("cls-int2", predicate=INT)
-def cls_int2_by_axiom(st, s, p, o, out):
+def cls_int2_by_axiom(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     items = st.members(o) or E
     for y in st.po[T].get(s, E):
         out.extend((y, T, m) for m in items)
 
 
 @rule("cls-uni", table=ON_EXPRESSION_TYPE)
-def cls_uni(st, s, p, o, out):
+def cls_uni(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for c, _ in _list_users(st, o, UNI):
         out.append((s, T, c))
 
 
 @rule("cls-uni", predicate=UNI)
-def cls_uni_by_axiom(st, s, p, o, out):
+def cls_uni_by_axiom(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for m in st.members(o) or E:
         for y in st.po[T].get(m, E):
             out.append((y, T, s))
@@ -103,7 +103,7 @@ def _restrictions_on(st: Store, p: int) -> Iterable[int]:
 
 
 @rule("cls-svf1", table=ON_ASSERTION)
-def cls_svf(st, s, p, o, out):
+def cls_svf(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     # cls-svf2 is the case y = owl:Thing, which needs no type of v (owlrl reads it so for every y = Thing).
     types = st.ps[T].get(o, E)
     for x in _restrictions_on(st, p):
@@ -113,7 +113,7 @@ def cls_svf(st, s, p, o, out):
 
 
 @rule("cls-svf1", table=ON_EXPRESSION_TYPE)
-def cls_svf1_by_type(st, s, p, o, out):
+def cls_svf1_by_type(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     if o != THING:
         for x in st.po[SVF].get(o, E):
             for q in st.ps[ONP].get(x, E):
@@ -122,7 +122,7 @@ def cls_svf1_by_type(st, s, p, o, out):
 
 
 @rule("cls-svf1", predicate=SVF)
-def cls_svf_by_filler(st, s, p, o, out):
+def cls_svf_by_filler(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     types = st.ps[T]
     for q in st.ps[ONP].get(s, E):
         for u, v in pairs(st, q):
@@ -131,7 +131,7 @@ def cls_svf_by_filler(st, s, p, o, out):
 
 
 @rule("cls-svf1", predicate=ONP)
-def cls_svf_by_property(st, s, p, o, out):
+def cls_svf_by_property(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     types = st.ps[T]
     for y in st.ps[SVF].get(s, E):
         for u, v in pairs(st, o):
@@ -140,7 +140,7 @@ def cls_svf_by_property(st, s, p, o, out):
 
 
 @rule("cls-avf", table=ON_ASSERTION)
-def cls_avf(st, s, p, o, out):
+def cls_avf(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     types = st.ps[T].get(s, E)
     for x in _restrictions_on(st, p):
         if x in types:
@@ -149,7 +149,7 @@ def cls_avf(st, s, p, o, out):
 
 
 @rule("cls-avf", table=ON_EXPRESSION_TYPE)
-def cls_avf_by_type(st, s, p, o, out):
+def cls_avf_by_type(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for y in st.ps[AVF].get(o, E):
         for q in st.ps[ONP].get(o, E):
             for v in objects(st, s, q):
@@ -157,7 +157,7 @@ def cls_avf_by_type(st, s, p, o, out):
 
 
 @rule("cls-avf", predicate=AVF)
-def cls_avf_by_filler(st, s, p, o, out):
+def cls_avf_by_filler(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for q in st.ps[ONP].get(s, E):
         for u in st.po[T].get(s, E):
             for v in objects(st, u, q):
@@ -165,7 +165,7 @@ def cls_avf_by_filler(st, s, p, o, out):
 
 
 @rule("cls-avf", predicate=ONP)
-def cls_avf_by_property(st, s, p, o, out):
+def cls_avf_by_property(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for y in st.ps[AVF].get(s, E):
         for u in st.po[T].get(s, E):
             for v in objects(st, u, o):
@@ -173,42 +173,42 @@ def cls_avf_by_property(st, s, p, o, out):
 
 
 @rule("cls-hv1", table=ON_EXPRESSION_TYPE)
-def cls_hv1(st, s, p, o, out):
+def cls_hv1(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for y in st.ps[HV].get(o, E):
         for q in st.ps[ONP].get(o, E):
             out.append((s, q, y))
 
 
 @rule("cls-hv1", predicate=HV)
-def cls_hv1_by_value(st, s, p, o, out):
+def cls_hv1_by_value(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for q in st.ps[ONP].get(s, E):
         for u in st.po[T].get(s, E):
             out.append((u, q, o))
 
 
 @rule("cls-hv1", predicate=ONP)
-def cls_hv1_by_property(st, s, p, o, out):
+def cls_hv1_by_property(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for y in st.ps[HV].get(s, E):
         for u in st.po[T].get(s, E):
             out.append((u, o, y))
 
 
 @rule("cls-hv2", table=ON_ASSERTION)
-def cls_hv2(st, s, p, o, out):
+def cls_hv2(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for x in _restrictions_on(st, p):
         if o in st.ps[HV].get(x, E):
             out.append((s, T, x))
 
 
 @rule("cls-hv2", predicate=HV)
-def cls_hv2_by_value(st, s, p, o, out):
+def cls_hv2_by_value(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for q in st.ps[ONP].get(s, E):
         for u in subjects(st, q, o):
             out.append((u, T, s))
 
 
 @rule("cls-hv2", predicate=ONP)
-def cls_hv2_by_property(st, s, p, o, out):
+def cls_hv2_by_property(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for y in st.ps[HV].get(s, E):
         for u in subjects(st, o, y):
             out.append((u, T, s))
@@ -237,13 +237,13 @@ def _maxqc(st: Store, x: int, u: int, out: list[Fact]) -> None:
 
 
 @rule("cls-maxc2", table=ON_EXPRESSION_TYPE)
-def cls_maxc2_by_type(st, s, p, o, out):
+def cls_maxc2_by_type(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     if st.ps[MAXC].get(o) and _max_one(st, o, MAXC):
         _maxc2(st, o, s, out)
 
 
 @rule("cls-maxc2", table=ON_ASSERTION)
-def cls_maxc2(st, s, p, o, out):
+def cls_maxc2(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     types = st.ps[T].get(s, E)
     for x in _restrictions_on(st, p):
         if x in types and _max_one(st, x, MAXC):
@@ -254,21 +254,21 @@ def cls_maxc2(st, s, p, o, out):
 
 
 @rule("cls-maxc2", predicate=MAXC)
-def cls_maxc2_by_axiom(st, s, p, o, out):
+def cls_maxc2_by_axiom(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     if st.cardinality_one(o):
         for u in list(st.po[T].get(s, E)):
             _maxc2(st, s, u, out)
 
 
 @rule("cls-maxc2", predicate=ONP)
-def cls_maxc2_by_property(st, s, p, o, out):
+def cls_maxc2_by_property(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     if _max_one(st, s, MAXC):
         for u in list(st.po[T].get(s, E)):
             same_pairs(objects(st, u, o), out)
 
 
 @rule("cls-maxqc3", table=ON_EXPRESSION_TYPE)
-def cls_maxqc_by_type(st, s, p, o, out):
+def cls_maxqc_by_type(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     if st.ps[MAXQC].get(o) and _max_one(st, o, MAXQC):
         _maxqc(st, o, s, out)
     # (y T c) as the qualifying type of a value
@@ -283,7 +283,7 @@ def cls_maxqc_by_type(st, s, p, o, out):
 
 
 @rule("cls-maxqc3", table=ON_ASSERTION)
-def cls_maxqc(st, s, p, o, out):
+def cls_maxqc(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     types = st.ps[T].get(s, E)
     for x in _restrictions_on(st, p):
         if x in types and _max_one(st, x, MAXQC):
@@ -292,14 +292,14 @@ def cls_maxqc(st, s, p, o, out):
 
 
 @rule("cls-maxqc3", predicate=MAXQC)
-def cls_maxqc_by_axiom(st, s, p, o, out):
+def cls_maxqc_by_axiom(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     if st.cardinality_one(o):
         for u in list(st.po[T].get(s, E)):
             _maxqc(st, s, u, out)
 
 
 @rule("cls-maxqc3", predicate=ONCLASS)
-def cls_maxqc_by_class(st, s, p, o, out):
+def cls_maxqc_by_class(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     if _max_one(st, s, MAXQC):
         for u in list(st.po[T].get(s, E)):
             for q in st.ps[ONP].get(s, E):
@@ -307,7 +307,7 @@ def cls_maxqc_by_class(st, s, p, o, out):
 
 
 @rule("cls-maxqc3", predicate=ONP)
-def cls_maxqc_by_property(st, s, p, o, out):
+def cls_maxqc_by_property(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     if _max_one(st, s, MAXQC):
         for u in list(st.po[T].get(s, E)):
             for c in st.ps[ONCLASS].get(s, E):
@@ -315,47 +315,47 @@ def cls_maxqc_by_property(st, s, p, o, out):
 
 
 @rule("cls-oo", predicate=ONEOF)
-def cls_oo(st, s, p, o, out):
+def cls_oo(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for y in st.members(o) or E:
         out.append((y, T, s))
 
 
 # -- Table 7: class axioms ------------------------------------------------------------------------------
 @rule("cax-sco", table=ON_TYPE)
-def cax_sco(st, s, p, o, out):
+def cax_sco(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for c2 in st.ps[SCO].get(o, E):
         if c2 != o:
             out.append((s, T, c2))
 
 
 @rule("cax-sco", predicate=SCO)
-def cax_sco_by_axiom(st, s, p, o, out):
+def cax_sco_by_axiom(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     if s != o:
         for x in st.po[T].get(s, E):
             out.append((x, T, o))
 
 
 @rule("cax-eqc1", table=ON_TYPE)
-def cax_eqc1(st, s, p, o, out):
+def cax_eqc1(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for c2 in st.ps[EQC].get(o, E):
         if c2 != o:  # c ≡ c is inert (triggers)
             out.append((s, T, c2))
 
 
 @rule("cax-eqc2", table=ON_TYPE)
-def cax_eqc2(st, s, p, o, out):
+def cax_eqc2(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for c1 in st.po[EQC].get(o, E):
         if c1 != o:
             out.append((s, T, c1))
 
 
 @rule("cax-eqc1", predicate=EQC)
-def cax_eqc1_by_axiom(st, s, p, o, out):
+def cax_eqc1_by_axiom(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for x in st.po[T].get(s, E):
         out.append((x, T, o))
 
 
 @rule("cax-eqc2", predicate=EQC)
-def cax_eqc2_by_axiom(st, s, p, o, out):
+def cax_eqc2_by_axiom(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for x in st.po[T].get(o, E):
         out.append((x, T, s))

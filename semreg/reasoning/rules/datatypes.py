@@ -8,15 +8,15 @@ fact holding one of them goes.
 """
 from __future__ import annotations
 
-from semreg.reasoning.rules.triggers import BY_CLASS, DATATYPE_IDS, LITERALS, NAMES, SAME, E, T, rule
+from semreg.reasoning.rules.triggers import BY_CLASS, DATATYPE_IDS, LITERALS, NAMES, SAME, E, Fact, Store, T, rule
 
 
 @rule("dt-type2", table=LITERALS)
-def dt_type2(st, s, p, o, out):
+def dt_type2(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     out.extend((o, T, dt) for dt in st.literal_types[o])
 
 
-def dt_eq(st, s, p, o, out):
+def dt_eq(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     """(lt1 type dt1), (lt2 type dt2), each by its own datatype, the same data value → lt1 = lt2."""
     key = st.literal_values.get(s)
     if key is None or st.literal_types[s][0] != o:

@@ -32,14 +32,14 @@ from semreg.reasoning.rules.triggers import (
 
 # -- Table 9: schema vocabulary -------------------------------------------------------------------------
 @rule("scm-cls", cls=CLASS)
-def scm_cls(st, s, p, o, out):
+def scm_cls(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     out.append((s, SCO, s))  # and so c ≡ c, by scm-eqc2
     out.append((s, SCO, THING))
     out.append((NOTHING, SCO, s))
 
 
 @rule("scm-op/scm-dp", cls=OBJECT_PROPERTY)
-def scm_op(st, s, p, o, out):
+def scm_op(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     out.append((s, SPO, s))  # and so p ≡ p, by scm-eqp2
 
 
@@ -48,7 +48,7 @@ BY_CLASS[RDF_PROPERTY] = [scm_op]
 
 
 @rule("scm-sco", predicate=SCO)
-def scm_sco(st, s, p, o, out):
+def scm_sco(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     if s != o:
         for c3 in st.ps[SCO].get(o, E):  # (s ⊑ o), (o ⊑ c3)
             if c3 != s:
@@ -59,14 +59,14 @@ def scm_sco(st, s, p, o, out):
 
 
 @rule("scm-eqc1", predicate=EQC)
-def scm_eqc1(st, s, p, o, out):
+def scm_eqc1(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     if s != o:  # an asserted x ≡ x concludes nothing (owlrl), not even x ⊑ x
         out.append((s, SCO, o))
         out.append((o, SCO, s))
 
 
 @rule("scm-eqc2", predicate=SCO)
-def scm_eqc2(st, s, p, o, out):
+def scm_eqc2(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     if s == o:
         out.append((s, EQC, s))
     elif s in st.ps[SCO].get(o, E):
@@ -75,7 +75,7 @@ def scm_eqc2(st, s, p, o, out):
 
 
 @rule("scm-spo", predicate=SPO)
-def scm_spo(st, s, p, o, out):
+def scm_spo(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     if s != o:
         for p3 in st.ps[SPO].get(o, E):
             if p3 != s:
@@ -86,14 +86,14 @@ def scm_spo(st, s, p, o, out):
 
 
 @rule("scm-eqp1", predicate=EQP)
-def scm_eqp1(st, s, p, o, out):
+def scm_eqp1(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     if s != o:  # an asserted x ≡ x concludes nothing (owlrl), not even x ⊑ x
         out.append((s, SPO, o))
         out.append((o, SPO, s))
 
 
 @rule("scm-eqp2", predicate=SPO)
-def scm_eqp2(st, s, p, o, out):
+def scm_eqp2(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     if s == o:
         out.append((s, EQP, s))
     elif s in st.ps[SPO].get(o, E):
@@ -116,7 +116,8 @@ def _restriction_pairs(st: Store, on: int, c: int) -> Iterable[tuple[int, int]]:
 def _scm_filler(name: str, on: int) -> None:
     """scm-svf1 / scm-avf1: restrictions on one property, fillers y1 ⊑ y2 (avf: c1 ⊑ c2 the same way)."""
 
-    def by_restriction(st, s, p, o, out):  # s a restriction with filler o; the other restriction c2 / y2
+    # s a restriction with filler o; the other restriction c2 / y2
+    def by_restriction(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
         sco = st.ps[SCO]
         for c2, y2 in _restriction_pairs(st, on, s):
             if y2 in sco.get(o, E):
@@ -124,7 +125,7 @@ def _scm_filler(name: str, on: int) -> None:
             if o in sco.get(y2, E):
                 out.append((c2, SCO, s))
 
-    def by_property(st, s, p, o, out):  # (s ONP o)
+    def by_property(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:  # (s ONP o)
         sco = st.ps[SCO]
         for y1 in st.ps[on].get(s, E):
             for c2 in st.po[ONP].get(o, E):
@@ -134,7 +135,7 @@ def _scm_filler(name: str, on: int) -> None:
                     if y1 in sco.get(y2, E):
                         out.append((c2, SCO, s))
 
-    def by_subclass(st, s, p, o, out):  # (y1 ⊑ y2) = (s SCO o)
+    def by_subclass(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:  # (y1 ⊑ y2) = (s SCO o)
         for c1 in st.po[on].get(s, E):
             for q in st.ps[ONP].get(c1, E):
                 for c2 in st.po[ONP].get(q, E):
@@ -155,7 +156,7 @@ def _scm_property(name: str, on: int, reverse: bool) -> None:
     def emit(c1: int, c2: int, out: list[Fact]) -> None:
         out.append((c2, SCO, c1) if reverse else (c1, SCO, c2))
 
-    def by_restriction(st, s, p, o, out):  # (s on o): s as c1 and as c2
+    def by_restriction(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:  # (s on o): s as c1 and as c2
         spo = st.ps[SPO]
         for c in st.po[on].get(o, E):
             for p_s in st.ps[ONP].get(s, E):
@@ -165,7 +166,7 @@ def _scm_property(name: str, on: int, reverse: bool) -> None:
                     if p_s in spo.get(p_c, E):
                         emit(c, s, out)
 
-    def by_property(st, s, p, o, out):  # (s ONP o)
+    def by_property(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:  # (s ONP o)
         spo = st.ps[SPO]
         for y in st.ps[on].get(s, E):
             for c in st.po[on].get(y, E):
@@ -175,7 +176,7 @@ def _scm_property(name: str, on: int, reverse: bool) -> None:
                     if o in spo.get(p_c, E):
                         emit(c, s, out)
 
-    def by_subproperty(st, s, p, o, out):  # (p1 ⊑ p2) = (s SPO o)
+    def by_subproperty(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:  # (p1 ⊑ p2) = (s SPO o)
         for c1 in st.po[ONP].get(s, E):
             for y in st.ps[on].get(c1, E):
                 for c2 in st.po[on].get(y, E):
@@ -195,12 +196,12 @@ _scm_property("scm-hv", HV, reverse=False)
 
 
 @rule("scm-int", predicate=INT)
-def scm_int(st, s, p, o, out):
+def scm_int(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for m in st.members(o) or E:
         out.append((s, SCO, m))
 
 
 @rule("scm-uni", predicate=UNI)
-def scm_uni(st, s, p, o, out):
+def scm_uni(st: Store, s: int, p: int, o: int, out: list[Fact]) -> None:
     for m in st.members(o) or E:
         out.append((m, SCO, s))

@@ -94,7 +94,7 @@ VOCABULARY = _TERMS + RL_DATATYPES
 DATATYPE_IDS = range(len(_TERMS), len(VOCABULARY))  # the ids of RL_DATATYPES, in order
 
 Fact = tuple[int, int, int]
-E: tuple = ()
+E: tuple[()] = ()  # the empty default of a lookup
 
 
 class Store(Protocol):
@@ -114,7 +114,7 @@ class Store(Protocol):
     def cardinality_one(self, literal: int) -> bool: ...
 
 
-Rule = Callable[[Store, int, int, int, list], None]
+Rule = Callable[[Store, int, int, int, list[Fact]], None]
 NAMES: dict[Rule, str] = {}
 BY_PREDICATE: dict[int, list[Rule]] = {}  # triggered by a fact with this predicate
 BY_CLASS: dict[int, list[Rule]] = {}  # by (x rdf:type C) for this C
@@ -125,7 +125,8 @@ ON_SAME: list[Rule] = []  # by every fact with a term in `same_terms`
 LITERALS: list[Rule] = []  # by every fact whose object is a literal of an RL datatype
 
 
-def rule(name: str, *, predicate: int | None = None, cls: int | None = None, table: list[Rule] | None = None):
+def rule(name: str, *, predicate: int | None = None, cls: int | None = None, table: list[Rule] | None = None
+         ) -> Callable[[Rule], Rule]:
     def register(fn: Rule) -> Rule:
         NAMES[fn] = name
         if predicate is not None:
@@ -201,7 +202,7 @@ def traced(st: Store, s: int, p: int, o: int) -> list[tuple[str, Fact]]:
 
 def triggered(st: Store, s: int, p: int, o: int) -> list[tuple[list[Rule], tuple[int, int, int]]]:
     """The rule tables a fact triggers, each with the fact it runs on."""
-    calls = []
+    calls: list[tuple[list[Rule], Fact]] = []
     fact = (s, p, o)
     if p in BY_PREDICATE:
         calls.append((BY_PREDICATE[p], fact))
@@ -253,7 +254,7 @@ def same_pairs(values: Iterable[int], out: list[Fact]) -> None:
 # -- lists: the rules reading a list run again when a cell of it arrives or goes ----------------------------
 def list_cell(st: Store, cell: int) -> list[tuple[list[Rule], tuple[int, int, int]]]:
     """Every instance of a rule reading a list holds all its cells: run them for each list through `cell`."""
-    calls = []
+    calls: list[tuple[list[Rule], Fact]] = []
     for head in st.heads(cell):
         for predicate in LIST_PREDICATES:
             for c in st.po[predicate].get(head, E):
