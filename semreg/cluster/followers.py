@@ -91,7 +91,9 @@ class Followers:
             if peer is None:
                 return
             try:
-                answer = await peer.changes(epoch, cursor, FOLLOW_WAIT_S)
+                # starting over: an answer at once (where its log is), not a wait for its next change, which
+                # may be long in coming and would leave it suspected meanwhile
+                answer = await peer.changes(epoch, cursor, FOLLOW_WAIT_S if epoch is not None else 0)
             except (ShardUnavailable, SemregError):
                 self.placement.failed(member)
                 await sleep(self.clock, backoff)
@@ -109,6 +111,8 @@ class Followers:
                     except (ShardUnavailable, SemregError):
                         self.placement.failed(member)
                         epoch = None
+                        await sleep(self.clock, backoff)
+                        backoff = min(backoff * 2, 5.0)
                         continue
                     self.copies.resync(member, [(m.view, m.revision, m.state_version) for m in held.items])
                     for iid, revision in held.removed.items():  # a stale copy elsewhere stays hidden

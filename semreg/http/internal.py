@@ -175,7 +175,7 @@ async def instances(request: Request) -> Response:
     shard = guarded(request)
     tags = request.query_params.get("tags") != "false"
     service = request.query_params.get("service") or None
-    held = await shard.instances(service)
+    held = await shard.instances(service, shed=False)  # the asking member admitted the request
     return JSONResponse({"members": [wire.member_json(i, tags) for i in held.items], "removed": held.removed})
 
 

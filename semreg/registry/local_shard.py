@@ -347,8 +347,9 @@ class LocalShard(OwnShard):
             raise Removed(f"no instance '{instance_id}' is registered.", tomb[0])
         return self.registry.get(instance_id)
 
-    async def instances(self, service: str | None) -> Held[list[Instance]]:
-        listed = await self.lane.run(self.registry.of_service, service, what="this listing")
+    async def instances(self, service: str | None, *, shed: bool = True) -> Held[list[Instance]]:
+        """The instances held (of `service`, or all), as request work (`shed=False`: another node admitted it)."""
+        listed = await self.lane.run(self.registry.of_service, service, what="this listing", shed=shed)
         return Held(listed, self.removals.current())
 
     async def registered_by(self, ids: list[str]) -> dict[str, tuple[int, str | None, str]]:
