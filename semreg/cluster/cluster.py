@@ -252,6 +252,9 @@ class Cluster:
     def readers(self) -> list[tuple[str, Shard]]:
         return self.placement.readers()
 
+    def members(self) -> list[tuple[str, Shard]]:
+        return self.placement.members()
+
     def failed(self, member: str) -> None:
         self.placement.failed(member)
 
