@@ -216,7 +216,7 @@ class Cluster:
         if ring_changed:
             log.info("ring changed", extra={"members": list(self.ring.members), "checksum": self.ring.checksum,
                                             "revision": view.revision})
-            self.local.set_primary(self.is_primary)
+            self.local.set_primary(self.is_primary, self.ring.members)
             self.coordinator.everything_changed()
             self.anti_entropy.wanted()
 
@@ -251,6 +251,9 @@ class Cluster:
 
     def readers(self) -> list[tuple[str, Shard]]:
         return self.placement.readers()
+
+    def members(self) -> list[tuple[str, Shard]]:
+        return self.placement.members()
 
     def failed(self, member: str) -> None:
         self.placement.failed(member)

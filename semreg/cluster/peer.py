@@ -25,6 +25,7 @@ from semreg.rdf.terms import Tag
 from semreg.registry import discovery
 from semreg.registry.catalogue import Match
 from semreg.registry.digests import Arcs, Digest
+from semreg.registry.environment_counts import Tally
 from semreg.registry.instances import Registration
 from semreg.registry.questions import Question
 from semreg.registry.selector import Selector
@@ -162,6 +163,10 @@ class RemoteShard(Shard):
 
     async def names_term(self, iri: str) -> bool:
         return bool((await self.call("GET", "/terms", params={"iri": iri}))["named"])
+
+    async def counts(self, environments: frozenset[str] | None) -> Tally:
+        body = {"environments": None if environments is None else sorted(environments)}
+        return wire.tally_from_json(await self.call("POST", "/counts", body))
 
     # -- repair and hand-off ----------------------------------------------------------------------------
     async def inventory(self, ids: Iterable[str] | None = None) -> dict[str, int]:

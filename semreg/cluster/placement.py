@@ -120,6 +120,10 @@ class RingPlacement:
             return [(m, s) for m in self.ring.members if m not in suspects and (s := self.shard_of(m)) is not None]
         return [(m, s) for m in self.ring.members if (s := self.shard_of(m)) is not None]
 
+    def members(self) -> list[tuple[str, Shard]]:
+        """Every member once, suspects too (what each one answers for, no other member covers)."""
+        return [(m, s) for m in self.ring.members if (s := self.shard_of(m)) is not None]
+
     def failed(self, member: str) -> None:
         self.membership.suspect(member)
 

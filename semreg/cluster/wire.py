@@ -1,11 +1,15 @@
 """What crosses between nodes, as JSON: instances, discovery parts, queries, changes, records.
 
+A member's overview counts (`semreg.registry.environment_counts.Tally`) travel as JSON with their tag
+hashes as base64 of the packed bytes (8 bytes a tag, 10⅔ characters).
+
 An instance travels as its view (with or without tags), its revision and state version, and what a
 coordinator needs to route to it; on arrival it is a `RemoteMember`, which discovery, routing and
 rendering treat as they treat a local `Instance`.
 """
 from __future__ import annotations
 
+import base64
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +21,7 @@ from semreg.rdf.terms import Tag
 from semreg.registry import discovery
 from semreg.registry.balancer import priority_of
 from semreg.registry.conjunctive import Combined, ConjunctiveQuery
+from semreg.registry.environment_counts import Tally
 from semreg.registry.instances import Instance
 from semreg.registry.questions import Question
 from semreg.registry.registry import Change
@@ -219,6 +224,18 @@ def part_from_bytes(data: bytes, tags: bool) -> discovery.Part:
     matched += [Tag(*t) for t in head["matched_only"]]
     return discovery.Part(matches, frozenset(matched), {str(i): int(r) for i, r in head.get("excluded", {}).items()},
                           removed_from_json(head))
+
+
+def tally_json(tally: Tally) -> dict[str, Any]:
+    return {"by_status": tally.by_status, "services": tally.services, "environments": tally.environments,
+            "tags": base64.b64encode(tally.tags).decode("ascii"), "ring": list(tally.ring)}
+
+
+def tally_from_json(data: dict[str, Any]) -> Tally:
+    def ints(counts: dict[str, Any]) -> dict[str, int]:
+        return {str(k): int(v) for k, v in counts.items()}
+    return Tally(ints(data["by_status"]), ints(data["services"]), ints(data["environments"]),
+                 base64.b64decode(data["tags"]), tuple(str(m) for m in data["ring"]))
 
 
 def change_json(c: Change) -> list[Any]:

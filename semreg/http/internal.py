@@ -219,6 +219,15 @@ async def terms(request: Request) -> Response:
     return JSONResponse({"named": await shard.names_term(request.query_params.get("iri", ""))})
 
 
+@route("POST", "/counts")
+async def counts(request: Request) -> Response:
+    """The overview's counts of the instances whose lease runs here (`LocalShard.counts`)."""
+    shard = guarded(request)
+    environments = (await body_of(request)).get("environments")
+    tally = await shard.counts(None if environments is None else frozenset(str(e) for e in environments))
+    return JSONResponse(wire.tally_json(tally))
+
+
 @route("GET", "/changes")
 async def changes(request: Request) -> Response:
     shard = guarded(request)

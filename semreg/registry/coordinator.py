@@ -216,6 +216,11 @@ class Coordinator:
                 out.append(answer)
         return out, tuple(self.placement.missing(failed))
 
+    async def ask_each(self, call: Callable[[Shard], Awaitable[T]]) -> dict[str, T | ShardUnavailable]:
+        """`call(shard)` on every member, suspects too (what each answers for, no other member covers), at once:
+        each one's answer, or `ShardUnavailable`."""
+        return await self._each({member: functools.partial(call, shard) for member, shard in self.placement.members()})
+
     async def _each(self, calls: dict[str, Callable[[], Awaitable[T]]]) -> dict[str, T | ShardUnavailable]:
         """Each member's call at once, the other members' requests sent first and this node's own part
         computed meanwhile: each member's answer, or `ShardUnavailable` when it did not answer (told to the

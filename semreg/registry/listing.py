@@ -5,13 +5,15 @@ tags mention, environment and metadata), in id order, with how many it admits in
 id of the previous page: a cursor that stays put when instances come or go before it) and `offset` skip,
 `limit` bounds. `summary` counts the instances of some environments by status, service and environment.
 
-Both are topics of the coordinator's hub, computed from what every member holds as
-`Coordinator.instances` is (the newest copy of each, none removed since): kept until a change that can
-alter them, and never rendering the whole list. The admitted list of a query's filters is a topic of its
-own, so paging through it filters and sorts once; its body is never rendered.
+Both are topics of the coordinator's hub, kept until a change that can alter them. A page is computed from
+what every member holds as `Coordinator.instances` is (the newest copy of each, none removed since), never
+rendering the whole list; a summary from the counts every member keeps (`semreg.registry.environment_counts`).
+The admitted list of a query's filters is a topic of its own, so paging through it filters and sorts once; its
+body is never rendered.
 """
 from __future__ import annotations
 
+import asyncio
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,16 +23,19 @@ import orjson
 
 from semreg.rdf.terms import Tag
 from semreg.registry.coordinator import Coordinator, Gathered
+from semreg.registry.environment_counts import Tally, unpacked
 from semreg.registry.indexes import scope_of
 from semreg.registry.instances import BLOCKED, CRITICAL, DRAINING, UP, Instance
 from semreg.registry.merged import newest_copies, removals_of
 from semreg.registry.placement import Single
 from semreg.registry.registry import Change, Registry
 from semreg.registry.selector import Selector
+from semreg.registry.shard import ShardUnavailable
 from semreg.registry.watch import Topic
 
 STATUSES = (UP, DRAINING, BLOCKED, CRITICAL)
 MAX_LIMIT = 1000
+UNITED_AT_ONCE = 20_000  # tag hashes a ring's summary unites at once; more, in a worker thread
 Mention = Tag | str  # a whole tag, or a term named in any position of one
 
 
@@ -114,6 +119,7 @@ async def page(coordinator: Coordinator, q: ListQuery) -> Topic:
 class Counts:
     counts: dict[str, Any]
     missing: tuple[str, ...] = field(default=())
+    mixed: bool = False  # the members counted on different rings (one saw a ring change the others had not)
 
 
 async def summary(coordinator: Coordinator, environments: frozenset[str] | None) -> Topic:
@@ -121,32 +127,65 @@ async def summary(coordinator: Coordinator, environments: frozenset[str] | None)
     status, service and environment, distinct tags; and the ontologies and the hierarchy's concepts.
 
     A node alone reads the counts its registry keeps: of all its instances (`alone`), or per environment
-    (`semreg.registry.environment_counts`). In a ring every instance is looked at (`counted`: the copies
-    of an instance on its owners are counted once), which at a million took ~1 s of the event loop at each
-    change an open overview was waiting on."""
+    (`semreg.registry.environment_counts`). In a ring each member keeps the same counts of the instances it
+    is the first owner of, and they are summed (`ring_counts`: each instance counted once, whatever the
+    replicas); a member that does not answer makes it `partial`. Counts from members on different rings (one
+    saw a ring change the others had not yet) are answered, not kept: the next read asks again."""
     async def compute() -> tuple[Any, Counts]:
         placement = coordinator.placement
-        missing: tuple[str, ...]
+        missing: tuple[str, ...] = ()
+        mixed = False
         if isinstance(placement, Single) and environments is None:
-            counts, missing = alone(placement.shard.registry), ()
+            counts = alone(placement.shard.registry)
         elif isinstance(placement, Single) and environments is not None:
-            counts, missing = placement.shard.registry.environment_counts().summary(environments, STATUSES), ()
+            counts = placement.shard.registry.leased_counts.summary(environments, STATUSES)
         else:
-            lists, missing = await coordinator.gather(lambda shard: shard.instances(None))
-            counts = counted(newest_copies([i for one in lists for i in one.items], removals_of(lists)), environments)
+            counts, missing, mixed = await ring_counts(coordinator, environments)
         knowledge = coordinator.knowledge
         counts.update(ontologies=len(knowledge.ontologies.metas), concepts=knowledge.hierarchy.size)
         if missing:
             counts.update(partial=True, missing=list(missing))
         body = orjson.dumps(counts)
-        return body, Counts(counts, missing)
+        return body, Counts(counts, missing, mixed)
 
     key = ("summary", environments)
     topic = await coordinator.hub.topic(key, compute, lambda changes: True, lambda c: orjson.dumps(c.counts),
                                         environments)
-    if topic.payload.missing:
+    if topic.payload.missing or topic.payload.mixed:
         coordinator.hub.stale(key)
     return topic
+
+
+async def ring_counts(coordinator: Coordinator, environments: frozenset[str] | None
+                      ) -> tuple[dict[str, Any], tuple[str, ...], bool]:
+    """The counts of a ring's instances in `environments` (None: all), summed over every member's counts of
+    those it is the first owner of (`semreg.registry.shard.Shard.counts`); the distinct tags, the size of the
+    union of the members' tag hashes. With the members of the rings they counted on that did not answer (a
+    member the placement no longer asks, too), and whether they counted on more than one ring."""
+    answers = await coordinator.ask_each(lambda shard: shard.counts(environments))
+    tallies = [a for a in answers.values() if not isinstance(a, ShardUnavailable)]
+    rings = {t.ring for t in tallies}
+    answered = {m for m, a in answers.items() if not isinstance(a, ShardUnavailable)}
+    missing = tuple(sorted(set(answers).union(*rings) - answered))
+    statuses = dict.fromkeys(STATUSES, 0)
+    services: dict[str, int] = {}
+    places: dict[str, int] = {}
+    for tally in tallies:
+        for totals, counts in ((statuses, tally.by_status), (services, tally.services), (places, tally.environments)):
+            for name, n in counts.items():
+                totals[name] = totals.get(name, 0) + n
+    hashes = sum(len(t.tags) for t in tallies) // 8
+    tags = distinct_tags(tallies) if hashes <= UNITED_AT_ONCE else await asyncio.to_thread(distinct_tags, tallies)
+    return ({"instances": sum(places.values()), "by_status": statuses, "services": dict(sorted(services.items())),
+             "environments": dict(sorted(places.items())), "tags": tags}, missing, len(rings) > 1)
+
+
+def distinct_tags(tallies: Iterable[Tally]) -> int:
+    """How many distinct tag hashes the tallies hold between them."""
+    united: set[int] = set()
+    for tally in tallies:
+        united.update(unpacked(tally.tags))
+    return len(united)
 
 
 def counted(instances: Iterable[Instance], environments: frozenset[str] | None) -> dict[str, Any]:

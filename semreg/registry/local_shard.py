@@ -10,7 +10,8 @@ an older copy never brings the instance back.
 
 In a cluster a shard holds the instances it owns on the ring, and runs the lease and the checks only of
 those it is the first live owner of (`set_primary`); their status changes are reported with a state
-version, for the other owners to take (`apply_states`).
+version, for the other owners to take (`apply_states`). The overview's counts it answers (`counts`) are of
+those same instances, so that the members' counts add up to each instance once.
 """
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ from semreg.rdf.terms import Tag
 from semreg.registry import discovery, inventory, primaries, questions, restore
 from semreg.registry.catalogue import Match
 from semreg.registry.digests import Arcs, Digest, digests
+from semreg.registry.environment_counts import Tally, tag_hashes
 from semreg.registry.health import HealthChecker
-from semreg.registry.instances import Instance, Registration
+from semreg.registry.instances import STATUSES, Instance, Registration
 from semreg.registry.registry import Change, Registry
 from semreg.registry.removals import TOMBSTONE_KEEP_S, RecentRemovals
 from semreg.registry.revisions import Revisions
@@ -48,6 +50,8 @@ class Write(Protocol):
 
 Submit = Callable[..., None]  # the same, for a write nobody waits for
 INLINE_WRITES = 64  # writes of up to this many instances are applied at once; more, in slices on the lane
+HASHED_AT_ONCE = 20_000  # tags an overview's counts hash at once; more, in a worker thread
+TAG_HASHES_KEPT = 8  # the hashes last made, per environments asked
 
 
 class LocalShard(OwnShard):
@@ -74,6 +78,9 @@ class LocalShard(OwnShard):
         self.primary: Callable[[str], bool] = lambda instance_id: True
         self._incoming: dict[str, int] = {}  # id → revision of a handed-over copy being made durable
         self._deciding: asyncio.Task[None] | None = None  # the leases a ring change moved, decided off the loop
+        self.ring: tuple[str, ...] = ()  # the members of the ring `primary` places on (none alone)
+        # environments asked → (the tags version they were made at, the distinct tags' hashes)
+        self._tag_hashes: dict[frozenset[str] | None, tuple[int, bytes]] = {}
 
     # -- life cycle --------------------------------------------------------------------------------
     async def open(self, post: Callable[[Callable[[], None]], None], stopped: Callable[[], bool] = lambda: False
@@ -263,10 +270,13 @@ class LocalShard(OwnShard):
         return (inst.id, inst.revision, inst.state_version, inst.admin_status, inst.expired, inst.check_passing)
 
     # -- ownership ---------------------------------------------------------------------------------
-    def set_primary(self, primary: Callable[[str], bool]) -> None:
-        """Which instances this shard runs the lease and checks of (a ring change moves some): decided at
-        once on a small shard, else in a worker thread (`semreg.registry.primaries`)."""
+    def set_primary(self, primary: Callable[[str], bool], ring: tuple[str, ...] = ()) -> None:
+        """Which instances this shard runs the lease and checks of (a ring change moves some), on the ring of
+        members `ring`: decided at once on a small shard, else in a worker thread (`semreg.registry.primaries`);
+        an instance written meanwhile is decided as it is stored."""
         self.primary = primary
+        self.ring = ring
+        self.registry.leases_here = primary
         if len(self.registry.instances) <= primaries.AT_ONCE:
             return self._lease_here(primaries.moved(self.registry.instances, primary))
         self._deciding = asyncio.get_running_loop().create_task(self._decide(primary, dict(self.registry.instances)))
@@ -385,6 +395,27 @@ class LocalShard(OwnShard):
 
     async def names_term(self, iri: str) -> bool:
         return any(iri in terms for terms in self.registry.catalogue.by_position)
+
+    async def counts(self, environments: frozenset[str] | None) -> Tally:
+        """The overview's counts of the instances in `environments` (None: all) whose lease runs here, kept as
+        they change (`Registry.leased_counts`), once the last ring change's leases are where it put them. The
+        hashes of their distinct tags are made again only when the tags held moved: past `HASHED_AT_ONCE`
+        tags, in a worker thread over copies of the tag lists."""
+        await self.primaries_settled()
+        kept = self.registry.leased_counts
+        version = kept.tags_version
+        made = self._tag_hashes.get(environments)
+        if made is not None and made[0] == version:
+            tags = made[1]
+        else:
+            lists = kept.tag_lists(environments)
+            tags = tag_hashes(lists) if sum(map(len, lists)) <= HASHED_AT_ONCE else await asyncio.to_thread(
+                tag_hashes, lists)
+            self._tag_hashes.pop(environments, None)
+            if len(self._tag_hashes) >= TAG_HASHES_KEPT:
+                del self._tag_hashes[next(iter(self._tag_hashes))]
+            self._tag_hashes[environments] = (version, tags)
+        return kept.tally(environments, STATUSES, tags, self.ring)
 
     # -- leases ------------------------------------------------------------------------------------
     def _arm_expiry(self) -> None:

@@ -33,6 +33,9 @@ class Placement(Protocol):
 
     def readers(self) -> list[tuple[str, Shard]]: ...  # every member's shard, once
 
+    def members(self) -> list[tuple[str, Shard]]: ...
+    # every member's shard, suspects too: for a read of what each member alone answers for (an overview's counts)
+
     def failed(self, member: str) -> None: ...  # a request to it got no answer
 
     def answered(self, member: str) -> None: ...
@@ -67,6 +70,9 @@ class Single:
         return 1
 
     def readers(self) -> list[tuple[str, Shard]]:
+        return [(LOCAL, self.shard)]
+
+    def members(self) -> list[tuple[str, Shard]]:
         return [(LOCAL, self.shard)]
 
     def failed(self, member: str) -> None:

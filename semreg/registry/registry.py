@@ -72,7 +72,10 @@ class Registry:
         # the instances of each status, kept as they change: /metrics asks on every scrape, and counting a
         # million instances held the event loop 0.3-0.9 s
         self._statuses: dict[str, int] = dict.fromkeys((UP, "blocked", "draining", CRITICAL), 0)
-        self._environments: EnvironmentCounts | None = None  # built on the first ask (`environment_counts`)
+        # the overview's counts of the instances whose lease runs here, per environment, kept as they change:
+        # every instance on a node alone, those it is the first owner of in a ring (`environment_counts`)
+        self.leased_counts = EnvironmentCounts(())
+        self.leases_here: Callable[[str], bool] = _everywhere  # whether a new instance's lease runs here
 
     # -- writes ------------------------------------------------------------------------------------
     def put(self, reg: Registration, *, revision: int | None = None) -> tuple[Instance, bool]:
@@ -109,7 +112,7 @@ class Registry:
             inst = Instance(reg=reg, registered_at=now, last_heartbeat=now, expires_at=expires,
                             registered_at_wall=at_wall or wall,
                             expires_at_wall=wall + reg.ttl_s if reg.ttl_s > 0 else None,
-                            revision=revision or (old.revision + 1 if old else 1))
+                            revision=revision or (old.revision + 1 if old else 1), leased=self.leases_here(reg.id))
             if old is not None:
                 inst.registered_at = old.registered_at
                 inst.registered_at_wall = old.registered_at_wall
@@ -121,8 +124,8 @@ class Registry:
             self.tombstones.pop(reg.id, None)
             self.instances[reg.id] = inst
             self._statuses[inst.status] += 1
-            if self._environments is not None:
-                self._environments.add(inst)
+            if inst.leased:
+                self.leased_counts.add(inst)
             self.by_service.setdefault(reg.service, set()).add(reg.id)
             self.by_environment.setdefault(reg.environment, set()).add(reg.id)
             self.catalogue.add(reg.id, reg.tags)
@@ -232,7 +235,10 @@ class Registry:
         if inst is None or inst.leased == leased:
             return
         inst.leased = leased
-        if leased:
+        if not leased:
+            self.leased_counts.remove(inst)
+        else:
+            self.leased_counts.add(inst)
             now = self.clock.monotonic()
             inst.last_heartbeat = max(inst.last_heartbeat, now)
             if inst.reg.ttl_s > 0 and not inst.expired:
@@ -343,12 +349,6 @@ class Registry:
     def counts_by_status(self) -> dict[str, int]:
         return dict(self._statuses)
 
-    def environment_counts(self) -> EnvironmentCounts:
-        """The counts kept per environment, built from the instances on the first ask, kept from then on."""
-        if self._environments is None:
-            self._environments = EnvironmentCounts(self.instances.values())
-        return self._environments
-
     # -- internals ---------------------------------------------------------------------------------
     def _restatus(self, inst: Instance, before: str) -> bool:
         """Count `inst` under its status now instead of `before`; whether it changed."""
@@ -357,15 +357,15 @@ class Registry:
             return False
         self._statuses[before] -= 1
         self._statuses[after] += 1
-        if self._environments is not None:
-            self._environments.restatus(inst, before)
+        if inst.leased:
+            self.leased_counts.restatus(inst, before)
         return True
 
     def _unindex(self, inst: Instance) -> None:
         """Forget a removed instance (or the copy a newer one replaces) in every index and count."""
         self._statuses[inst.status] -= 1
-        if self._environments is not None:
-            self._environments.remove(inst)
+        if inst.leased:
+            self.leased_counts.remove(inst)
         self.catalogue.remove(inst.id, inst.reg.tags)
         for index, key in ((self.by_service, inst.reg.service), (self.by_environment, inst.reg.environment)):
             ids = index.get(key)
@@ -377,3 +377,7 @@ class Registry:
     def _emit(self, changes: list[Change]) -> None:
         if changes and self.on_change is not None:
             self.on_change(changes)
+
+
+def _everywhere(instance_id: str) -> bool:
+    return True

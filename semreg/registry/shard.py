@@ -11,7 +11,8 @@ which to read.
   a copy older than what the shard holds is ignored), heartbeats, routes, and statuses another owner made
   (`apply_states`).
 - **Reads**: an instance, who registered some, a service's instances, a discovery's part, each tag's
-  holders, the tags matching a pattern, every tag, whether a term is registered. A read of several
+  holders, the tags matching a pattern, every tag, whether a term is registered, and the overview's counts
+  of the instances whose lease it runs (`counts`: summed over the members, each instance counted once). A read of several
   instances comes with the shard's recent removals (`Held`); a read of one removed lately raises `Removed`.
 - **Repair and hand-off**: the revisions held (`inventory`), their durable form (`export`), copies from
   another owner (`restore_records`), and digests per arc of a ring (`digests`, `semreg.registry.digests`).
@@ -31,6 +32,7 @@ from semreg.rdf.terms import Tag
 from semreg.registry import discovery
 from semreg.registry.catalogue import Match
 from semreg.registry.digests import Arcs, Digest
+from semreg.registry.environment_counts import Tally
 from semreg.registry.instances import Instance, Registration
 from semreg.registry.questions import Question
 from semreg.registry.registry import Change
@@ -122,6 +124,10 @@ class Shard(Protocol):
 
     async def names_term(self, iri: str) -> bool: ...
 
+    async def counts(self, environments: frozenset[str] | None) -> Tally: ...
+    # the counts of the instances in `environments` (None: all) whose lease runs here: in a ring those it is the
+    # first owner of on its ring (`Tally.ring`), once the last ring change's leases are where it put them
+
     # -- repair and hand-off -----------------------------------------------------------------------------------
     async def inventory(self, ids: Iterable[str] | None = None) -> dict[str, int]: ...
     # id → revision of these ids (everything held when None), a tombstone's negated
@@ -143,7 +149,8 @@ class OwnShard(Shard, Protocol):
 
     def state(self, instance_id: str) -> State | None: ...  # its status, as the other owners take it
 
-    def set_primary(self, primary: Callable[[str], bool]) -> None: ...  # which leases and checks run here
+    def set_primary(self, primary: Callable[[str], bool], ring: tuple[str, ...] = ()) -> None: ...
+    # which leases and checks run here: those `primary` says, on the ring of members `ring`
 
     async def drop(self, ids: Iterable[str]) -> int: ...  # let go of copies owned elsewhere now
 

@@ -32,7 +32,8 @@ def test_quick_scale_ring_reports_members_answers_and_a_restart():
     assert memory["n2"]["template_pss_mib"] == memory["n3"]["template_pss_mib"] == 0  # ... the others forward
     assert ring["largest_member_pss_mib"] == max(m["total_pss_mib"] for m in memory.values())
     assert ring["answers"]["differing"] == 0 and ring["answers"]["compared"] == 3 * 200 + 3
-    for figure in ("hot_discovery", "cold_discovery", "register_1000_tags"):
+    assert ring["summary"]["first_ms"] > 0 and ring["summary"]["partial"] is False
+    for figure in ("hot_discovery", "cold_discovery", "register_1000_tags", "summary"):
         assert ring[figure]["n"] > 0 and ring[figure]["median_ms"] > 0
     assert ring["heartbeats"]["per_s"] > 0 and ring["heartbeats"]["failed"] == 0
     assert ring["restart"]["startup_s"] > 0 and ring["restart"]["records"] > 0

@@ -22,6 +22,7 @@ from semreg.reasoning.matching import DEFAULT_MATCH
 from semreg.registry.digests import by_arc, digests
 from semreg.registry.discovery import DiscoverQuery
 from semreg.registry.instances import Registration
+from semreg.registry.listing import distinct_tags
 from semreg.registry.selector import Selector
 from semreg.registry.shard import Removed, Shard
 
@@ -192,6 +193,25 @@ async def digests_of_what_is_held_per_arc(shard: Shard, p: str, node: RingNode) 
     found = await shard.digests(ring, arcs)
     assert found == digests(ring, await shard.inventory(), arcs)
     assert found is not None and sum(found[a][0] for a in arcs) >= len(ids)
+
+
+@case
+async def the_counts_of_the_instances_whose_lease_runs_here(shard: Shard, p: str, node: RingNode) -> None:
+    e1, e2 = p + "one", p + "two"
+    await shard.put_records([(reg(p + "a", service=p + "s1", environment=e1), 10),
+                             (reg(p + "b", service=p + "s2", environment=e1, tags=(LIVRO_TERROR, own_tag(p))), 10),
+                             (reg(p + "c", service=p + "s1", environment=e2), 10)])
+    await shard.apply_states([(p + "b", 10, 10**15, "blocked", False, True)])
+    tally = await shard.counts(frozenset({e1, e2, p + "none"}))
+    assert tally.by_status == {"up": 2, "blocked": 1, "draining": 0, "critical": 0}
+    assert tally.services == {p + "s1": 2, p + "s2": 1}
+    assert tally.environments == {e1: 2, e2: 1} and tally.instances == 3
+    assert distinct_tags([tally]) == 2 and set(tally.ring) <= {"n1"}  # the ring of one it counted on
+    assert distinct_tags([await shard.counts(frozenset({e2}))]) == 1
+    await shard.delete_record(p + "c", 11)
+    everything = await shard.counts(None)
+    assert everything.environments[e1] == 2 and e2 not in everything.environments
+    assert everything.instances == sum(everything.by_status.values()) >= 2
 
 
 @pytest.fixture(scope="module")

@@ -53,6 +53,9 @@ class Fixed:
     def readers(self) -> list[tuple[str, Any]]:
         return list(self.shards.items())
 
+    def members(self) -> list[tuple[str, Any]]:
+        return list(self.shards.items())
+
     def failed(self, member: str) -> None:
         return None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import pickle
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +14,7 @@ from semreg.clock import FakeClock
 from semreg.errors import NotFound
 from semreg.rdf.terms import Tag
 from semreg.registry import listing
+from semreg.registry.environment_counts import tag_hashes
 from semreg.registry.instances import BLOCKED, CRITICAL, DRAINING, STATUSES, UP, Registration
 from semreg.registry.registry import Change, Registry
 
@@ -178,18 +180,21 @@ STEPS = st.lists(st.one_of(
     st.tuples(st.just("check"), IDS, st.booleans()),
     st.tuples(st.just("state"), IDS, st.sampled_from([UP, BLOCKED, DRAINING]), st.booleans(), st.booleans()),
     st.tuples(st.just("delete"), IDS), st.tuples(st.just("drop"), IDS),
-    st.tuples(st.just("advance"), st.sampled_from([1.0, 6.0, 40.0])), st.tuples(st.just("ask"))), max_size=60)
+    st.tuples(st.just("advance"), st.sampled_from([1.0, 6.0, 40.0])), st.tuples(st.just("lease"), IDS, st.booleans()),
+    st.tuples(st.just("place"), st.sampled_from(["", "ace", "abcde"]))), max_size=60)
 SELECTIONS = [frozenset(c) for n in (1, 2, 3) for c in itertools.combinations(["default", "prod", "qa", "none"], n)]
 
 
 @given(STEPS)
 @settings(max_examples=300, deadline=None)
 def test_counts_by_status_are_kept_exact_through_any_changes(steps):
-    """The counts /metrics and a node alone's overview read are kept as instances change (a million instances
-    were counted on every scrape); whatever happens to the instances, they are what counting them gives."""
+    """The counts /metrics and an overview read are kept as instances change (a million instances were counted
+    on every scrape); whatever happens to the instances and to where their leases run, they are what counting
+    them gives: by status of every instance, and per environment of those whose lease runs here (what a
+    member of a ring adds to an overview). The tags version stays put only while the distinct tags do."""
     clock = FakeClock(monotonic=0.0, wall=1_800_000_000.0)
     registry = Registry(clock)
-    asked = False
+    seen_tags: tuple[int, Any] = (-1, None)
     for step in steps:
         kind, *args = step
         absent = kind in ("heartbeat", "delete") and args[0] not in registry.instances
@@ -212,8 +217,10 @@ def test_counts_by_status_are_kept_exact_through_any_changes(steps):
                 registry.delete(args[0])
             elif kind == "drop":
                 registry.drop(args[0])
-            elif kind == "ask":  # an overview for some environments: the counts per environment are built now
-                registry.environment_counts()
+            elif kind == "lease":
+                registry.set_leased(args[0], args[1])
+            elif kind == "place":  # where the leases of instances written from now on run
+                registry.leases_here = lambda iid, here=args[0]: iid in here
             else:
                 clock.advance(args[0])
                 while registry.expire():  # a turn handles at most a batch: drain them all
@@ -223,8 +230,16 @@ def test_counts_by_status_are_kept_exact_through_any_changes(steps):
             counted[inst.status] += 1
         assert registry.counts_by_status() == counted, step
         assert listing.alone(registry) == listing.counted(registry.instances.values(), None), step  # the overview
-        asked = asked or kind == "ask"
-        if asked:  # built from the instances, then kept through every change
-            for chosen in SELECTIONS:  # an overview for a token bound to these environments
-                assert registry.environment_counts().summary(chosen, listing.STATUSES) == listing.counted(
-                    registry.instances.values(), chosen), (step, chosen)
+        leased = [inst for inst in registry.instances.values() if inst.leased]
+        kept = registry.leased_counts
+        for chosen in [*SELECTIONS, None]:  # an overview for a token bound to these environments, or for all
+            want = listing.counted(leased, chosen)
+            if chosen is not None:
+                assert kept.summary(chosen, listing.STATUSES) == want, (step, chosen)
+            tally = kept.tally(chosen, listing.STATUSES, tag_hashes(kept.tag_lists(chosen)))
+            assert (tally.instances, tally.by_status, tally.services, tally.environments) == (
+                want["instances"], want["by_status"], want["services"], want["environments"]), (step, chosen)
+            assert listing.distinct_tags([tally]) == want["tags"], (step, chosen)
+        tags = {(inst.reg.environment, tag) for inst in leased for tag in inst.reg.tags}
+        assert kept.tags_version != seen_tags[0] or tags == seen_tags[1], step
+        seen_tags = (kept.tags_version, tags)

@@ -59,6 +59,10 @@ class RingNode:
     async def open(self) -> None:
         self._lifespan = self.app.router.lifespan_context(self.app)
         await self._lifespan.__aenter__()
+        await self.listen()
+
+    async def listen(self) -> None:
+        """Serve the node-to-node listener on `port` (again, after `stop_listening`)."""
         self._server = uvicorn.Server(uvicorn.Config(self.node.cluster_app, host="127.0.0.1", port=self.port,
                                                      lifespan="off", **self.tls,
                                                      log_config=None, access_log=False))

@@ -142,6 +142,9 @@ class FakePlacement:
     def readers(self) -> list[tuple[str, Any]]:
         return list(self.shards.items())
 
+    def members(self) -> list[tuple[str, Any]]:
+        return list(self.shards.items())
+
     def failed(self, member: str) -> None:
         self.suspects.add(member)
 

@@ -12,6 +12,8 @@ started with `--no-sparql` and forward `/sparql` to it, as the README's capacity
     hot / cold   through the second member, one at a time
     register     a 1,000-tag registration through the ring, medians
     heartbeats   through the second member, which forwards each to its instance's leader
+    summary      the overview's counts (`GET /v1/summary`) through the second member: the first, and then
+                 `SUMMARY_CALLS` each after a status change (summed again from every member's kept counts)
     start-up     the third member killed (SIGKILL) and started again on its data directory: seconds to
                  /readyz 200 (its records read back and the ring's changes since caught up)
 """
@@ -44,9 +46,11 @@ from semreg.bench.scenarios.scale import (
     tree_memory,
 )
 from semreg.bench.scenarios.storage import SETTLE_S, held, register
+from semreg.bench.stats import ms_summary
 
 MEMBERS = 3
 REPLICAS = 2
+SUMMARY_CALLS = 20
 
 
 @scenario("scale-ring", "--instances instances of 3 tags on a ring of three members with k=2 (the first serving "
@@ -89,15 +93,37 @@ def scale_ring(ctx: BenchContext) -> dict:
             figures["register_1000_tags"] = thousand_tag_registrations(ctx, http)
         with LoopThread("semreg-bench-scale-ring") as loop:
             figures["heartbeats"] = heartbeats(ctx, loop, second)
+        with ctx.client(second, timeout_s=600) as http:
+            figures["summary"] = summary_times(ctx, http)
         figures["restart"] = restart_member(ctx, cluster, members[2])
     finally:
         with ctx.ui.step("stopping the ring"):
             cluster.close()
     ctx.ui.log(f"  {n:,} instances on {MEMBERS} members: largest member {figures['largest_member_pss_mib']:,} MiB PSS, "
                f"hot {figures['hot_discovery']['median_ms']} ms, cold {figures['cold_discovery']['median_ms']} ms, "
-               f"{figures['heartbeats']['per_s']:,} heartbeats/s, a member back in {figures['restart']['startup_s']} s, "
+               f"{figures['heartbeats']['per_s']:,} heartbeats/s, summary {figures['summary']['median_ms']} ms, "
+               f"a member back in {figures['restart']['startup_s']} s, "
                f"{figures['answers']['differing']} answers differing")
     return figures
+
+
+def summary_times(ctx: BenchContext, http: httpx.Client) -> dict[str, Any]:
+    """`GET /v1/summary` through a member: the first one (ms), then `SUMMARY_CALLS`, each after a status change of
+    one instance (a change every member's overview is computed again for), and whether any was partial."""
+    started = time.perf_counter()
+    partial = "partial" in expect(http.get("/v1/summary")).json()
+    first_ms = round((time.perf_counter() - started) * 1000, 2)
+    path = f"/v1/instances/{ctx.dataset.instance_id(0)}/heartbeat"
+    samples = []
+    with ctx.ui.step(f"the overview's counts through a member, {SUMMARY_CALLS} times after a status change",
+                     total=SUMMARY_CALLS) as advance:
+        for k in range(SUMMARY_CALLS):
+            expect(http.put(path, json={"status": "draining" if k % 2 == 0 else "up"}))
+            started = time.perf_counter()
+            partial = "partial" in expect(http.get("/v1/summary")).json() or partial
+            samples.append(time.perf_counter() - started)
+            advance()
+    return {"first_ms": first_ms, **ms_summary(samples), "partial": partial}
 
 
 def member_options(ctx: BenchContext, k: int) -> tuple[str, ...]:
