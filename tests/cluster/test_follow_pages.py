@@ -37,3 +37,19 @@ def test_a_follower_reads_a_long_log_a_page_at_a_time_and_reaches_its_end(in_rin
         in_ring.settle()
         return in_ring.call(lambda: n2.cluster.followers._followed.get("n1", (0, 0))[1]) == head
     wait_for(followed, 30, "n2 following n1's log to its end")
+
+
+def test_a_member_back_on_a_quiet_ring_is_no_longer_suspected_once_it_answers(in_ring: InProcessRing) -> None:
+    """A member that stopped answering is suspected; back, with nothing written since, its followers' first
+    question is answered at once (where its log is), not held as a long poll for its next change, so the
+    suspicion clears in the follower's backoff, not in the long poll's 20 s."""
+    a, b = in_ring.add("a"), in_ring.add("b")
+    in_ring.run(b.stop_listening())
+    in_ring.advance(1.0)
+    wait_for(lambda: "b" in in_ring.call(lambda: a.cluster.membership.suspects), 20, "a suspecting b")
+    in_ring.run(b.listen())
+    waited = 0.0
+    while "b" in in_ring.call(lambda: a.cluster.membership.suspects):
+        assert waited < 10.0, "b still suspected after 10 s of the ring's clock with nothing written"
+        in_ring.advance(0.5)
+        waited += 0.5
