@@ -33,7 +33,6 @@ from semreg.reasoning.matching import rank_key
 from semreg.reasoning.reasoner import Hierarchy
 from semreg.registry import discovery, questions, quorum, writes
 from semreg.registry.catalogue import Match
-from semreg.registry.discovery import newest
 from semreg.registry.feed import ChangeFeed
 from semreg.registry.indexes import scope_of
 from semreg.registry.instances import UP, Registration
@@ -41,7 +40,7 @@ from semreg.registry.merged import newest_copies, newest_holders, removals_of
 from semreg.registry.placement import Placement
 from semreg.registry.registry import REMOVALS, Change
 from semreg.registry.selector import Selector
-from semreg.registry.shard import Removed, Shard, ShardUnavailable
+from semreg.registry.shard import Shard, ShardUnavailable
 from semreg.registry.watch import Topic, WatchHub
 from semreg.work.lane import Lane, paced, sort
 
@@ -124,31 +123,8 @@ class Coordinator:
 
     # -- reads -------------------------------------------------------------------------------------
     async def get(self, instance_id: str) -> Any:
-        owners = self.placement.owners(instance_id)
-        answers = await asyncio.gather(*(shard.get(instance_id) for _, shard in owners), return_exceptions=True)
-        found, unreachable, removed = None, [], 0
-        for (member, _), answer in zip(owners, answers):
-            if isinstance(answer, ShardUnavailable):
-                self.placement.failed(member)
-                unreachable.append(member)
-            elif isinstance(answer, Removed):
-                removed = max(removed, answer.revision)
-            elif isinstance(answer, NotFound):
-                continue
-            elif isinstance(answer, BaseException):
-                raise answer
-            else:
-                found = answer if found is None else newest(found, answer)
-        if (found is None or found.revision <= removed) and unreachable:
-            other, removed_elsewhere, _ = await quorum.elsewhere(self.placement, instance_id, {m for m, _ in owners})
-            removed = max(removed, removed_elsewhere)
-            if other is not None:
-                found = other if found is None else newest(found, other)
-        if found is not None and found.revision > removed:
-            return found
-        if unreachable and len(unreachable) == len(owners):
-            raise Unavailable(f"no owner of '{instance_id}' answered; try again.", retry_after_s=1)
-        raise not_registered(instance_id)
+        """The newest copy of an instance its owners hold (`quorum.newest_copy`)."""
+        return await quorum.newest_copy(self.placement, instance_id)
 
     async def registered_by(self, instance_ids: list[str]) -> dict[str, tuple[str | None, str]]:
         """Of these instances, the ones registered, with the token each was registered by and its
@@ -396,8 +372,3 @@ def merged_holders(found: list[Any]) -> dict[Tag, set[str]]:
 
 def _by_text(pair: tuple[Tag, int]) -> str:
     return pair[0].text
-
-
-def not_registered(instance_id: str) -> NotFound:
-    """What a read of an unknown instance answers (and a reader kept out of its environment, the same)."""
-    return NotFound(f"no instance '{instance_id}' is registered.")

@@ -10,7 +10,8 @@ member gets the newest copy when it answers again, and anti-entropy is the backs
 also tried once more on the owners looked up again, past the members that failed (stand-ins).
 
 `lookup` is the read a write's check makes: the first owner to answer with a copy decides that the
-instance exists, without waiting for the others. While an owner does not answer and the others hold no
+instance exists, without waiting for the others; `newest_copy` is the read of one instance, the newest copy
+of every owner's answer. While an owner does not answer and the others hold no
 copy, the rest of the ring is asked too (`elsewhere`): an owner back from being away may not hold yet what a
 stand-in took in its place.
 """
@@ -198,6 +199,44 @@ async def lookup(placement: Placement, instance_id: str) -> Any:
     if not answers:
         raise Unavailable(f"no owner of '{instance_id}' answered; try again.", retry_after_s=1)
     raise NotFound(f"no instance '{instance_id}' is registered.")
+
+
+async def newest_copy(placement: Placement, instance_id: str) -> Any:
+    """The read of one instance: the newest copy its owners hold, unless a removal they hold is newer; while
+    an owner does not answer and no other holds a live copy, the other members too (`elsewhere`).
+    `Unavailable` when no owner answered and nothing was found; else `NotFound`."""
+    owners = placement.owners(instance_id)
+    answers = await asyncio.gather(*(shard.get(instance_id) for _, shard in owners), return_exceptions=True)
+    found: Any = None
+    unreachable: list[str] = []
+    removed = 0
+    for (member, _), answer in zip(owners, answers):
+        if isinstance(answer, ShardUnavailable):
+            placement.failed(member)
+            unreachable.append(member)
+        elif isinstance(answer, Removed):
+            removed = max(removed, answer.revision)
+        elif isinstance(answer, NotFound):
+            continue
+        elif isinstance(answer, BaseException):
+            raise answer
+        else:
+            found = answer if found is None else newest(found, answer)
+    if (found is None or found.revision <= removed) and unreachable:
+        other, removed_elsewhere, _ = await elsewhere(placement, instance_id, {m for m, _ in owners})
+        removed = max(removed, removed_elsewhere)
+        if other is not None:
+            found = other if found is None else newest(found, other)
+    if found is not None and found.revision > removed:
+        return found
+    if unreachable and len(unreachable) == len(owners):
+        raise Unavailable(f"no owner of '{instance_id}' answered; try again.", retry_after_s=1)
+    raise not_registered(instance_id)
+
+
+def not_registered(instance_id: str) -> NotFound:
+    """What a read of an unknown instance answers (and a reader kept out of its environment, the same)."""
+    return NotFound(f"no instance '{instance_id}' is registered.")
 
 
 async def elsewhere(placement: Placement, instance_id: str, asked: set[str]) -> tuple[Any, int, bool]:

@@ -36,9 +36,9 @@ from semreg.http.schemas import ID_PATTERN, BatchBody, HeartbeatBody, InstanceBo
 from semreg.http.state import app_state
 from semreg.rdf.terms import parse_component, parse_tag, parse_tags
 from semreg.registry import listing
-from semreg.registry.coordinator import not_registered
 from semreg.registry.instances import Registration
 from semreg.registry.query_params import int_value
+from semreg.registry.quorum import not_registered
 from semreg.registry.selector import Selector
 from semreg.work.lane import checkpoint
 
