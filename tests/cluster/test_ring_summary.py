@@ -64,10 +64,10 @@ class ListingsCounted:
         shard = node.node.shard
         answer = shard.instances
 
-        async def counting(service: str | None) -> Any:
+        async def counting(service: str | None, **options: Any) -> Any:
             if service is None:
                 self.calls[name] += 1
-            return await answer(service)
+            return await answer(service, **options)
         ring.call(lambda: setattr(shard, "instances", counting))
 
 
