@@ -154,7 +154,9 @@ class _OnDisk:
         self.paths.checkpoints.mkdir(parents=True, exist_ok=True)
         store = ox.Store(str(self.paths.live))
         if data:
-            store.bulk_load(data, format=ox.RdfFormat.N_QUADS, lenient=True)
+            # bulk_extend of parsed quads, not bulk_load: the loader relabels blank nodes, and a blank node the
+            # ontology graph shares with the closure must keep the label later patches name it by
+            store.bulk_extend(ox.parse(data, format=ox.RdfFormat.N_QUADS, lenient=True))
         self.store = store
 
     def apply(self, changes: list[replica.Change], sock: socket.socket) -> None:

@@ -99,7 +99,7 @@ def scale(ctx: BenchContext) -> dict:
             figures["cold_discovery"] = cold_discovery(ctx, http)
             figures["register_1000_tags"] = thousand_tag_registrations(ctx, http)
             if ctx.settings.sparql:
-                figures["sparql"] = sparql_queries(ctx, http)
+                figures["sparql_queries"] = sparql_queries(ctx, http)
         with LoopThread("semreg-bench-scale") as loop:
             figures["heartbeats"] = heartbeats(ctx, loop, peer.url)
             figures["expiry"] = expiry_stall(ctx, loop, peer.url)
@@ -224,6 +224,9 @@ def sparql_queries(ctx: BenchContext, http: httpx.Client) -> dict:
             if seen != k + 1:
                 raise BenchError(f"/sparql counted {seen} instances right after the {k + 1}th was acknowledged")
     out["after_a_write"] = ms_summary(samples)
+    with ctx.ui.step(f"removing the {SPARQL_ROUNDS} instances counted"):
+        for k in range(SPARQL_ROUNDS):
+            expect(http.delete(f"/v1/instances/scale-sparql-{k:02d}"), 204)
     return out
 
 
