@@ -27,7 +27,7 @@ from pathlib import Path
 
 log = logging.getLogger("semreg.sparql_checkpoints")
 
-FLUSH_BYTES = 64 << 20  # changes applied between two flushes of the template's memtables (when no cut comes)
+FLUSH_BYTES = 8 << 20  # changes applied between two flushes of the template's memtables (when no cut comes)
 
 
 class Paths:

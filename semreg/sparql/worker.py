@@ -166,6 +166,7 @@ class _OnDisk:
         if self.unflushed > checkpoints.FLUSH_BYTES:  # RocksDB's memtables are written out, not kept growing
             self.store.flush()
             self.unflushed = 0
+            malloc.release()
 
     def rebuild(self, sock: socket.socket) -> None:
         raise ValueError("a copy on disk is never rebuilt")
