@@ -21,6 +21,8 @@ def option(default: Any, flag: str, help: str, *, metavar: str | None = None, en
             "choices": choices}
     return field(default=default, metadata=meta, **kw)
 
+SPARQL_REPLICA_DIR = "sparql"  # inside the data directory: RocksDB leaves what it does not name alone
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -95,6 +97,10 @@ class Settings:
     sparql: bool = option(True, "sparql", "serve /sparql from a replica of the whole registry on this node; with "
                           "--no-sparql the node keeps no replica and, in a ring, forwards /sparql to a member that "
                           "serves it (alone: 501)")
+    sparql_replica: str = option("disk", "sparql-replica", "where the query processes read the registry from: disk "
+                                 "(a replica in DATA_DIR/sparql, read from checkpoints; memory stays flat as the "
+                                 "registry grows) or memory (a copy in each process, ~12 KiB an instance); without a "
+                                 "data directory, memory", choices=("disk", "memory"))
     sparql_time_limit_s: float = option(10.0, "sparql-time-limit", "SPARQL query time limit (503 past it, and the "
                                         "query stops)", metavar="S")
     sparql_result_limit: int = option(100_000, "sparql-result-limit", "most rows or triples a SPARQL answer may have",
@@ -157,6 +163,13 @@ class Settings:
     @property
     def in_memory(self) -> bool:
         return self.data_dir is None
+
+    @property
+    def sparql_replica_dir(self) -> Path | None:
+        """Where the query replica lives on disk (`semreg.sparql.checkpoints`), or None: in the processes' memory."""
+        if self.sparql_replica != "disk" or self.data_dir is None:
+            return None
+        return self.data_dir / SPARQL_REPLICA_DIR
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)

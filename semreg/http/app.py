@@ -75,7 +75,7 @@ def sparql_endpoint(replica: ReplicaFeed, prefixes: PrefixMap, settings: Setting
         replica.request_snapshot()
 
     pool = QueryPool(request_snapshot, min_workers=settings.sparql_workers, max_workers=settings.sparql_max_workers,
-                     memory_limit_mib=settings.sparql_memory_limit_mib)
+                     memory_limit_mib=settings.sparql_memory_limit_mib, on_disk=settings.sparql_replica_dir)
 
     async def before_query() -> None:
         await barrier()

@@ -1,10 +1,11 @@
 """A query process's end of its socket to the server (`semreg.sparql.connections`): pickled frames
 (`semreg.sparql.frames`) both ways, and the descriptors of handed-over connections coming in.
 
-Messages from the server: `("conn", id, data)` with the connection's descriptor; `("changes", ...)`,
-`("ticket", n)`, `("prefixes", version, map)`, `("gate", Gate)`, `("query", qid, job)`,
-`("answer", seq, error)`, `("retire",)`, `("exit",)`. To the server: `("back", [(id, data)], reason)`,
-`("closed", [id])`, `("long", conn, seq, deadline)`, `("flush", ticket)`, `("ask", seq, key)`,
+Messages from the server: `("conn", id, data)` with the connection's descriptor; `("changes", ...)` and
+`("ticket", n)` (a copy in memory) or `("checkpoint", seq, path, ticket)` (on disk), `("prefixes", version, map)`,
+`("gate", Gate)`, `("query", qid, job)`, `("answer", seq, error)`, `("retire",)`, `("exit",)`. To the server:
+`("back", [(id, data)], reason)`, `("closed", [id])`, `("long", conn, seq, deadline)`, `("flush", ticket)`,
+`("opened", seq)`, `("ask", seq, key)`,
 `("failed", seq, (client, fingerprint, reason, route))`, `("metrics", [...])`, `("result" | "error", qid, ...)`.
 """
 from __future__ import annotations

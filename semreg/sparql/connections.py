@@ -16,10 +16,11 @@ the loop below.
   the server sends the process nothing new and kills it at the query's deadline if it is still running.
   After `DEMOTE_S` it drops the process to the lowest CPU priority. A process that had a long query
   retires once it is over (a fresh fork is cheaper than the priority back).
-- **Read-your-writes.** Before a query the process compares what it has taken in with the page the
-  server shares (`semreg.sparql.shared_page`); when it is behind it asks the server for the changes it holds
-  back (`("flush", ticket)`) and reads them until it has everything acknowledged before the query
-  arrived. Changes wait, in the server and then unapplied here, until a query needs them.
+- **Read-your-writes.** Before a query the process compares what its copy holds (`semreg.sparql.copies`)
+  with the page the server shares (`semreg.sparql.shared_page`); when it is behind it asks the server
+  (`("flush", ticket)`) for the changes it holds back, or, on disk, for a checkpoint holding them, and reads
+  until it has everything acknowledged before the query arrived. Changes wait, in the server and then
+  unapplied here, until a query needs them.
 - **Metrics.** Requests are counted here and sent to the server about once a second.
 """
 from __future__ import annotations
@@ -39,8 +40,8 @@ import pyoxigraph as ox
 from semreg.access.failures import Failure
 from semreg.errors import SemregError, Unavailable
 from semreg.http1.server import RequestHead
-from semreg.sparql import replica
 from semreg.sparql.channel import Channel
+from semreg.sparql.copies import CheckpointCopy, MemoryCopy
 from semreg.sparql.job import Job
 from semreg.sparql.protocol import QueryRequest
 from semreg.sparql.runner import Limits, run_query, time_limit_error
@@ -49,6 +50,8 @@ from semreg.sparql.service import EARLY_STOP_S, Gate, QueryService, Reply
 from semreg.sparql.shared_page import SharedPage
 
 log = logging.getLogger("semreg.sparql_connections")
+
+Copy = MemoryCopy | CheckpointCopy
 
 HANDBACK_S = 0.1
 DEMOTE_S = 0.25
@@ -61,21 +64,18 @@ DEFER_LIMIT = 64  # batches of changes kept unapplied; past it they are applied 
 class ConnectionServer:
     """A query process's loop: its replica, the server's queries, and the connections it serves (`served`)."""
 
-    def __init__(self, channel: Channel, store: ox.Store, page: SharedPage, slot: int, gate: Gate | None,
-                 prefixes: dict[str, str] | None = None, prefix_version: int = 0, ticket: int = 0) -> None:
+    def __init__(self, channel: Channel, copy: Copy, page: SharedPage, slot: int, gate: Gate | None,
+                 prefixes: dict[str, str] | None = None, prefix_version: int = 0) -> None:
         self.channel = channel
-        self.store = store
+        self.copy = copy
         self.page = page
         self.slot = slot
-        self.service = QueryService(store, gate) if gate is not None else None
+        self.service = QueryService(copy.store, gate) if gate is not None else None
         if self.service is not None:
             self.service.prefixes = prefixes
         self.prefixes = prefixes or {}
         self.prefix_version = prefix_version
-        self.ticket = ticket  # the last ticket received: every change at or below it is in `deferred` or applied
-        self.generation = 0  # batches applied (the result cache's key)
         self.asked_ticket = 0
-        self.deferred: list[Any] = []
         self.selector = selectors.DefaultSelector()
         self.selector.register(channel.sock, selectors.EVENT_READ, None)
         self.served = ServedConnections(channel, self.selector, self._answer, gate)
@@ -109,7 +109,7 @@ class ConnectionServer:
             while self.jobs and not self.exiting:  # first: the server sent them to a process it saw idle
                 self._job(self.jobs.popleft())
             served.serve_waiting(lambda: self.exiting)
-            if len(self.deferred) > DEFER_LIMIT and self.current is None:
+            if self.copy.backlog > DEFER_LIMIT and self.current is None:
                 self._apply()
             served.expire_idle()
             self._flush_metrics()
@@ -130,12 +130,10 @@ class ConnectionServer:
             self._message(inbox.popleft())
 
     def _message(self, message: Any) -> None:
+        if self.copy.take(message):
+            return
         kind = message[0]
-        if kind == "changes":
-            self.deferred.append(message[1])
-        elif kind == "ticket":
-            self.ticket = message[1]
-        elif kind == "prefixes":
+        if kind == "prefixes":
             _, self.prefix_version, self.prefixes = message
             if self.service is not None:
                 self.service.prefixes = self.prefixes
@@ -143,7 +141,7 @@ class ConnectionServer:
             self.served.adopt(message[1], message[2])
         elif kind == "gate":
             if self.service is None:
-                self.service = QueryService(self.store, message[1])
+                self.service = QueryService(self.copy.store, message[1])
                 self.service.prefixes = self.prefixes
             else:
                 self.service.set_gate(message[1])
@@ -163,10 +161,10 @@ class ConnectionServer:
 
         def caught_up() -> bool:
             requested, prefixes = self.page.wanted()
-            if requested > self.ticket and requested > self.asked_ticket:
+            if requested > self.copy.ticket and requested > self.asked_ticket:
                 self.asked_ticket = requested
                 self.channel.send(("flush", requested))  # the server holds changes back until asked
-            return self.ticket >= requested and self.prefix_version >= prefixes
+            return self.copy.ticket >= requested and self.prefix_version >= prefixes
 
         self._wait_for_server(caught_up, deadline, "the server stopped while the query waited for its changes")
         self._apply()
@@ -182,10 +180,14 @@ class ConnectionServer:
             self._handle_inbox()
 
     def _apply(self) -> None:
-        for changes in self.deferred:
-            replica.apply(self.store, changes)
-            self.generation += 1
-        self.deferred.clear()
+        self.copy.catch_up()
+        if self.service is not None:
+            self.service.store = self.copy.store
+
+    @property
+    def generation(self) -> int:
+        """What the result cache keys its entries by (`service.Replica`)."""
+        return self.copy.generation
 
     def _time_limit(self) -> float:
         return self.service.gate.time_limit_s if self.service is not None else 10.0
@@ -193,14 +195,18 @@ class ConnectionServer:
     # -- the server's queries (sent over the channel) ---------------------------------------------------
     def _job(self, message: Any) -> None:
         _, qid, job = message
-        self._apply()
-        if job.prefixes is not None:
-            self.job_prefixes = job.prefixes
         started = time.monotonic()
         deadline = started + job.time_left_s
+        try:
+            self.sync(deadline)  # everything acknowledged before the query (a checkpoint: the newer one opened)
+        except SemregError as exc:
+            self.channel.send(("error", qid, exc))
+            return
+        if job.prefixes is not None:
+            self.job_prefixes = job.prefixes
         self._begin(0, started, deadline)
         try:
-            answer = evaluate(self.store, qid, job, self.job_prefixes or self.prefixes)
+            answer = evaluate(self.copy.store, qid, job, self.job_prefixes or self.prefixes)
         finally:
             self._end()
         self.channel.send(answer)

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import socket
 from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import pyoxigraph as ox
@@ -37,6 +39,7 @@ import pyoxigraph as ox
 from semreg.access.failures import Failure
 from semreg.errors import SemregError, Unavailable
 from semreg.sparql import replica
+from semreg.sparql.checkpoints import Checkpoints, Paths
 from semreg.sparql.frames import encode
 from semreg.sparql.job import Job
 from semreg.sparql.pool_lifecycle import Processes
@@ -65,10 +68,15 @@ class QueryPool:
     """The query processes and all they serve: the parts above, held and wired together."""
 
     def __init__(self, request_snapshot: Callable[[], None], *, min_workers: int = 2, max_workers: int = 8,
-                 memory_limit_mib: int = 2048, idle_s: float = 60.0, settle_s: float = replica.SETTLE_S) -> None:
+                 memory_limit_mib: int = 2048, idle_s: float = 60.0, settle_s: float = replica.SETTLE_S,
+                 on_disk: Path | None = None) -> None:
+        """`on_disk`: a directory for the replica on disk (`semreg.sparql.checkpoints`), emptied at start;
+        None: each process holds a copy in memory."""
         self.processes = Processes(self, request_snapshot, min_workers=min_workers, max_workers=max_workers,
-                                   memory_limit_mib=memory_limit_mib, idle_s=idle_s, settle_s=settle_s)
-        self.stream = ReplicaStream(self.processes)
+                                   memory_limit_mib=memory_limit_mib, idle_s=idle_s, settle_s=settle_s,
+                                   on_disk=str(on_disk) if on_disk is not None else "")
+        self.on_disk = None if on_disk is None else Paths(on_disk)
+        self.stream = ReplicaStream(self.processes, self.on_disk)
         self.queries = ServerQueries(self.processes)
         self.placement = ConnectionPlacement(self.processes)
         self.asker: Asker | None = None
@@ -94,6 +102,8 @@ class QueryPool:
         if self._started:
             return
         self._started = True
+        if self.on_disk is not None:  # what a previous run left (the replica is made anew from a snapshot)
+            await asyncio.to_thread(shutil.rmtree, self.on_disk.root, True)
         loop = asyncio.get_running_loop()
         self.processes.open(loop)
         self.stream.open(loop)
@@ -122,6 +132,8 @@ class QueryPool:
     async def close(self) -> None:
         self.stop()
         await self.processes.close()
+        if self.on_disk is not None:  # made anew at every start: a stopped node's directory keeps its own data only
+            await asyncio.to_thread(shutil.rmtree, self.on_disk.root, True)
 
     # -- the stream -------------------------------------------------------------------------------------
     def publish(self, item: tuple) -> None:
@@ -139,6 +151,11 @@ class QueryPool:
 
     def drain(self) -> None:
         self.stream.drain()
+
+    @property
+    def checkpoints(self) -> Checkpoints | None:
+        """The replica on disk's checkpoints (None: the replica is in memory)."""
+        return self.stream.checkpoints
 
     @property
     def generation(self) -> int:
@@ -173,7 +190,11 @@ class QueryPool:
         self.placement.rehome()
         self.stream.replace_worn()  # the next worn one may go now that this one serves
 
+    def worker_forked(self, worker: Process) -> None:
+        self.stream.forked(worker)
+
     def worker_lost(self, worker: Process) -> None:
+        self.stream.gone(worker)
         error = time_limit_error(self.stream.time_limit_s) if worker.overdue else Unavailable(STOPPED_MID_QUERY)
         self.placement.answer_for(worker, error_reply(error))
         self.queries.lost(worker)
@@ -199,6 +220,10 @@ class QueryPool:
             self.stream.flush(process, message[1])
         elif kind == "rebuilt" and process is self.processes.template:
             self.stream.template_rebuilt(message[1])
+        elif kind == "checkpointed" and process is self.processes.template:
+            self.stream.checkpointed(message[1], message[2])
+        elif kind == "opened":
+            self.stream.opened(process, message[1])
         elif kind == "ask":
             asyncio.get_running_loop().create_task(self._ask(process, message[1], message[2]))
         elif kind == "failed":  # a wrong credential on a connection it serves: the server counts it

@@ -64,12 +64,16 @@ class Owner(Protocol):
     def workers_changed(self) -> None:
         """A process is gone, and the workers were topped up."""
 
+    def worker_forked(self, worker: Process) -> None:
+        """The template was asked to fork `worker`."""
+
 
 class Processes:
     """The template and its workers: started, forked, retired, killed."""
 
     def __init__(self, owner: Owner, request_snapshot: Callable[[], None], *, min_workers: int, max_workers: int,
-                 memory_limit_mib: int, idle_s: float, settle_s: float = replica.SETTLE_S) -> None:
+                 memory_limit_mib: int, idle_s: float, settle_s: float = replica.SETTLE_S,
+                 on_disk: str = "") -> None:
         if min_workers < 1 or max_workers < min_workers:
             raise ValueError("need 1 <= min_workers <= max_workers")
         self.owner = owner
@@ -79,6 +83,7 @@ class Processes:
         self.memory_limit_bytes = max(0, memory_limit_mib) * MiB
         self.idle_s = idle_s
         self.settle_s = settle_s  # the template rebuilds a copy grown by changes once they stop this long
+        self.on_disk = on_disk  # the replica's directory on disk (`semreg.sparql.checkpoints`); "": in memory
         self.forked = 0
         self.stopped = False
         self.template: Process | None = None
@@ -105,6 +110,9 @@ class Processes:
         """Whether the template holds its copy, so a worker is there or can be forked."""
         template = self.template
         return not self.stopped and template is not None and template.state == "live"
+
+    def worker(self, worker_id: int) -> Process | None:
+        return self._workers.get(worker_id)
 
     def evaluating(self, process: Process) -> Evaluating | None:
         """What a process is evaluating now, by its slot on the page (None: nothing, or no slot)."""
@@ -146,7 +154,8 @@ class Processes:
         env = {**os.environ, SECRET_ENV: self._secret}
         # Started from the event loop's thread: the template's death signal follows that thread.
         self._template_proc = subprocess.Popen([sys.executable, "-m", "semreg.sparql.worker",
-                                                os.path.join(self._dir, "s"), str(self._slots), str(self.settle_s)],
+                                                os.path.join(self._dir, "s"), str(self._slots), str(self.settle_s),
+                                                self.on_disk],
                                                env=env, stdin=subprocess.DEVNULL)
         template.pid = self._template_proc.pid
         template.state = "waiting"  # for its snapshot: changes published until then are in it
@@ -224,6 +233,7 @@ class Processes:
             self._workers[worker.id] = worker
             template.send(encode(("fork", worker.id, self.memory_limit_bytes, worker.slot)))
             self.forked += 1
+            self.owner.worker_forked(worker)
 
     def schedule_retirement(self, worker: Process) -> None:
         """A worker still idle, serving no connection, `idle_s` from now leaves (while more than min stay)."""

@@ -22,9 +22,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
+import shutil
 import threading
+from pathlib import Path
 
 from semreg.sparql import replica
+from semreg.sparql.checkpoints import Checkpoints, Paths
 from semreg.sparql.frames import encode
 from semreg.sparql.pool_lifecycle import MiB, Processes
 from semreg.sparql.pool_process import Process
@@ -35,10 +39,12 @@ QUIET_S = 0.5  # the template applies the changes held for it once no change cam
 
 
 class ReplicaStream:
-    """What the node publishes, on its way to the query processes."""
+    """What the node publishes, on its way to the query processes; with `on_disk`, to the template alone, and
+    checkpoints of its copy to the workers (`semreg.sparql.checkpoints`)."""
 
-    def __init__(self, processes: Processes) -> None:
+    def __init__(self, processes: Processes, on_disk: Paths | None = None) -> None:
         self.processes = processes
+        self.checkpoints = None if on_disk is None else Checkpoints(on_disk, self._cut, self._give, self._remove)
         self.generation = 0  # bumped by every published change: the result cache's key
         self.requested = 0
         self.prefix_version = 0
@@ -117,12 +123,55 @@ class ReplicaStream:
             template = self.processes.template
             if template is not None and template.state == "live":
                 self._defer_to_template(template, frame)
+                if kind == "ticket" and self.checkpoints is not None:
+                    self.checkpoints.ticket(item[1])
             self._to_workers(item, frame)
 
     def flush(self, worker: Process, ticket: int) -> None:
-        """A worker's query waits for the changes up to `ticket`: they go to it now, and what follows at once."""
+        """A worker's query waits for the changes up to `ticket`: they go to it now, and what follows at once
+        (on disk: a checkpoint holding them, once there is one)."""
+        if self.checkpoints is not None:
+            self.checkpoints.want(worker.id, ticket)
+            return
         worker.wants = max(worker.wants, ticket)
         worker.send_deferred()
+
+    # -- the replica on disk ----------------------------------------------------------------------------
+    def checkpointed(self, seq: int, ticket: int) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.cut_done(seq, ticket)
+
+    def opened(self, worker: Process, seq: int) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.opened(worker.id, seq)
+
+    def forked(self, worker: Process) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.forked(worker.id)
+
+    def gone(self, worker: Process) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.gone(worker.id)
+
+    def _cut(self, seq: int) -> None:
+        """Have the template cut checkpoint `seq` of everything the stream carried."""
+        template = self.processes.template
+        if template is None or template.state != "live":
+            return
+        template.send_deferred()
+        template.send(encode(("checkpoint", seq)))
+
+    def _give(self, worker_id: int, seq: int, path: str, ticket: int) -> None:
+        worker = self.processes.worker(worker_id)
+        if worker is not None and worker.state != "dead":
+            worker.send(encode(("checkpoint", seq, path, ticket)))
+
+    def _remove(self, path: Path) -> None:
+        """Delete a checkpoint off the event loop (its files are hard links: the live store keeps its own)."""
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.run_in_executor(None, functools.partial(shutil.rmtree, path, ignore_errors=True))
+        else:
+            shutil.rmtree(path, ignore_errors=True)
 
     def _load(self, snapshot: bytes) -> None:
         """The snapshot a starting template waits for; then the prefixes and the gate as they are now."""
@@ -133,12 +182,17 @@ class ReplicaStream:
         frames = [encode(("load", snapshot)), encode(("prefixes", self.prefix_version, self.prefix_map))]
         if self.gate is not None:
             frames.append(encode(("gate", self.gate)))
+        if self.checkpoints is not None:
+            self.checkpoints.reset()
+            frames.append(encode(("checkpoint", self.checkpoints.first())))  # what its first forks open
         self.processes.load_template(frames)
 
     def _to_workers(self, item: tuple, frame: bytes) -> None:
         """Prefixes and the gate go at once; changes and tickets wait until a query needs them."""
         kind = item[0]
         held = kind in ("changes", "ticket")
+        if held and self.checkpoints is not None:
+            return  # the workers read checkpoints; the template alone takes changes
         stale: list[Process] = []
         for worker in self.processes.workers:
             if worker.state == "dead":

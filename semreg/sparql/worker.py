@@ -4,12 +4,14 @@
                                                   environment, SEMREG_QUERY_SECRET)
 
 The template connects to the server's socket, loads the replica snapshot (`semreg.sparql.replica`), applies
-every change after it, and forks a worker when the server asks. A fork copies the replica in a few
-milliseconds (pages are shared until written), so a worker killed for running past the time limit is
-replaced at once. A worker connects on its own and serves what the server gives it
-(`semreg.sparql.connections`): queries the server sends, and connections it hands over, one request
-at a time, with the changes sent after its fork applied before each query. The template also keeps
-what a fork needs besides the graphs: the last ticket, the prefixes and the gate.
+every change after it, and forks a worker when the server asks. Its copy is in memory, or on disk (a fourth
+argument, the replica's directory: `semreg.sparql.checkpoints`), where it also cuts the checkpoints the server
+asks for. A fork copies a copy in memory in a few milliseconds (pages are shared until written), and one on
+disk costs nothing to copy, so a worker killed for running past the time limit is replaced at once. A worker
+connects on its own and serves what the server gives it (`semreg.sparql.connections`): queries the server
+sends, and connections it hands over, one request at a time, with its copy caught up before each query
+(`semreg.sparql.copies`: the changes sent after its fork applied, or a newer checkpoint opened). The template
+also keeps what a fork needs besides the graphs: the last ticket, the prefixes and the gate.
 
 Every process dies with its parent (PR_SET_PDEATHSIG on Linux, and end of input otherwise), ignores
 SIGINT (the server handles Ctrl-C), and runs at a lower CPU priority (nice 5), so that queries burning
@@ -27,14 +29,17 @@ import resource
 import select
 import signal
 import socket
+import shutil
 import sys
+from collections.abc import Callable
 
 import pyoxigraph as ox
 
 from semreg import malloc
-from semreg.sparql import replica, sandbox
+from semreg.sparql import checkpoints, replica, sandbox
 from semreg.sparql.channel import Channel
-from semreg.sparql.connections import ConnectionServer
+from semreg.sparql.connections import ConnectionServer, Copy
+from semreg.sparql.copies import Checkpoint, CheckpointCopy, MemoryCopy
 from semreg.sparql.frames import read_message, write_message
 from semreg.sparql.service import Gate
 from semreg.sparql.shared_page import SharedPage
@@ -51,6 +56,7 @@ def main(argv: list[str]) -> int:
     secret = os.environ.pop(SECRET_ENV, "")
     slots = int(argv[1])
     settle_s = float(argv[2]) if len(argv) > 2 else replica.SETTLE_S
+    on_disk = argv[3] if len(argv) > 3 else ""
     _detach_from_terminal_signals()
     _die_with_parent()
     _lower_priority()
@@ -58,14 +64,11 @@ def main(argv: list[str]) -> int:
     page = SharedPage(os.path.join(os.path.dirname(path), PAGE), slots)
     sock = _connect(path, ("hello", "template", 0, os.getpid(), secret))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forked workers are reaped by the kernel
-    store = ox.Store()
     state = _Stream()
-    wear = replica.Wear()
+    copy: _InMemory | _OnDisk = _OnDisk(on_disk, state) if on_disk else _InMemory()
     while True:
-        if wear.settled and not select.select([sock], [], [], settle_s)[0]:
-            store = _rebuilt(store, wear)  # no change came for a while: the load has ended
-            malloc.release()
-            write_message(sock, ("rebuilt", wear.size))
+        if copy.settled and not select.select([sock], [], [], settle_s)[0]:
+            copy.rebuild(sock)  # no change came for a while: the load has ended
             continue
         try:
             message = read_message(sock)
@@ -73,16 +76,12 @@ def main(argv: list[str]) -> int:
             return 0  # the server has gone
         kind = message[0]
         if kind == "load":
-            replica.load(store, message[1])
-            wear.renew(len(message[1]))
+            copy.load(message[1])
             malloc.release()
         elif kind == "changes":
-            replica.apply(store, message[1])
-            wear.add(replica.weight(message[1]))
-            if wear.worn:
-                store = _rebuilt(store, wear)
-                malloc.release()  # the worn copy is gone only now
-                write_message(sock, ("rebuilt", wear.size))  # its forks no longer share the old copy's pages
+            copy.apply(message[1], sock)
+        elif kind == "checkpoint":
+            write_message(sock, ("checkpointed", message[1], copy.cut(message[1])))
         elif kind == "fork":
             _, worker_id, memory_limit, slot = message
             gc.freeze()  # a fork's collections skip what it inherits, and so leave those pages shared
@@ -90,22 +89,101 @@ def main(argv: list[str]) -> int:
                 code = 1
                 try:
                     sock.close()
-                    code = _worker(path, secret, worker_id, memory_limit, slot, store, page, state)
+                    code = _worker(path, secret, worker_id, memory_limit, slot, copy, page, state)
                 finally:
-                    os._exit(code)
+                    os._exit(code)  # never the template's destructors: its store on disk is not this process's
         elif kind == "exit":
             return 0
         else:
             state.take(message)
 
 
-def _rebuilt(store: ox.Store, wear: replica.Wear) -> ox.Store:
-    """The template's copy made anew from its own snapshot, the worn one's memory given back (see `replica`)."""
-    before = wear.changed
-    store, size = replica.rebuilt(store)
-    wear.renew(size)
-    log.info("query replica rebuilt", extra={"changed_bytes": before, "snapshot_bytes": size})
-    return store
+class _InMemory:
+    """The template's copy in memory, which its forks share until they write to it."""
+
+    def __init__(self) -> None:
+        self.store = ox.Store()
+        self.wear = replica.Wear()
+
+    @property
+    def settled(self) -> bool:
+        return self.wear.settled
+
+    def load(self, data: bytes) -> None:
+        replica.load(self.store, data)
+        self.wear.renew(len(data))
+
+    def apply(self, changes: list[replica.Change], sock: socket.socket) -> None:
+        replica.apply(self.store, changes)
+        self.wear.add(replica.weight(changes))
+        if self.wear.worn:
+            self.rebuild(sock)
+
+    def rebuild(self, sock: socket.socket) -> None:
+        """The copy made anew from its own snapshot, the worn one's memory given back (see `replica`)."""
+        before = self.wear.changed
+        self.store, size = replica.rebuilt(self.store)
+        self.wear.renew(size)
+        log.info("query replica rebuilt", extra={"changed_bytes": before, "snapshot_bytes": size})
+        malloc.release()  # the worn copy is gone only now
+        write_message(sock, ("rebuilt", size))  # its forks no longer share the old copy's pages
+
+    def cut(self, seq: int) -> int:
+        raise ValueError("a copy in memory cuts no checkpoints")
+
+    def worker_copy(self, state: _Stream, say: Callable[[tuple], None]) -> Copy:
+        return MemoryCopy(self.store, state.ticket)
+
+
+class _OnDisk:
+    """The replica on disk (`semreg.sparql.checkpoints`): written here alone; the workers read checkpoints of it."""
+
+    def __init__(self, root: str, state: _Stream) -> None:
+        self.paths = checkpoints.Paths(root)
+        self.state = state
+        self.store: ox.Store | None = None
+        self.checkpoint: Checkpoint | None = None
+        self.unflushed = 0
+
+    settled = False  # RocksDB keeps no replaced quads: nothing to rebuild
+
+    def load(self, data: bytes) -> None:
+        """A fresh store holding the snapshot (what a previous template left is removed first)."""
+        self.store = None
+        shutil.rmtree(self.paths.live, ignore_errors=True)
+        self.paths.checkpoints.mkdir(parents=True, exist_ok=True)
+        store = ox.Store(str(self.paths.live))
+        if data:
+            # bulk_extend of parsed quads, not bulk_load: the loader relabels blank nodes, and a blank node the
+            # ontology graph shares with the closure must keep the label later patches name it by
+            store.bulk_extend(ox.parse(data, format=ox.RdfFormat.N_QUADS, lenient=True))
+        self.store = store
+
+    def apply(self, changes: list[replica.Change], sock: socket.socket) -> None:
+        assert self.store is not None, "changes before the snapshot"
+        replica.apply(self.store, changes)
+        self.unflushed += replica.weight(changes)
+        if self.unflushed > checkpoints.FLUSH_BYTES:  # RocksDB's memtables are written out, not kept growing
+            self.store.flush()
+            self.unflushed = 0
+            malloc.release()
+
+    def rebuild(self, sock: socket.socket) -> None:
+        raise ValueError("a copy on disk is never rebuilt")
+
+    def cut(self, seq: int) -> int:
+        """Checkpoint `seq` of everything applied so far; the ticket it holds everything up to."""
+        assert self.store is not None, "a checkpoint before the snapshot"
+        path = self.paths.checkpoint(seq)
+        shutil.rmtree(path, ignore_errors=True)  # a cut a dead template began
+        self.store.backup(str(path))  # flushes the memtables, then hard links: milliseconds
+        self.unflushed = 0
+        self.checkpoint = (seq, str(path), self.state.ticket)
+        return self.state.ticket
+
+    def worker_copy(self, state: _Stream, say: Callable[[tuple], None]) -> Copy:
+        assert self.checkpoint is not None, "a fork before the first checkpoint"
+        return CheckpointCopy(self.checkpoint, say)
 
 
 class _Stream:
@@ -127,13 +205,15 @@ class _Stream:
             self.gate = message[1]
 
 
-def _worker(path: str, secret: str, worker_id: int, memory_limit: int, slot: int, store: ox.Store,
+def _worker(path: str, secret: str, worker_id: int, memory_limit: int, slot: int, template: _InMemory | _OnDisk,
             page: SharedPage, state: _Stream) -> int:
     _die_with_parent()
     _limit_memory(memory_limit)
     sock = _connect(path, ("hello", "worker", worker_id, os.getpid(), secret))
-    server = ConnectionServer(Channel(sock), store, page, slot, state.gate, prefixes=state.prefixes,
-                              prefix_version=state.prefix_version, ticket=state.ticket)
+    channel = Channel(sock)
+    copy = template.worker_copy(state, channel.send)
+    server = ConnectionServer(channel, copy, page, slot, state.gate, prefixes=state.prefixes,
+                              prefix_version=state.prefix_version)
     return server.run()
 
 

@@ -86,6 +86,12 @@ def living_niceness(pids) -> list[int]:
     return out
 
 
+@pytest.fixture(params=["memory", "disk"])
+def replica_on(request: pytest.FixtureRequest, tmp_path) -> dict:
+    """The pool's options for a replica in each process's memory, or on disk (read from checkpoints)."""
+    return {} if request.param == "memory" else {"on_disk": tmp_path / "replica"}
+
+
 async def until(condition, timeout_s: float = 10.0, what: str = "condition"):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -95,9 +101,9 @@ async def until(condition, timeout_s: float = 10.0, what: str = "condition"):
     raise AssertionError(f"{what} did not happen within {timeout_s} s")
 
 
-def test_answers_from_a_snapshot_without_the_hidden_graph():
+def test_answers_from_a_snapshot_without_the_hidden_graph(replica_on: dict):
     async def main():
-        pool = QueryPool.over_store(small_store(), hidden=[RECORDS], min_workers=1)
+        pool = QueryPool.over_store(small_store(), hidden=[RECORDS], min_workers=1, **replica_on)
         try:
             assert count(await ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }")) == 300
             assert (await ask(pool, "ASK { ?s ?p 'secret' }"))["boolean"] is False
@@ -177,11 +183,11 @@ def test_an_idle_worker_far_behind_is_replaced_by_a_fork_that_sees_every_change(
     run(main())
 
 
-def test_a_query_past_its_deadline_gets_503_and_its_process_is_killed_and_replaced(caplog):
+def test_a_query_past_its_deadline_gets_503_and_its_process_is_killed_and_replaced(caplog, replica_on: dict):
     """Stopped by its time limit (the pool says so, with the limit), not by anything else; how long a runaway
     takes to be answered is a figure of `semreg bench noisy`."""
     async def main():
-        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=1)
+        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=1, **replica_on)
         try:
             await ask(pool, "ASK {}")
             before = set(pool.pids()[1:])
@@ -200,9 +206,9 @@ def test_a_query_past_its_deadline_gets_503_and_its_process_is_killed_and_replac
     run(main())
 
 
-def test_a_query_that_waited_past_its_deadline_never_runs():
+def test_a_query_that_waited_past_its_deadline_never_runs(replica_on: dict):
     async def main():
-        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=1)
+        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=1, **replica_on)
         try:
             await ask(pool, "ASK {}")
             runaway = asyncio.ensure_future(ask(pool, RUNAWAY, time_limit_s=1.0))
@@ -218,9 +224,9 @@ def test_a_query_that_waited_past_its_deadline_never_runs():
     run(main())
 
 
-def test_runaways_take_a_process_each_and_a_small_query_beside_them_answers_first():
+def test_runaways_take_a_process_each_and_a_small_query_beside_them_answers_first(replica_on: dict):
     async def main():
-        pool = QueryPool.over_store(small_store(), min_workers=2, max_workers=8)
+        pool = QueryPool.over_store(small_store(), min_workers=2, max_workers=8, **replica_on)
         try:
             await ask(pool, "ASK {}")
             runaways = [asyncio.ensure_future(ask(pool, RUNAWAY, time_limit_s=3.0)) for _ in range(5)]
@@ -235,9 +241,9 @@ def test_runaways_take_a_process_each_and_a_small_query_beside_them_answers_firs
     run(main())
 
 
-def test_processes_run_below_the_server_and_long_queries_drop_to_the_lowest_priority():
+def test_processes_run_below_the_server_and_long_queries_drop_to_the_lowest_priority(replica_on: dict):
     async def main():
-        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=2)
+        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=2, **replica_on)
         try:
             await ask(pool, "ASK {}")
             own = os.getpriority(os.PRIO_PROCESS, 0)
@@ -254,10 +260,10 @@ def test_processes_run_below_the_server_and_long_queries_drop_to_the_lowest_prio
     run(main())
 
 
-def test_a_demoted_worker_that_finishes_retires():
+def test_a_demoted_worker_that_finishes_retires(replica_on: dict):
     async def main():
         store = small_store(200)
-        pool = QueryPool.over_store(store, hidden=[RECORDS], min_workers=1, max_workers=1)
+        pool = QueryPool.over_store(store, hidden=[RECORDS], min_workers=1, max_workers=1, **replica_on)
         slow = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"  # 8 million rows: seconds
         try:
             await ask(pool, "ASK {}")
@@ -274,9 +280,9 @@ def test_a_demoted_worker_that_finishes_retires():
     run(main())
 
 
-def test_a_worker_that_dies_mid_query_answers_503_and_is_replaced():
+def test_a_worker_that_dies_mid_query_answers_503_and_is_replaced(replica_on: dict):
     async def main():
-        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=1)
+        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=1, **replica_on)
         try:
             await ask(pool, "ASK {}")
             runaway = asyncio.ensure_future(ask(pool, RUNAWAY, time_limit_s=20.0))
@@ -291,10 +297,10 @@ def test_a_worker_that_dies_mid_query_answers_503_and_is_replaced():
     run(main())
 
 
-def test_a_template_that_dies_is_started_again_from_a_fresh_snapshot():
+def test_a_template_that_dies_is_started_again_from_a_fresh_snapshot(replica_on: dict):
     async def main():
         store = small_store(5)
-        pool = QueryPool.over_store(store, hidden=[RECORDS], min_workers=1, max_workers=3)
+        pool = QueryPool.over_store(store, hidden=[RECORDS], min_workers=1, max_workers=3, **replica_on)
         try:
             await ask(pool, "ASK {}")
             template = pool.pids()[0]
@@ -309,9 +315,9 @@ def test_a_template_that_dies_is_started_again_from_a_fresh_snapshot():
     run(main())
 
 
-def test_prefixes_travel_once_per_version_and_a_query_prefix_wins():
+def test_prefixes_travel_once_per_version_and_a_query_prefix_wins(replica_on: dict):
     async def main():
-        pool = QueryPool.over_store(small_store(3), hidden=[RECORDS], min_workers=1, max_workers=1)
+        pool = QueryPool.over_store(small_store(3), hidden=[RECORDS], min_workers=1, max_workers=1, **replica_on)
         try:
             query = "SELECT (COUNT(*) AS ?n) { ?s ex:p ?o }"
             output = await pool.evaluate(job(query, prefixes={"ex": EX}), 1, time.monotonic() + 5)
@@ -327,9 +333,9 @@ def test_prefixes_travel_once_per_version_and_a_query_prefix_wins():
     run(main())
 
 
-def test_extra_workers_retire_when_idle():
+def test_extra_workers_retire_when_idle(replica_on: dict):
     async def main():
-        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=4, idle_s=0.2)
+        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=4, idle_s=0.2, **replica_on)
         try:
             await asyncio.gather(*[ask(pool, "SELECT (COUNT(*) AS ?n) { ?a ?b ?c . ?d ?e ?f }") for _ in range(4)])
             assert pool.forked >= 2
@@ -339,9 +345,9 @@ def test_extra_workers_retire_when_idle():
     run(main())
 
 
-def test_stop_answers_everything_at_once_and_leaves_no_process():
+def test_stop_answers_everything_at_once_and_leaves_no_process(replica_on: dict):
     async def main():
-        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=1)
+        pool = QueryPool.over_store(small_store(), min_workers=1, max_workers=1, **replica_on)
         await ask(pool, "ASK {}")
         pids = pool.pids()
         running = asyncio.ensure_future(ask(pool, RUNAWAY, time_limit_s=30.0))
@@ -535,3 +541,115 @@ def test_a_copy_grown_by_a_load_is_rebuilt_once_the_changes_stop():
         finally:
             await pool.close()
     asyncio.run(asyncio.wait_for(main(), 120))
+
+
+# -- the replica on disk (`semreg.sparql.checkpoints`) -----------------------------------------------------
+def checkpoints_on_disk(root) -> list[int]:
+    return sorted(int(p.name) for p in (root / "checkpoints").iterdir())
+
+
+def pss_kib(pids) -> int:
+    """The proportional set size of these processes together (one that retired meanwhile counts nothing)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
+                total += next(int(line.split()[1]) for line in rollup if line.startswith("Pss:"))
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
+def test_on_disk_every_acknowledged_change_is_in_the_next_query_of_every_worker(tmp_path):
+    """Changes acknowledged (their ticket on the page) before a query are in its answer, in whichever worker
+    answers; a checkpoint is cut once for the workers waiting together; old checkpoints go once no worker
+    reads them."""
+    async def main():
+        root = tmp_path / "replica"
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=2, max_workers=2, on_disk=root)
+        try:
+            assert count(await ask(pool, "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }")) == 10
+            for round_ in range(1, 6):
+                publish_instances_ticketed(pool, round_)
+                answers = await asyncio.gather(*[ask(pool, COUNT_REGISTRY) for _ in range(2)])
+                assert [count(a) for a in answers] == [round_ * 3] * 2
+            cuts = pool.stream.checkpoints.cuts
+            assert 5 <= cuts <= 11  # the first, then about one a round for both workers, never one a query each
+            await until(lambda: len(checkpoints_on_disk(root)) <= 2, what="old checkpoints removed")
+            assert (await ask(pool, "ASK { ?s ?p 'secret' }"))["boolean"] is False
+        finally:
+            await pool.close()
+    run(main())
+
+
+def publish_instances_ticketed(pool: QueryPool, round_: int) -> None:
+    """Three one-quad instances, each acknowledged as the node acknowledges a write: its ticket on the page
+    before the change, the ticket in the stream after it."""
+    for k in range(3):
+        ticket = (round_ - 1) * 3 + k + 1
+        pool.note_requested(ticket)
+        added = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:r{ticket}"), n("p"), ox.Literal("x"), REGISTRY)]
+        pool.publish(("changes", [replica.instances_change([], added)]))
+        pool.publish(("ticket", ticket))
+
+
+def test_on_disk_a_removed_instance_and_a_replaced_graph_are_gone_from_the_next_answer(tmp_path):
+    async def main():
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=1,
+                                    on_disk=tmp_path / "replica")
+        try:
+            await ask(pool, "ASK {}")  # started: what is published from now on reaches it
+            publish_instances_ticketed(pool, 1)
+            assert count(await ask(pool, COUNT_REGISTRY)) == 3
+            pool.note_requested(4)
+            pool.publish(("changes", [replica.instances_change(["urn:semreg:instance:r1"], []),
+                                      replica.graph_change(n("g"), [ox.Triple(n("only"), n("p"), n("o"))])]))
+            pool.publish(("ticket", 4))
+            assert count(await ask(pool, COUNT_REGISTRY)) == 2
+            assert count(await ask(pool, "SELECT (COUNT(*) AS ?n) { GRAPH <http://ex.org/g> { ?s ?p ?o } }")) == 1
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_on_disk_a_query_waits_for_a_change_acknowledged_but_not_yet_published(tmp_path):
+    """The page says ticket 1 was acknowledged; the change reaches the stream only later: the query waits for it
+    (it does not answer from the checkpoint it has)."""
+    async def main():
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=1,
+                                    on_disk=tmp_path / "replica")
+        try:
+            await ask(pool, "ASK {}")
+            pool.note_requested(1)
+            asked = asyncio.ensure_future(ask(pool, COUNT_REGISTRY))
+            await until(lambda: pool.stream.checkpoints.waiting, what="the worker waiting for ticket 1")
+            assert not asked.done()
+            added = [ox.Quad(ox.NamedNode("urn:semreg:instance:late"), n("p"), ox.Literal("x"), REGISTRY)]
+            pool.publish(("changes", [replica.instances_change([], added)]))
+            pool.publish(("ticket", 1))
+            assert count(await asked) == 1
+        finally:
+            await pool.close()
+    run(main())
+
+
+def test_on_disk_the_workers_hold_no_copy_of_the_graphs(tmp_path):
+    """20,000 instances of 30 quads: each worker in memory holds a copy (or shares the template's until it
+    writes), a worker on disk only what it read. Proportional set sizes, the same data both ways."""
+    big = ox.Store()
+    for k in range(20_000):
+        i = ox.NamedNode(f"urn:semreg:instance:i{k}")
+        big.extend(ox.Quad(i, n(f"p{j}"), ox.Literal(f"value {k} {j}"), REGISTRY) for j in range(30))
+
+    async def tree(options: dict) -> int:
+        pool = QueryPool.over_store(big, min_workers=2, max_workers=2, **options)
+        try:
+            assert count(await ask(pool, COUNT_REGISTRY, time_limit_s=60)) == 600_000
+            await asyncio.gather(*[ask(pool, COUNT_REGISTRY, time_limit_s=60) for _ in range(2)])
+            return pss_kib(pool.pids())
+        finally:
+            await pool.close()
+
+    in_memory = run(tree({}))
+    on_disk = run(tree({"on_disk": tmp_path / "replica"}))
+    assert on_disk * 2 < in_memory, (on_disk, in_memory)

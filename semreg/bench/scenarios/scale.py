@@ -6,6 +6,8 @@ On a fresh server with a data directory, the synthetic ontology, then `--instanc
     memory       PSS of the process tree (server, SPARQL template, query processes): at the ontology alone,
                  with the instances once their writes settled, the same a minute later (the server gives
                  freed memory back every minute), and per instance
+    sparql       the example queries of `queries/`, one at a time, and a count right after a registration
+                 (`SEMREG_SPARQL_REPLICA=memory semreg bench ...` has the server keep its replica in memory)
     hot          the data set's discovery question asked again and again, one at a time
     cold         a question never asked before on every request (`match=all`), one at a time
     register     PUT of an instance with 1,000 tags, created, medians
@@ -40,11 +42,13 @@ from semreg.bench.scenarios.common import register_batches, scenario, thousand_t
 from semreg.bench.scenarios.soak import KINDS, read_memory
 from semreg.bench.scenarios.storage import SETTLE_S, STOP_S, check_held, register, start, stop
 from semreg.bench.stats import ms_summary
+from semreg.sparql import queries as sparql_files
 
 MiB = 1 << 20
 HOT_REQUESTS = 300
 COLD_REQUESTS = 200
 REGISTRATIONS = 10  # 1,000-tag instances created
+SPARQL_ROUNDS = 10  # each example query asked this many times; registrations counted through /sparql
 BEAT_INSTANCES = 5000
 BEAT_CONNECTIONS = 16
 BEAT_SECONDS = 5.0
@@ -94,6 +98,8 @@ def scale(ctx: BenchContext) -> dict:
             figures["hot_discovery"] = hot_discovery(ctx, http)
             figures["cold_discovery"] = cold_discovery(ctx, http)
             figures["register_1000_tags"] = thousand_tag_registrations(ctx, http)
+            if ctx.settings.sparql:
+                figures["sparql_queries"] = sparql_queries(ctx, http)
         with LoopThread("semreg-bench-scale") as loop:
             figures["heartbeats"] = heartbeats(ctx, loop, peer.url)
             figures["expiry"] = expiry_stall(ctx, loop, peer.url)
@@ -183,6 +189,45 @@ def thousand_tag_registrations(ctx: BenchContext, http: httpx.Client) -> dict:
             expect(http.put(f"/v1/instances/scale-tags-{k:02d}", json=body), 201)
             samples.append(time.perf_counter() - started)
     return ms_summary(samples)
+
+
+def sparql_queries(ctx: BenchContext, http: httpx.Client) -> dict:
+    """The example queries of `queries/` (the service one asked of a service the data set has), each
+    `SPARQL_ROUNDS` times one at a time with a cache-defeating comment, and a count of instances asked right
+    after each of `SPARQL_ROUNDS` registrations (read-your-writes: the replica must hold it): medians."""
+    texts = {name: text.replace('"books"', '"bench-svc-07"') for name, text in sparql_files.examples().items()}
+    out: dict[str, Any] = {}
+    headers = {"Accept": "application/sparql-results+json"}
+    with ctx.ui.step(f"the {len(texts)} example SPARQL queries, {SPARQL_ROUNDS} times each"):
+        for name, text in texts.items():
+            samples, rows = [], 0
+            for k in range(SPARQL_ROUNDS):
+                started = time.perf_counter()
+                answer = http.post("/sparql", content=f"{text}\n# {k}".encode(), headers={
+                    **headers, "Content-Type": "application/sparql-query"})
+                samples.append(time.perf_counter() - started)
+                if answer.status_code == 400 and "result_limit" in answer.text:
+                    rows = -1  # past the endpoint's result cap (every row read and counted first)
+                else:
+                    rows = len(expect(answer).json()["results"]["bindings"])
+            out[name.removesuffix(".rq")] = {**ms_summary(samples), "rows": rows}
+    count = "PREFIX sr: <https://w3id.org/semreg#> SELECT (COUNT(?i) AS ?n) { ?i a sr:Instance ; sr:service %s }"
+    samples = []
+    with ctx.ui.step(f"{SPARQL_ROUNDS} registrations, each counted through /sparql at once"):
+        for k in range(SPARQL_ROUNDS):
+            expect(http.put(f"/v1/instances/scale-sparql-{k:02d}", json={
+                "service": "scale-sparql", "address": "127.0.0.1", "port": 7100 + k, "ttl": 0}), 201)
+            started = time.perf_counter()
+            answer = expect(http.get("/sparql", params={"query": count % '"scale-sparql"'}, headers=headers))
+            samples.append(time.perf_counter() - started)
+            seen = int(answer.json()["results"]["bindings"][0]["n"]["value"])
+            if seen != k + 1:
+                raise BenchError(f"/sparql counted {seen} instances right after the {k + 1}th was acknowledged")
+    out["after_a_write"] = ms_summary(samples)
+    with ctx.ui.step(f"removing the {SPARQL_ROUNDS} instances counted"):
+        for k in range(SPARQL_ROUNDS):
+            expect(http.delete(f"/v1/instances/scale-sparql-{k:02d}"), 204)
+    return out
 
 
 def heartbeats(ctx: BenchContext, loop: LoopThread, url: str) -> dict:
