@@ -36,6 +36,9 @@ class Pool(Protocol):
     @property
     def forked(self) -> int: ...
 
+    @property
+    def checkpoint_cuts(self) -> int | None: ...
+
 
 @dataclass(frozen=True)
 class Sources:
@@ -247,9 +250,9 @@ def _sparql(src: Sources) -> Iterator:
         yield CounterMetricFamily("semreg_sparql_stopped", "SPARQL queries stopped at their time limit "
                                   "(their process killed)", value=pool.killed)
         yield CounterMetricFamily("semreg_sparql_forks", "SPARQL query processes forked", value=pool.forked)
-        if pool.checkpoints is not None:
+        if pool.checkpoint_cuts is not None:
             yield CounterMetricFamily("semreg_sparql_checkpoints", "checkpoints of the replica on disk cut for "
-                                      "queries that needed a newer state", value=pool.checkpoints.cuts)
+                                      "queries that needed a newer state", value=pool.checkpoint_cuts)
     if src.forward is not None:
         yield CounterMetricFamily("semreg_sparql_forwarded", "/sparql requests a member that serves SPARQL "
                                   "answered for this one (--no-sparql)", value=src.forward.forwarded)

@@ -158,6 +158,11 @@ class QueryPool:
         return self.stream.checkpoints
 
     @property
+    def checkpoint_cuts(self) -> int | None:
+        """Checkpoints cut so far (None: the replica is in memory)."""
+        return None if self.stream.checkpoints is None else self.stream.checkpoints.cuts
+
+    @property
     def generation(self) -> int:
         """Moves with every change published: the result cache's key."""
         return self.stream.generation

@@ -65,7 +65,8 @@ class Replica(Protocol):
     """The process's copy of the graphs: `sync(deadline)` takes in every change acknowledged before now
     (`Unavailable` at the deadline); `generation` moves with every change taken in."""
 
-    generation: int
+    @property
+    def generation(self) -> int: ...
 
     def sync(self, deadline: float) -> None: ...
 
