@@ -21,6 +21,7 @@ The top-level modules:
 - `kept_json`: JSON bytes kept at exactly their size (orjson's keep their whole buffer).
 - `errors`: the one error hierarchy, each error with the HTTP status it maps to.
 - `timefmt`: timestamps as semreg writes them (RFC 3339, UTC, milliseconds).
+- `shipped`: files shipped beside the code (the SPARQL files of `queries/`), in a checkout or an install.
 - `__main__`: `python -m semreg`, the command.
 """
 

@@ -42,7 +42,7 @@ from semreg.bench.scenarios.common import register_batches, scenario, thousand_t
 from semreg.bench.scenarios.soak import KINDS, read_memory
 from semreg.bench.scenarios.storage import SETTLE_S, STOP_S, check_held, register, start, stop
 from semreg.bench.stats import ms_summary
-from semreg.sparql import queries as sparql_files
+from semreg.shipped import example_queries
 
 MiB = 1 << 20
 HOT_REQUESTS = 300
@@ -195,7 +195,7 @@ def sparql_queries(ctx: BenchContext, http: httpx.Client) -> dict:
     """The example queries of `queries/` (the service one asked of a service the data set has), each
     `SPARQL_ROUNDS` times one at a time with a cache-defeating comment, and a count of instances asked right
     after each of `SPARQL_ROUNDS` registrations (read-your-writes: the replica must hold it): medians."""
-    texts = {name: text.replace('"books"', '"bench-svc-07"') for name, text in sparql_files.examples().items()}
+    texts = {name: text.replace('"books"', '"bench-svc-07"') for name, text in example_queries().items()}
     out: dict[str, Any] = {}
     headers = {"Accept": "application/sparql-results+json"}
     with ctx.ui.step(f"the {len(texts)} example SPARQL queries, {SPARQL_ROUNDS} times each"):
