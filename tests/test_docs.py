@@ -48,16 +48,21 @@ def workdir(tmp_path):
 
 def start_servers(in_process, page: Path) -> dict[int, tuple[object, str]]:
     started = {}
+    dns = runnable.dns_port(page)
     for port, ontologies in runnable.servers(page).items():
-        srv = in_process(ontologies=tuple(ROOT / o for o in ontologies))
+        extra = {"dns": "127.0.0.1:0", "dns_rate_per_s": 0} if dns is not None and port == 8080 else {}
+        srv = in_process(ontologies=tuple(ROOT / o for o in ontologies), **extra)
         started[port] = (srv, srv.listen())
     return started
 
 
-def run_block(block: runnable.Block, urls: dict[int, str], cwd: Path) -> str:
+def run_block(block: runnable.Block, urls: dict[int, str], cwd: Path, dns: tuple[int, int] | None = None) -> str:
+    """Run one block against the servers (the page's ports → theirs; `dns`: the page's DNS port and the server's)."""
     code = block.code
     for port, url in urls.items():
         code = code.replace(f"http://127.0.0.1:{port}", url)
+    if dns is not None:
+        code = code.replace(f"-p {dns[0]} ", f"-p {dns[1]} ")
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}", "SEMREG_URL": urls[8080]}
     env.pop("SEMREG_TOKEN", None)
     argv = ["bash", "-c", code] if block.language == "sh" else [sys.executable, "-c", code]
@@ -72,13 +77,21 @@ def run_block(block: runnable.Block, urls: dict[int, str], cwd: Path) -> str:
     return printed
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if runnable.blocks(p)], ids=lambda p: str(p.relative_to(ROOT)))
+def pages_to_run() -> list:
+    """Each page with runnable blocks; a page that asks DNS drives dig, a program the test command installs."""
+    return [pytest.param(p, marks=[pytest.mark.needs_tool("dig", "dnsutils")] if runnable.dns_port(p) else [])
+            for p in PAGES if runnable.blocks(p)]
+
+
+@pytest.mark.parametrize("page", pages_to_run(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_each_runnable_block_prints_what_its_page_says(page, in_process, workdir):
     started = start_servers(in_process, page)
     urls = {port: url for port, (_, url) in started.items()}
+    page_dns = runnable.dns_port(page)
+    dns = (page_dns, started[8080][0].node.dns.port) if page_dns is not None else None
     for number, block in enumerate(runnable.blocks(page), 1):
         for srv, _ in started.values():
             srv.advance(READER_PAUSE_S)
-        printed = run_block(block, urls, workdir)
+        printed = run_block(block, urls, workdir, dns)
         wrong = runnable.differences(block.expected, printed)
         assert not wrong, f"{page.relative_to(ROOT)}, runnable block {number}:\n" + "\n".join(wrong)

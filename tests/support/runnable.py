@@ -4,8 +4,9 @@ and the output each says it prints (the convention is in docs/development.md, "R
 A block is runnable when the line before its fence is `<!-- runnable -->`. Under each command, the lines
 starting `#   ` (a hash and three spaces) are what it prints, stdout and stderr as a terminal shows them. In an
 expected line `...` stands for any text (as doctest's ELLIPSIS), and the `date:` header for any date. A page
-says which servers its blocks talk to with `<!-- servers: 8080:ontologies/obras.ttl 8081 -->` (a port, and the
-ontologies that server preloads, or none); without it, the one `python3 dev.py serve` starts (8080, obras)."""
+says which servers its blocks talk to with `<!-- servers: 8080:ontologies/obras.ttl 8081 dns:5353 -->` (a port,
+and the ontologies that server preloads, or none; `dns:PORT` when the server on 8080 also answers DNS there, as
+`--dns 127.0.0.1:PORT`); without it, the one `python3 dev.py serve` starts (8080, obras)."""
 from __future__ import annotations
 
 import re
@@ -44,8 +45,16 @@ def servers(page: Path) -> dict[int, tuple[str, ...]]:
     out: dict[int, tuple[str, ...]] = {}
     for item in found.group(1).split():
         port, _, ontologies = item.partition(":")
-        out[int(port)] = tuple(o for o in ontologies.split(",") if o)
+        if port != "dns":
+            out[int(port)] = tuple(o for o in ontologies.split(",") if o)
     return out
+
+
+def dns_port(page: Path) -> int | None:
+    """The DNS port the page's blocks ask (`dig -p PORT`), if the page declares one."""
+    found = SERVERS.search(page.read_text(encoding="utf-8"))
+    dns = [item.partition(":")[2] for item in (found.group(1).split() if found else ()) if item.startswith("dns:")]
+    return int(dns[0]) if dns else None
 
 
 def matches(expected: str, got: str) -> bool:
