@@ -27,9 +27,9 @@ import logging
 import os
 import resource
 import select
+import shutil
 import signal
 import socket
-import shutil
 import sys
 from collections.abc import Callable
 
