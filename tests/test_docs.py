@@ -1,5 +1,5 @@
-"""The documentation, run as a reader runs it: every runnable block of the README, the quick start and the
-how-to guides (tests/support/runnable.py says how a page marks one), in order, against the servers the page
+"""The documentation, run as a reader runs it: every runnable block of the README, the quick start, the how-to
+guides and every other page (tests/support/runnable.py says how a page marks one), in order, against the servers the page
 says are running (apps in this process served through uvicorn as `semreg serve` serves them), each block's
 output compared with what the page says it prints. The servers are on a fake clock, and before each block a
 reader's pause passes: minutes, not a sleep, longer than the default ttl (30 s) and `deregister_after` (90 s),
@@ -18,15 +18,16 @@ from support.paths import ROOT
 pytestmark = pytest.mark.process
 
 DOCS = ROOT / "docs"
-# Pages whose runnable blocks the suite runs: what a newcomer types first, and the guides.
-PAGES = [ROOT / "README.md", DOCS / "getting-started" / "quick-start.md", *sorted((DOCS / "how-to").glob("*.md"))]
+# Pages whose runnable blocks the suite runs: what a newcomer types first, then every page of the site.
+FIRST = [ROOT / "README.md", DOCS / "getting-started" / "quick-start.md"]
+PAGES = [*FIRST, *sorted(p for p in DOCS.rglob("*.md") if p not in FIRST)]
 READER_PAUSE_S = 180.0  # reading the next paragraph, then typing the command
 VENV_BIN = Path(sys.executable).parent  # where `semreg` and `python3` are once the virtualenv is active
 
 
 def test_the_pages_a_newcomer_reads_first_have_runnable_blocks():
     """The marker is the only thing that puts a block under test: the README's and the quick start's must keep it."""
-    for page in PAGES[:2]:
+    for page in FIRST:
         assert runnable.blocks(page), f"{page.relative_to(ROOT)} has no runnable block"
 
 
