@@ -41,17 +41,21 @@ def test_expected_output_allows_what_legitimately_varies_and_nothing_else():
 
 @pytest.fixture
 def workdir(tmp_path):
-    """A directory as a checkout's top level looks to a reader: its ontologies and saved SPARQL queries."""
-    for name in ("ontologies", "queries"):
+    """A directory as a checkout's top level looks to a reader: its ontologies, saved SPARQL queries and docker/."""
+    for name in ("ontologies", "queries", "docker"):
         (tmp_path / name).symlink_to(ROOT / name)
     return tmp_path
 
 
 def start_servers(in_process, page: Path) -> dict[int, tuple[object, str]]:
     started = {}
-    dns = runnable.dns_port(page)
+    dns, tokens = runnable.dns_port(page), runnable.option(page, "tokens")
     for port, ontologies in runnable.servers(page).items():
-        extra = {"dns": "127.0.0.1:0", "dns_rate_per_s": 0} if dns is not None and port == 8080 else {}
+        extra: dict[str, object] = {}
+        if port == 8080 and dns is not None:
+            extra.update(dns="127.0.0.1:0", dns_rate_per_s=0)
+        if port == 8080 and tokens is not None:
+            extra.update(tokens_file=ROOT / tokens)
         srv = in_process(ontologies=tuple(ROOT / o for o in ontologies), **extra)
         started[port] = (srv, srv.listen())
     return started

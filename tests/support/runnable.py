@@ -6,7 +6,8 @@ starting `#   ` (a hash and three spaces) are what it prints, stdout and stderr 
 expected line `...` stands for any text (as doctest's ELLIPSIS), and the `date:` header for any date. A page
 says which servers its blocks talk to with `<!-- servers: 8080:ontologies/obras.ttl 8081 dns:5353 -->` (a port,
 and the ontologies that server preloads, or none; `dns:PORT` when the server on 8080 also answers DNS there, as
-`--dns 127.0.0.1:PORT`); without it, the one `python3 dev.py serve` starts (8080, obras)."""
+`--dns 127.0.0.1:PORT`; `tokens:FILE` when it is started with `--tokens FILE`); without it, the one `python3
+dev.py serve` starts (8080, obras)."""
 from __future__ import annotations
 
 import re
@@ -45,16 +46,22 @@ def servers(page: Path) -> dict[int, tuple[str, ...]]:
     out: dict[int, tuple[str, ...]] = {}
     for item in found.group(1).split():
         port, _, ontologies = item.partition(":")
-        if port != "dns":
+        if port.isdigit():
             out[int(port)] = tuple(o for o in ontologies.split(",") if o)
     return out
 
 
+def option(page: Path, name: str) -> str | None:
+    """What the page's servers line says after `NAME:` (`dns:5353` → "5353"), if it says it."""
+    found = SERVERS.search(page.read_text(encoding="utf-8"))
+    values = [item.partition(":")[2] for item in (found.group(1).split() if found else ()) if item.startswith(name + ":")]
+    return values[0] if values else None
+
+
 def dns_port(page: Path) -> int | None:
     """The DNS port the page's blocks ask (`dig -p PORT`), if the page declares one."""
-    found = SERVERS.search(page.read_text(encoding="utf-8"))
-    dns = [item.partition(":")[2] for item in (found.group(1).split() if found else ()) if item.startswith("dns:")]
-    return int(dns[0]) if dns else None
+    port = option(page, "dns")
+    return int(port) if port is not None else None
 
 
 def matches(expected: str, got: str) -> bool:
