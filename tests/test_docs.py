@@ -70,7 +70,8 @@ def run_block(block: runnable.Block, urls: dict[int, str], cwd: Path, dns: tuple
         code = code.replace(f"-p {dns[0]} ", f"-p {dns[1]} ")
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}", "SEMREG_URL": urls[8080]}
     env.pop("SEMREG_TOKEN", None)
-    argv = ["bash", "-c", code] if block.language == "sh" else [sys.executable, "-c", code]
+    # `set -e`: a command that fails anywhere in the block fails it, not only the last one
+    argv = ["bash", "-c", "set -e\n" + code] if block.language == "sh" else [sys.executable, "-c", code]
     # stdout and stderr together, in the order a terminal shows them
     done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120, cwd=cwd,
                           env=env)
