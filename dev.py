@@ -53,7 +53,7 @@ def ensure_venv(extras: str) -> None:
     pyproject = ROOT / "pyproject.toml"
     if stamp.exists() and stamp.stat().st_mtime >= pyproject.stat().st_mtime:
         return
-    say(f"installing semreg and its dependencies ({extras})")
+    say(f"installing semreg and its dependencies ({extras or 'the runtime alone'})")
     if run([PY, "-m", "pip", "install", "--quiet", "--progress-bar", "on", "-e", f".[{extras}]" if extras else "."],
            cwd=ROOT) != 0:
         sys.exit("[dev] pip install failed; see above")
