@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Set up and run semreg from a fresh checkout, with nothing but Python installed.
 
-    python3 dev.py serve          # virtualenv + dependencies, then a server on ./semreg-data with the example ontology
-    python3 dev.py test           # virtualenv + dependencies + system packages (etcd, wrk, chromium, ...), then the whole suite
+    python3 dev.py serve          # virtualenv + semreg's runtime, then a server on ./semreg-data with the example ontology
+    python3 dev.py test           # virtualenv + test tools + system packages (etcd, wrk, chromium, ...), the site, the suite
     python3 dev.py test --quick   # the inner loop: lint, layers, and the tests that start no process of their own
 
 Both are idempotent: a second run reuses the virtualenv and installs only what changed.
@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import venv
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,17 +43,19 @@ def run(cmd: list[str], **kw) -> int:
 
 
 def ensure_venv(extras: str) -> None:
+    """The virtualenv with semreg installed in it (editable) and the given extras ("" : the runtime alone)."""
     if not PY.exists():
         say(f"creating the virtualenv in {VENV}")
         venv.EnvBuilder(with_pip=True).create(VENV)
         if run([PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip"]) != 0:
             sys.exit("[dev] could not upgrade pip in the virtualenv")
-    stamp = VENV / f".installed-{extras}"
+    stamp = VENV / f".installed-{extras or 'runtime'}"
     pyproject = ROOT / "pyproject.toml"
     if stamp.exists() and stamp.stat().st_mtime >= pyproject.stat().st_mtime:
         return
-    say(f"installing semreg and its dependencies ({extras})")
-    if run([PY, "-m", "pip", "install", "--quiet", "--progress-bar", "on", "-e", f".[{extras}]"], cwd=ROOT) != 0:
+    say(f"installing semreg and its dependencies ({extras or 'the runtime alone'})")
+    if run([PY, "-m", "pip", "install", "--quiet", "--progress-bar", "on", "-e", f".[{extras}]" if extras else "."],
+           cwd=ROOT) != 0:
         sys.exit("[dev] pip install failed; see above")
     stamp.touch()
 
@@ -77,7 +80,7 @@ def ensure_system_packages(which=shutil.which, root: bool | None = None) -> None
 
 
 def cmd_serve(args: list[str]) -> int:
-    ensure_venv("test")
+    ensure_venv("")  # the product alone: serving needs none of the test tools (pip install . installs the same)
     cmd = [BIN / "semreg", "serve", "--ontology", ROOT / "ontologies" / "obras.ttl", *args]
     say("$ " + " ".join(str(c) for c in cmd))
     os.execv(str(cmd[0]), [str(c) for c in cmd])
@@ -85,10 +88,21 @@ def cmd_serve(args: list[str]) -> int:
 
 
 def checks(env: dict[str, str], typed: bool) -> bool:
-    """ruff, then (the full command only) mypy, then the layers between semreg's rooms (import-linter)."""
-    steps = [[BIN / "ruff", "check", "semreg", "tests", "dev.py"], *([[BIN / "mypy"]] if typed else []),
-             [BIN / "lint-imports"]]
-    return all(run(step, cwd=ROOT, env=env) == 0 for step in steps)
+    """ruff, then (the full command only) mypy, then the layers between semreg's rooms (import-linter), then (the full
+    command only) the documentation site, built strictly: a broken link or anchor, a page left out of the
+    navigation, or a generated reference page that fails, fails the tests."""
+    steps = [[BIN / "ruff", "check", "semreg", "tests", "dev.py", "docs_reference.py"],
+             *([[BIN / "mypy"]] if typed else []), [BIN / "lint-imports"]]
+    if not all(run(step, cwd=ROOT, env=env) == 0 for step in steps):
+        return False
+    return not typed or build_site(env) == 0
+
+
+def build_site(env: dict[str, str]) -> int:
+    """`mkdocs build --strict` into a directory thrown away afterwards: the check is the build, not its output."""
+    with tempfile.TemporaryDirectory(prefix="semreg-site-") as site:
+        return run([BIN / "mkdocs", "build", "--strict", "--quiet", "--site-dir", site], cwd=ROOT,
+                   env={**env, "NO_MKDOCS_2_WARNING": "1"})  # the theme's notice about its successor, not a finding
 
 
 def suite_env(environ: Mapping[str, str], quick: bool) -> dict[str, str]:

@@ -33,7 +33,7 @@ class Settings:
     ontologies: tuple[Path, ...] = option((), "ontology", "preload ontology files (one or more, and repeatable; .ttl "
                                           ".n3 .owl .rdf .jsonld .nt); an unchanged file is not reasoned again",
                                           metavar="FILE")
-    tokens_file: Path | None = option(None, "tokens", "tokens file (JSON), reloaded on SIGHUP; see the README",
+    tokens_file: Path | None = option(None, "tokens", "tokens file (JSON), reloaded on SIGHUP; see the docs, Tokens and TLS",
                                       metavar="FILE", env="SEMREG_TOKENS_FILE")
     insecure: bool = option(False, "insecure", "allow listening beyond loopback without tokens (--host, --dns, "
                             "--cluster-listen)")
@@ -120,7 +120,7 @@ class Settings:
     max_tags_per_instance: int = option(10_000, "max-tags", "most tags an instance may have", metavar="N")
     max_batch_instances: int = option(10_000, "max-batch", "most instances a batch may hold", metavar="N")
     watch_max_wait_s: float = 300.0
-    # request work: budgets, time, and the load it sheds (semreg.work; README, Limits)
+    # request work: budgets, time, and the load it sheds (semreg.work; docs/operations/limits.md)
     max_scored: int = option(200_000, "max-scored", "terms one question may look at and score for closeness in "
                              "meaning (the similar degree), over all its patterns; past it 400", metavar="N")
     max_expanded: int = option(2_000_000, "max-expanded", "registered terms one question's components may reach "

@@ -5,9 +5,7 @@ import argparse
 from pathlib import Path
 
 import pytest
-from support.paths import ROOT
 
-from semreg import config
 from semreg.cli import serve
 from semreg.config import Settings
 
@@ -53,10 +51,3 @@ def test_a_bad_value_is_a_usage_error(argv, env, capsys):
     with pytest.raises(SystemExit) as caught:
         parse(argv, env)
     assert caught.value.code == 2 and "error:" in capsys.readouterr().err
-
-
-def test_every_flag_is_in_the_readme():
-    readme = (ROOT / "README.md").read_text()
-    configuration = readme[readme.index("## Configuration"):readme.index("## Access control")]
-    missing = [f.metadata["flag"] for f in config.options() if f"`--{f.metadata['flag']}" not in configuration]
-    assert not missing, f"the README's Configuration table lacks {missing}"

@@ -1,7 +1,8 @@
 """The files in docker/: no container engine runs here, so what can be checked without one is: the compose
 files parse, every semreg service's flags and SEMREG_* variables are valid for `semreg serve` (the
 cluster's checks included), and what they name (files copied by the Dockerfile, the etcd service, each
-node's address) is where the files say it is."""
+node's address) is where the files say it is, and the image installs the product alone (`pip install .`, no
+test tools) with its licence."""
 from __future__ import annotations
 
 import argparse
@@ -125,3 +126,28 @@ def test_the_image_builds_from_files_that_exist(name):
     for src in re.findall(r"^COPY (\S+(?: \S+)*) \S+$", (DOCKER / "Dockerfile").read_text(), re.M):
         for part in src.split():
             assert (ROOT / part).exists(), f"COPY {part}: not in the project"
+
+
+def test_the_image_installs_the_product_alone_with_its_licence():
+    """`pip install .` in the image: the runtime dependencies, no extra (no test tools), and the files the package's
+    metadata names (its readme and licence) copied in, so that the build finds them."""
+    import tomllib
+
+    text = (DOCKER / "Dockerfile").read_text()
+    (install,) = re.findall(r"^RUN pip install (.*?)(?: &&|$)", text, re.M)
+    assert install.split()[-1] == "." and "[" not in install, install
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    copied = {part for src in re.findall(r"^COPY (\S+(?: \S+)*) \S+$", text, re.M) for part in src.split()}
+    assert {project["readme"], *project["license-files"]} <= copied
+    licence = " ".join((ROOT / "LICENSE").read_text().split()[:5])
+    assert project["license"] == "Apache-2.0" and licence == "Apache License Version 2.0, January"
+    runtime = {re.split(r"[<>=\[;]", requirement)[0] for requirement in project["dependencies"]}
+    assert not runtime & {"pytest", "playwright", "mypy", "schemathesis", "ruff", "mkdocs", "mkdocs-material", "owlrl"}
+
+
+def test_the_docker_files_point_to_pages_that_exist():
+    """The compose files' comments send a reader to the documentation: to pages the site has."""
+    for name in ("Dockerfile", "compose.yaml", "cluster.yaml"):
+        for page in re.findall(r"docs/[\w/-]+\.md", (DOCKER / name).read_text()):
+            assert (ROOT / page).is_file(), f"docker/{name} names {page}"
+    assert "README" not in (DOCKER / "compose.yaml").read_text()

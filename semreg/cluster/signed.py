@@ -8,7 +8,7 @@ another id, an ontology's under another name). Reads and watches pass on only wh
 etcd alone cannot add a member, publish or delete an ontology, or set a prefix.
 
 What signing cannot cover: a deletion carries no value (etcd deletes a key, or a lease takes it), and an
-older signed value can be written back under its own key. See the README's security section.
+older signed value can be written back under its own key. See docs/how-to/tokens-and-tls.md, Security.
 """
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("semreg.app")
 
-_STATUS_SENTENCES = {404: "no such route; the API lives under /v1/ (see the README).",
+_STATUS_SENTENCES = {404: "no such route; the API lives under /v1/ (see the documentation, HTTP API, or /openapi.json).",
                      405: "this route does not take that method."}
 
 

@@ -149,7 +149,7 @@ class _Collector(Collector):
 
 
 def _work(src: Sources) -> Iterator:
-    """Request work (README, Limits): jobs, what was refused and why, slices, and how late the loop runs."""
+    """Request work (docs/operations/limits.md): jobs, what was refused and why, slices, and how late the loop runs."""
     lane, lag, stalls = src.lane, src.lag, src.stalls
     if lane is not None:
         yield CounterMetricFamily("semreg_work_jobs", "request work run on the event loop in slices", value=lane.jobs)

@@ -1,4 +1,4 @@
-"""A node: its parts wired, and the services they run as (README, Architecture, Services).
+"""A node: its parts wired, and the services they run as (docs/design/architecture.md, Services).
 
 `node` (the wiring: the parts, and the list of services in the order they start), `services` (a service, and the
 manager that starts services after the ones they need, gives the start-up up when a stop is asked, and stops them

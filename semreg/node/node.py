@@ -1,5 +1,5 @@
-"""One registry node, wired: its parts, and the services they run as, in the order they start (README,
-Architecture, Services). What a node was started without (`--no-sparql`, no `--etcd`, no `--dns`, a store in
+"""One registry node, wired: its parts, and the services they run as, in the order they start (docs/design/architecture.md,
+Services). What a node was started without (`--no-sparql`, no `--etcd`, no `--dns`, a store in
 memory) is not in the list.
 
 Store operations run on one writer thread, in submission order; reasoning runs on worker threads, so the event

@@ -9,7 +9,7 @@ terms.
   log((1 + N) / (1 + df)) over the N terms of the hierarchy.
 - wu_palmer: 2 · depth(lcs) / (depth(a) + depth(b)) over the closure, where depth(x) is 1 + the number of
   x's ancestors and lcs the deepest common ancestor (0 when there is none).
-Chosen on OWLS-TC 3's development half (README, Concepts): text alone reached AP .747, structure alone .740,
+Chosen on OWLS-TC 3's development half (docs/design/benchmarks.md): text alone reached AP .747, structure alone .740,
 this mix .748 with a floor of 0.3 and .80 with the requests' inputs ranked in (the `owlstc` bench).
 
 `SimilarityIndex` is built per hierarchy (per ontology upload) and lazily: the vectors are computed at the first

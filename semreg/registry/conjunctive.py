@@ -22,7 +22,7 @@ nothing to the summed distance, which stays the logical patterns' path length. T
 its patterns' mean `similarity` (a logical match's computed too, `semreg.registry.closeness`) and, with
 `provided`, how well the caller's tags fit the instance's needs: `provided` grades instead of filtering (a
 near miss is what was asked for). Within a degree, the instances rank by the mean of those two (the
-signature's closeness), then by distance: measured on OWLS-TC 3 (README, Concepts).
+signature's closeness), then by distance: measured on OWLS-TC 3 (docs/design/benchmarks.md).
 
 A shard's part (`part`) evaluates the conjunction over its own instances (an instance and all its tags live
 on each of its owners); `merge` combines the parts as `semreg.registry.discovery.merge` does, each instance
@@ -96,7 +96,7 @@ def combine(matches: Sequence[Match], similarities: Sequence[float] | None = Non
 
 
 def rank(m: Combined) -> tuple[int, float, int, Tag, tuple[Match, ...]]:
-    """Degree, closeness descending (with `similar` asked; measured on OWLS-TC, README), distance, the worst
+    """Degree, closeness descending (with `similar` asked; measured on OWLS-TC, docs/design/benchmarks.md), distance, the worst
     tag's text, then the patterns' tags: the order of `semreg.reasoning.matching`, made total."""
     return RANK[m.degree], -m.closeness, m.distance, m.tag, m.patterns
 

@@ -3,7 +3,7 @@
 never wait behind it for long), how far behind the loop runs and when new work is shed because of it (`lag`),
 and where the loop got stuck when it did (`stalls`, a thread that logs the loop's stack).
 
-One mechanism for every kind of request work (README, Liveness): a budget checked up front and counted as the
+One mechanism for every kind of request work (docs/operations/limits.md, Liveness): a budget checked up front and counted as the
 work runs, the work in slices on the loop or, over inputs nothing else changes, on a worker thread, and 503
 with `Retry-After` when the node is behind.
 

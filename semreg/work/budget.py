@@ -48,7 +48,7 @@ class Limits:
     """The node's budgets for one piece of request work (one question, one saved query's check, one expansion).
 
     The defaults are an order of magnitude above what the heaviest questions of the OWLS-TC 3 benchmark and a
-    million-instance registry's broadest ordinary question cost (README, Limits), so they refuse only questions
+    million-instance registry's broadest ordinary question cost (docs/operations/limits.md), so they refuse only questions
     that would hold the node for seconds."""
 
     scored: int = 200_000

@@ -1,4 +1,4 @@
-"""A backup through a ring (README, Backup and restore): every member's records gathered as anti-entropy
+"""A backup through a ring (docs/how-to/backup-restore.md): every member's records gathered as anti-entropy
 gathers them, each instance once at its newest revision, none whose newest revision anywhere is a removal,
 whatever stale copies some member still holds; a restore puts each instance on its owners; and a backup taken
 while writers run restores to a node alone and to a ring with the same answers."""

@@ -125,7 +125,7 @@ def test_three_nodes_converge_on_one_checksum_and_answer_as_one_node_would(ring:
         load(alone)
         expected = answers(alone)
         # routes through each node for instances no other node routes to: a node counts the routes it
-        # hands out itself until the next load report (README: Cluster)
+        # hands out itself until the next load report (docs/design/cluster.md)
         route_queries = [{"s": "ex:Obra", "p": "ex:temUmGenero", "o": f"ex:{genre}", **extra}
                          for genre, extra in (("Terror", {"environment": "staging"}),
                                               ("Comedia", {"policy": "round-robin"}),

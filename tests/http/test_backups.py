@@ -1,4 +1,4 @@
-"""Backup and restore over HTTP, in this process (README, Backup and restore): a backup restored into a fresh
+"""Backup and restore over HTTP, in this process (docs/how-to/backup-restore.md): a backup restored into a fresh
 app answers as the original did; owners survive; a registry that holds something is refused unless forced;
 a corrupt or truncated body is a 400 naming the line and changes nothing; only admin tokens may do either."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Liveness that no request takes away (README, Limits): a question's work runs in slices, so heartbeats and
+"""Liveness that no request takes away (docs/operations/limits.md): a question's work runs in slices, so heartbeats and
 `/healthz` are answered while it runs; a question past a budget is a 400 naming it, past its time a 503; while
 the loop is behind, new request work is shed with 503 and `Retry-After` and heartbeats are not. In this
 process: the app over HTTP, the real store in memory, a fake clock for leases.

@@ -1,4 +1,4 @@
-"""A restore reads its body as it streams (README, Backup and restore): past the limit on the inflated size or
+"""A restore reads its body as it streams (docs/how-to/backup-restore.md): past the limit on the inflated size or
 on a line's length it is a 400 naming the limit (and the line), raised as the body passes it, in memory that
 does not grow with the body; and a refused restore changes nothing."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """An ontology upload in any accepted media type is parsed in bounded memory and time, and whatever it holds is a
-2xx or a 400 naming what is wrong, never a 500 (README, Security): a term longer than the RDF parsers read
+2xx or a 400 naming what is wrong, never a 500 (docs/how-to/tokens-and-tls.md, Security): a term longer than the RDF parsers read
 (16 MiB, which every other part of the node parses again: the SPARQL replica, the data directory, a backup),
 an RDF/XML document whose entities expand it many times over, or whose elements nest deeper than the limit."""
 from __future__ import annotations

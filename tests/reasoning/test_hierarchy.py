@@ -87,7 +87,7 @@ def test_inconsistency_is_data_not_a_crash():
 
 
 def expected_index(reasoner: Reasoner) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
-    """(below, equivalent) as README's "Reasoning" maps the closure onto the index."""
+    """(below, equivalent) as docs/concepts/reasoning.md maps the closure onto the index."""
     h = reasoner.hierarchy
     rows = hierarchy_rows(reasoner.closure)
     out = h.meta_like

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow  # 235 premises, each closed by semreg and by owlr
 TESTS = owl2rl_tests() + w3c_tests()
 
 _DIFF = ("owl:differentFrom between literals of different values (dt-diff), which owlrl does not apply; "
-         "semreg leaves it out too (README: rules that only detect inconsistency or difference)")
+         "semreg leaves it out too (docs/concepts/reasoning.md: rules that only detect inconsistency or difference)")
 _NOT_RL = "a conclusion RL's rules never derive (they detect its negation as an inconsistency): "
 _DIFF_TESTS = [t.id for t in TESTS if t.suite == "owl2rl" and t.id.endswith("-diff")]
 OWLRL_FAILS: dict[str, str] = {

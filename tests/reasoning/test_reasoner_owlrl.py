@@ -77,7 +77,7 @@ def test_dbpedia_agrees_with_owlrl(predicate):
     check("dbpedia", predicate)
 
 
-META_CLASS_TYPING = "the types of a class or property (meta-class typing, README: the index)"
+META_CLASS_TYPING = "the types of a class or property (meta-class typing, docs/concepts/reasoning.md: the index)"
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in LARGE else n for n in REAL])

@@ -171,7 +171,7 @@ def test_rule_as_owlrl_reads_it(rule, turtle, absent):
     assert unwanted not in semreg_closure(turtle), rule
 
 
-# where semreg knowingly differs from owlrl (README, "Reasoning"): owlrl entails the triple, semreg not
+# where semreg knowingly differs from owlrl (docs/concepts/reasoning.md): owlrl entails the triple, semreg not
 DIFFERENT = [
     ("owlrl types an IRI asserted to be of a datatype by the datatypes above it", ":x a xsd:integer .",
      ":x a xsd:decimal", ":x a xsd:integer"),

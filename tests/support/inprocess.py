@@ -103,8 +103,9 @@ class InProcess:
         from support.server import free_port, wait_for
 
         port = free_port()
+        # no `server:` header, as semreg.node.listeners serves: the documentation shows the headers a reader gets
         server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=port, lifespan="off", log_config=None,
-                                               access_log=False))
+                                               access_log=False, server_header=False))
         self._listening = (server, self.run_soon(server.serve()))
         wait_for(lambda: server.started or self._listening[1].done(), what="uvicorn listening")
         if not server.started:

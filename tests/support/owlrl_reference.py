@@ -109,7 +109,7 @@ def key_of_owlrl(pair: Pair, closed: rdflib.Graph, asserted: rdflib.Graph) -> bo
         (rdflib.URIRef(x), rdflib.RDF.type, c) in closed for x in (s, o) for c in keyed)
 
 
-# Where semreg knowingly differs from owlrl on the compared triples (README, "Reasoning"); each is a test
+# Where semreg knowingly differs from owlrl on the compared triples (docs/concepts/reasoning.md); each is a test
 # of its own in tests/reasoning/test_rules.py. A pair explained by one of these is not a disagreement.
 KNOWN_DIFFERENCES = {
     "owlrl types an IRI asserted of a datatype by the datatypes above it": datatype_of_an_iri,

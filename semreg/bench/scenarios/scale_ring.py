@@ -2,7 +2,7 @@
 
 Only when named (`semreg bench --only scale-ring --instances N`). etcd and three `semreg serve` members, each
 with its own data directory; the first keeps the SPARQL replica (none with `--no-sparql`), the other two are
-started with `--no-sparql` and forward `/sparql` to it, as the README's capacity model has a ring run. Then:
+started with `--no-sparql` and forward `/sparql` to it, as the sizing page's capacity model has a ring run. Then:
 
     memory       each member's process tree (PSS) once every member's writes settled and a minute later,
                  and the records each holds
