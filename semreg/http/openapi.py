@@ -22,7 +22,8 @@ ERRORS = {400: "bad input: the error names the field or term", 401: "no valid to
 
 MODELS: list[type[BaseModel]] = [
     s.InstanceBody, s.BatchBody, s.HeartbeatBody, s.TagsBody, s.PrefixBody, s.Check, s.InstanceView, s.LastCheckView,
-    s.CriticalView, s.TagView, s.InstanceRef, s.BestMatch, s.MatchView, s.RankedView, s.DiscoverView, s.TagCount, s.TagsView, s.PeersView,
+    s.CriticalView, s.TagView, s.InstanceRef, s.BestMatch, s.MatchView, s.RankedView, s.DiscoverView, s.TagCount,
+    s.TagsView, s.PeersView,
     s.RegisteredView, s.HeartbeatView, s.ExpandView, s.ExpansionRow, s.MatchedTag, s.ConceptView, s.OntologyView,
     s.OntologyStored, s.PrefixView, s.ErrorView, s.ClusterView, s.MemberView, s.TermWarningView,
     s.RegisteredInstanceView, s.RestoredView, *console_schemas.MODELS, *conjunctive_schemas.MODELS]
