@@ -12,6 +12,7 @@ import pydantic
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SkipValidation, StringConstraints, WithJsonSchema
 
 from semreg.errors import BadRequest
+from semreg.http.instance_views import InstanceView, TagView
 from semreg.registry.selector import DEFAULT as DEFAULT_ENVIRONMENT
 from semreg.registry.selector import environment_problem
 
@@ -87,9 +88,7 @@ class InstanceBody(BaseModel):
     weight: int = Field(default=1, ge=1, le=10_000, strict=True)
     capacity: int | None = Field(default=None, ge=1, le=1_000_000_000, strict=True)
     ttl: NonNegativeSeconds = 30
-    deregister_after: NonNegativeSeconds = Field(default=90, description=(
-        "seconds an instance stays critical (measured from its last heartbeat) before it is deleted; 0 = never. "
-        "Left out: 90 with a ttl, 0 (never) with ttl 0"))
+    deregister_after: NonNegativeSeconds = Field(default=90, description="0 = never deleted; left out: 90, 0 with ttl 0")
     check: Check | None = None
     meta: dict[Annotated[str, StringConstraints(min_length=1, max_length=128)], MetaValue] = Field(
         default_factory=dict, max_length=64)
@@ -186,51 +185,6 @@ def _json_type(value: Any) -> str:
 
 
 # -- response bodies (documented in /openapi.json; the tests validate live responses against them) --
-class TagView(BaseModel):
-    s: str
-    p: str
-    o: str
-
-
-class LastCheckView(BaseModel):
-    passing: bool
-    output: str = Field(description="what the probe said: `HTTP 503`, `TCP connect ok`, `ConnectionRefusedError: ...`")
-    at: str = Field(description="when it ran (RFC 3339, UTC)")
-
-
-class CriticalView(BaseModel):
-    lease_lapsed: bool = Field(description="its ttl passed without a heartbeat (`expires_at` says when)")
-    check_failing: bool = Field(description="its check's last result failed (`last_check` says how)")
-    since: str | None = Field(description="when it became critical (RFC 3339, UTC)")
-    delete_at: str | None = Field(description="when it is deleted unless it recovers (`deregister_after` past its "
-                                              "last heartbeat); null: it stays until it recovers or is deregistered")
-
-
-class InstanceView(BaseModel):
-    id: str
-    service: str
-    environment: str
-    address: str
-    port: int
-    scheme: str
-    tags: list[TagView] | None = Field(default=None, description="left out of discovery answers unless tags=true")
-    weight: int
-    capacity: int | None
-    ttl: float
-    deregister_after: float
-    check: dict[str, Any] | None
-    meta: dict[str, str]
-    status: Literal["up", "blocked", "draining", "critical"]
-    load: float
-    expires_at: str | None
-    registered_at: str | None
-    owner: str | None = Field(default=None, description="the name of the token that registered it, when tokens "
-                                                         "are in force (only it or an admin may change it)")
-    last_check: LastCheckView | None = Field(default=None, description="its check's last result, once its check "
-                                                                        "has run (left out otherwise)")
-    critical: CriticalView | None = Field(default=None, description="why it is critical (left out unless it is)")
-
-
 class TermWarningView(BaseModel):
     field: str = Field(description="where the request named the term first (s, p, o, tags[n], ...)")
     term: str = Field(description="the term's full IRI")

@@ -77,6 +77,27 @@ class HealthNote:
     critical_since_wall: float | None = None
     delete_at_wall: float | None = None  # None: it stays critical until it recovers or is deregistered
 
+    @staticmethod
+    def checked(note: HealthNote | None, passing: bool, output: str, wall: float) -> HealthNote:
+        note = note or HealthNote()
+        note.check_passing, note.check_output, note.check_at_wall = passing, output, wall
+        return note
+
+    @staticmethod
+    def deleting(note: HealthNote | None, at_wall: float | None) -> HealthNote:
+        note = note or HealthNote()
+        note.delete_at_wall = at_wall
+        return note
+
+    @staticmethod
+    def critical(note: HealthNote | None, critical: bool, wall: float) -> HealthNote:
+        """Critical from now (`critical`), or no longer: then neither since when nor when it is deleted."""
+        note = note or HealthNote()
+        note.critical_since_wall = wall if critical else None
+        if not critical:
+            note.delete_at_wall = None
+        return note
+
 
 @dataclass(slots=True)
 class Instance:

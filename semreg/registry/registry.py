@@ -209,9 +209,7 @@ class Registry:
         if inst is None:
             return None
         if output is not None:
-            note = inst.health or HealthNote()
-            note.check_passing, note.check_output, note.check_at_wall = passing, output, self.clock.wall()
-            inst.health = note
+            inst.health = HealthNote.checked(inst.health, passing, output, self.clock.wall())
             inst.invalidate_view()
         if inst.check_passing == passing:
             return inst
@@ -268,9 +266,8 @@ class Registry:
         if deadline is not None:
             heapq.heappush(self._deadlines, (deadline, inst.id))
         if inst.status == CRITICAL and inst.leased:  # when it is deleted, for the people reading its view
-            note = inst.health or HealthNote()
-            note.delete_at_wall = None if deadline is None else self.clock.wall() + deadline - self.clock.monotonic()
-            inst.health = note
+            at = None if deadline is None else self.clock.wall() + deadline - self.clock.monotonic()
+            inst.health = HealthNote.deleting(inst.health, at)
             inst.invalidate_view()
 
     @staticmethod
@@ -369,12 +366,8 @@ class Registry:
         after = inst.status
         if after == before:
             return False
-        if after == CRITICAL or before == CRITICAL:  # since when it is critical, for its view
-            note = inst.health or HealthNote()
-            note.critical_since_wall = self.clock.wall() if after == CRITICAL else None
-            if after != CRITICAL:
-                note.delete_at_wall = None
-            inst.health = note
+        if CRITICAL in (after, before):  # since when it is critical, for its view
+            inst.health = HealthNote.critical(inst.health, after == CRITICAL, self.clock.wall())
         self._statuses[before] -= 1
         self._statuses[after] += 1
         if inst.leased:

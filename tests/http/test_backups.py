@@ -123,7 +123,7 @@ def test_a_node_holding_only_the_backups_own_ontology_counts_as_empty(source, in
     assert restored.status_code == 200, restored.text
     assert answers(same)["instances"] == answers(c)["instances"]
     other = in_process().client()
-    changed = (ONTOLOGIES / "obras.ttl").read_bytes() + b"\n<http://example.org/obras#Extra> a <http://www.w3.org/2002/07/owl#Class> .\n"
+    changed = (ONTOLOGIES / "obras.ttl").read_bytes() + b"\n<http://example.org/obras#Extra> a owl:Class .\n"
     assert other.put("/v1/ontologies/obras", content=changed, headers={"Content-Type": "text/turtle"}).status_code == 201
     refused = other.post("/v1/restore", content=r.content, headers=GZ)
     error = refused.json()["error"]

@@ -422,7 +422,14 @@ def test_paging_past_ten_thousand_instances(start_server, browser):
             assert api.post("/v1/instances/batch", json={"instances": batch}).json() == {"registered": 5025}
     page = browser.new_page()
     watched = Watched(page)
+    listed: list[str] = []  # every read of instances the pages make: each a page of them, never all
+    page.on("request", lambda r: listed.append(r.url) if "/v1/instances" in r.url and r.method == "GET" else None)
     try:
+        port = closed_port()  # one of them failing its check: the overview names it, reading a page of the failing
+        httpx.put(f"{server.url}/v1/instances/i00001", json={"service": "svc1", "address": "127.0.0.1", "port": port,
+                  "ttl": 0, "check": {"tcp": f"127.0.0.1:{port}", "interval": 3600}}).raise_for_status()
+        page.goto(server.url + "/ui/#/")
+        expect(page.get_by_test_id("failing").locator("li[data-service=svc1]")).to_contain_text("1 critical: i00001")
         page.goto(server.url + "/ui/#/instances")
         expect(page.get_by_text("No tokens in force: open access")).to_be_visible()
         expect(page.get_by_test_id("summary")).to_have_text("10050 instances; 1–50 shown.")
@@ -447,6 +454,7 @@ def test_paging_past_ten_thousand_instances(start_server, browser):
             expect(page.get_by_test_id("summary")).to_have_text("1437 instances; 1–50 shown.")
             expect(page.locator("tbody tr").first).to_have_attribute("data-id", "i00000x")
         snapshot(page, "instances-10050")
+        assert listed and all(re.search(r"[?&]limit=(50|100)(&|$)", url) for url in listed), listed
     finally:
         page.close()
     watched.assert_clean()
