@@ -133,7 +133,8 @@ function health(inst) {
     h("ul", { "data-testid": "why-critical" }, reasons),
     h("p", { "data-testid": "critical-since" }, why.since ? ["Critical since ", time(why.since), ". "] : null,
       why.delete_at ? ["Deleted at ", time(why.delete_at), " unless it recovers."]
-        : "It stays listed until it recovers or is deregistered."),
+        : inst.deregister_after ? `Deleted ${inst.deregister_after} s past its last heartbeat unless it recovers.`
+          : "It stays listed until it recovers or is deregistered."),
     h("p", { class: "muted", text: why.lease_lapsed ? "A heartbeat brings it back." : "A passing check brings it back." }));
 }
 

@@ -10,7 +10,8 @@ import { touches } from "../live.js";
 import { tagText } from "../terms.js";
 
 const PAGE = 50;
-const TAGS_SHOWN = 3;  // a row shows its first tags; the instance's page shows them all
+const TAGS_SHOWN = 3;
+const HEALTH_SHOWN = 60;  // characters of a row's health; a probe's error can run to 200  // a row shows its first tags; the instance's page shows them all
 const STATUSES = ["", "up", "draining", "blocked", "critical"];
 
 export async function render(main, { live, query, may, navigate, principal }) {
@@ -115,7 +116,7 @@ export async function render(main, { live, query, may, navigate, principal }) {
       h("td", {}, h("a", { href: `#/instances/${encodeURIComponent(i.id)}`, text: i.id })),
       h("td", { text: i.service }), environments ? h("td", { text: i.environment ?? "" }) : null,
       h("td", { class: "mono", text: `${i.scheme}://${i.address}:${i.port}` }), h("td", {}, badge(i.status)),
-      h("td", { class: "health", text: health(i) }), h("td", { class: "tags" }, tags(i)),
+      healthCell(health(i)), h("td", { class: "tags" }, tags(i)),
       h("td", {}, i.ttl ? time(i.expires_at) : h("span", { class: "muted", text: "no lease" })),
       h("td", { class: "num", text: i.load }), h("td", { class: "num", text: i.weight }),
       h("td", { class: "num", text: i.capacity ?? "" })))));
@@ -162,6 +163,12 @@ function health(i) {
   }
   if (i.last_check) return i.last_check.passing ? "check passing" : `check failing: ${i.last_check.output}`;
   return i.check ? "check not run yet" : i.ttl ? "lease held" : "no check, no lease";
+}
+
+// A long probe error cut to a line; all of it on hover and on the instance's page.
+function healthCell(text) {
+  const cut = text.length > HEALTH_SHOWN;
+  return h("td", { class: "health", title: cut ? text : null, text: cut ? `${text.slice(0, HEALTH_SHOWN - 1)}…` : text });
 }
 
 function tags(i) {
