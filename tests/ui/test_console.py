@@ -551,6 +551,9 @@ def test_the_class_tree_is_rooted_at_owl_thing_and_a_source_is_viewable(registry
     expect(tree.locator(":scope > li").first).to_contain_text("owl:Thing")
     expect(tree.locator(":scope > li > ul > li > a", has_text="ex:Obra")).to_have_count(1)
     expect(tree.locator(":scope > li").filter(has_text="ex:Obra").filter(has_not_text="owl:Thing")).to_have_count(0)
+    expect(tree.locator(":scope > li")).to_have_count(2)  # owl:Thing holding every class, then owl:Nothing
+    expect(tree.locator(":scope > li").last).to_have_text("owl:Nothing the empty class")
+    expect(tree.locator("li li", has_text="owl:Nothing")).to_have_count(0)
     p.get_by_role("button", name="Source of obras").click()
     source = p.get_by_role("region", name="Source of obras")
     expect(source.locator("pre")).to_contain_text("Livro")
