@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import sys
 from collections.abc import Mapping
 from typing import Any
 
-from semreg.cli.common import client_for, command, common_options
-from semreg.cli.output import UsageError, print_json, say, table
+from semreg.cli.common import client_for, command, common_options, curies
+from semreg.cli.output import Curies, UsageError, print_json, say, table
+from semreg.cli.reading import MATCH_HELP, MIN_SIMILARITY_HELP
 
 
 def _meta(pairs: list[str] | None) -> dict[str, str]:
@@ -21,21 +24,51 @@ def _meta(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-def _pattern(q: dict[str, Any]) -> str:
+ANY = "https://w3id.org/semreg#Any"
+PATTERN_MIN = 24  # columns a pattern keeps when a table is cut to fit a terminal
+
+
+def _terms(t: Mapping[str, Any], short: Curies) -> str:
+    """A pattern as it is typed: CURIEs, and the predicate and object left out when any."""
+    terms = [t.get(k) for k in ("s", "p", "o")]
+    if all(x in (None, ANY) for x in terms[1:]):
+        terms = terms[:1]
+    return " ".join(short(x) if x not in (None, ANY) else "any" for x in terms)
+
+
+def _pattern(q: dict[str, Any], short: Curies) -> str:
     """`S P O`, or a conjunctive query's patterns joined by ` & ` (and what it is provided, after `|`)."""
     if q.get("all") is None:
-        return " ".join(str(q.get(k)) for k in ("s", "p", "o"))
-    text = " & ".join(" ".join(t[k] for k in "spo") for t in q["all"])
+        return _terms(q, short)
+    text = " & ".join(_terms(t, short) for t in q["all"])
     provided = q.get("provided")
-    return text + (" | provided " + " & ".join(" ".join(t[k] for k in "spo") for t in provided) if provided else "")
+    return text + (" | provided " + " & ".join(_terms(t, short) for t in provided) if provided else "")
 
 
-def _row(q: dict[str, Any]) -> list[Any]:
-    return [q["name"], _pattern(q), q.get("match"), q.get("environment"),
+def _row(q: dict[str, Any], short: Curies) -> list[Any]:
+    return [q["name"], _pattern(q, short), q.get("match"), q.get("environment"),
             ",".join(f"{k}={v}" for k, v in (q.get("meta") or {}).items()), q.get("limit") or "", q.get("owner") or ""]
 
 
 HEADERS = ["NAME", "PATTERN", "MATCH", "ENVIRONMENT", "META", "LIMIT", "OWNER"]
+OPTIONAL = {"META", "LIMIT", "OWNER"}  # left out of a table when no row has one
+
+
+def _table(queries: list[dict[str, Any]], short: Curies) -> None:
+    """The queries as a table narrow enough for a terminal: CURIEs, the optional columns no query uses left
+    out, and on a terminal too narrow still, each pattern cut short with `…` (`--json` has them whole)."""
+    rows = [_row(q, short) for q in queries]
+    keep = [k for k, h in enumerate(HEADERS) if h not in OPTIONAL or any(r[k] not in ("", None) for r in rows)]
+    headers = [HEADERS[k] for k in keep]
+    rows = [[r[k] for k in keep] for r in rows]
+    if sys.stdout.isatty():
+        width = shutil.get_terminal_size().columns
+        others = sum(max(len(h), *(len(str(r[k])) for r in rows)) + 2 for k, h in enumerate(headers) if k != 1)
+        room = max(PATTERN_MIN, width - others - 1)
+        for r in rows:
+            if len(r[1]) > room:
+                r[1] = r[1][:room - 1] + "…"
+    table(headers, rows)
 
 
 def run_put(args: argparse.Namespace) -> int:
@@ -43,34 +76,37 @@ def run_put(args: argparse.Namespace) -> int:
         raise UsageError("give one pattern (--s, with --p and --o) or several (--all, repeated), not both.")
     if args.provided and args.all is None:
         raise UsageError("--provided goes with --all (a query of several patterns).")
-    result = client_for(args).put_query(args.name, s=args.s, p=args.p, o=args.o, match=args.match,
-                                        environment=args.environment, meta=_meta(args.meta), limit=args.limit,
-                                        all=args.all, provided=args.provided)
+    client = client_for(args)
+    result = client.put_query(args.name, s=args.s, p=args.p, o=args.o, match=args.match,
+                              environment=args.environment, meta=_meta(args.meta), limit=args.limit,
+                              all=args.all, provided=args.provided, min_similarity=args.min_similarity)
     if args.json:
         print_json(result)
     else:
-        say(f"saved {result['name']}: {_pattern(result)} (match {result['match']}, environment "
-            f"{result['environment']})")
+        say(f"saved {result['name']}: {_pattern(result, curies(client, args))} (match {result['match']}, "
+            f"environment {result['environment']})")
     return 0
 
 
 def run_get(args: argparse.Namespace) -> int:
-    result = client_for(args).get_query(args.name)
+    client = client_for(args)
+    result = client.get_query(args.name)
     if args.json:
         print_json(result)
     else:
-        table(HEADERS, [_row(result)])
+        _table([result], curies(client, args))
     return 0
 
 
 def run_list(args: argparse.Namespace) -> int:
-    items = client_for(args).list_queries()
+    client = client_for(args)
+    items = client.list_queries()
     if args.json:
         print_json(items)
     elif not items:
         say("no saved queries.")
     else:
-        table(HEADERS, [_row(q) for q in items])
+        _table(items, curies(client, args))
     return 0
 
 
@@ -116,7 +152,8 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
     p.add_argument("--s", metavar="TERM", help="subject term (or --all)")
     p.add_argument("--p", metavar="TERM", help="predicate term (default: any)")
     p.add_argument("--o", metavar="TERM", help="object term (default: any)")
-    p.add_argument("--match", help="comma list of exact, narrower, broader, overlap; or all")
+    p.add_argument("--match", help=MATCH_HELP)
+    p.add_argument("--min-similarity", type=float, metavar="X", help=MIN_SIMILARITY_HELP)
     p.add_argument("--meta", action="append", metavar="KEY=VALUE", help="only instances with this meta (repeatable)")
     p.add_argument("--limit", type=int, metavar="N", help="at most N instances")
     p.add_argument("--all", action="append", metavar="PATTERN",

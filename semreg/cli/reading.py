@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from semreg.cli.common import client_for, command, common_options, curies
 from semreg.cli.output import UsageError, discover_table, instances_table, print_json, say, table
 
-MATCH_HELP = "degrees to accept: a comma list of exact, narrower, broader, overlap, or 'all' (default exact,narrower)"
+MATCH_HELP = ("degrees to accept: a comma list of exact, narrower, broader, overlap, or 'all' (default "
+              "exact,narrower); add 'similar' for near misses close in meaning (never in the default nor in 'all')")
+MIN_SIMILARITY_HELP = "with 'similar' in --match: the least similarity, 0 to 1, a near miss needs"
 
 
 def pattern(args: argparse.Namespace) -> tuple[str, str | None, str | None]:
@@ -58,10 +60,11 @@ def run_discover(args: argparse.Namespace) -> int:
     if args.also or args.provided:  # several patterns at once: POST /v1/discover
         first = " ".join(t for t in (s, p, o) if t)
         result = client.discover_all([first, *(args.also or ())], provided=args.provided, match=args.match,
-                                     service=args.service, status=args.status, limit=args.limit, tags=args.tags)
+                                     service=args.service, status=args.status, limit=args.limit, tags=args.tags,
+                                     min_similarity=args.min_similarity)
     else:
         result = client.discover(s, p, o, match=args.match, service=args.service, status=args.status,
-                                 limit=args.limit, tags=args.tags)
+                                 limit=args.limit, tags=args.tags, min_similarity=args.min_similarity)
     if args.json:
         print_json(result)
     else:
@@ -169,6 +172,7 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
 
     p = command(sub, "discover", common, "find instances whose tags match a pattern", run_discover)
     add_pattern(p)
+    p.add_argument("--min-similarity", type=float, metavar="X", help=MIN_SIMILARITY_HELP)
     p.add_argument("--status", choices=["up", "any"], help="'any' includes blocked, draining and critical")
     p.add_argument("--limit", type=int)
     p.add_argument("--tags", action="store_true", help="with --json: each instance with its tags")

@@ -134,7 +134,9 @@ def add_register(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
                    help="'S [P O]' as CURIEs or IRIs, e.g. 'ex:Livro ex:temUmGenero ex:Terror' (repeatable)")
     p.add_argument("--no-tags", action="store_true", help="register with no tags (on purpose: --tag is required otherwise)")
     p.add_argument("--ttl", type=float, default=30.0, help="seconds; 0 = no expiry (default 30)")
-    p.add_argument("--deregister-after", type=float, metavar="S", help="seconds after the last heartbeat")
+    p.add_argument("--deregister-after", type=float, metavar="S",
+                   help="delete it once critical this many seconds past its last heartbeat; 0 = never "
+                        "(default 90 with a ttl, never with --ttl 0)")
     p.add_argument("--weight", type=int, default=1)
     p.add_argument("--capacity", type=int)
     p.add_argument("--meta", action="append", default=[], metavar="K=V", help="metadata (repeatable)")

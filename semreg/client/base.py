@@ -144,17 +144,18 @@ class ClientBase(abc.ABC):
     def discover(self, s: str, p: str | None = None, o: str | None = None, match: str | Iterable[str] | None = None,
                  service: str | None = None, status: str | None = None, limit: int | None = None,
                  tags: bool = False, environment: str | None = None,
-                 meta: Mapping[str, str] | None = None) -> Steps[dict[str, Any]]:
+                 meta: Mapping[str, str] | None = None, min_similarity: float | None = None) -> Steps[dict[str, Any]]:
         """Instances whose tags match the pattern `(s p o)`: the contract's JSON as a dict (each ranked
         view with its best `match`; with `tags`, with its tags too). In `environment` (else the client's,
         else the registry's default; `*` for all), and with `meta`, only instances whose meta holds each
-        pair.
+        pair. `min_similarity`: with `similar` in `match`, the floor of a near miss's similarity.
 
         Served from the local cache while fresh. When no registry URL can answer, the last good answer
         for the same query is returned with `"stale": True` added (and `Unreachable` raised if there is none).
         """
         params = self._selected({"s": s, "p": p, "o": o, "match": match, "service": service, "status": status,
-                                "limit": limit, "tags": "true" if tags else None}, environment, meta)
+                                "limit": limit, "tags": "true" if tags else None, "min_similarity": min_similarity},
+                                environment, meta)
         key = _key("discover", params)
         hit = self.cache.fresh(key)
         if hit is not None:
@@ -176,7 +177,8 @@ class ClientBase(abc.ABC):
     def discover_all(self, patterns: Iterable[Any], provided: Iterable[Any] | None = None,
                      match: str | Iterable[str] | None = None, service: str | None = None, status: str | None = None,
                      limit: int | None = None, tags: bool = False, environment: str | None = None,
-                     meta: Mapping[str, str] | None = None) -> Steps[dict[str, Any]]:
+                     meta: Mapping[str, str] | None = None, min_similarity: float | None = None
+                     ) -> Steps[dict[str, Any]]:
         """Instances whose tags match every one of `patterns` (tags: strings of one or three terms, or
         `{"s", "p", "o"}`), by `POST /v1/discover`: each ranked view's `match` is its worst pattern's, with
         the summed distance and each pattern's own match in `patterns`. With `provided` (tags the caller can
@@ -185,7 +187,7 @@ class ClientBase(abc.ABC):
         body = {"all": list(patterns), "provided": None if provided is None else list(provided),
                 "match": match if match is None or isinstance(match, str) else ",".join(match), "service": service,
                 "status": status, "limit": limit, "tags": tags or None, "environment": environment or self.environment,
-                "meta": dict(meta) if meta else None}
+                "meta": dict(meta) if meta else None, "min_similarity": min_similarity}
         resp = yield Call("POST", "/v1/discover", json={k: v for k, v in body.items() if v is not None},
                           idempotent=True)
         result = resp.json()

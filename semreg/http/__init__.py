@@ -1,8 +1,9 @@
 """The HTTP edge: the public ASGI app (`app`), the typed state its handlers and the cluster listener's read
 (`state`: `AppState`, through `app_state(request)`), each route declared once (`endpoints`,
 the table and the handlers, a module a resource, in `routes`), `/openapi.json` (`openapi`), request
-bodies as pydantic models (`schemas`; conjunctive discovery's in `conjunctive_schemas`, the console's
-overview and changes in `console_schemas`), reading requests and writing JSON answers (`requests`,
+bodies as pydantic models (`schemas`; an instance's view and its health in `instance_views`,
+conjunctive discovery's in `conjunctive_schemas`, the console's overview and changes in
+`console_schemas`), reading requests and writing JSON answers (`requests`,
 `responses`), the access gate (`gate`), the fast path of discovery (`fastpath`), metrics
 (`metrics`), the SPARQL route (`sparql`; on a node started with `--no-sparql`, `sparql_forward`), the
 node-to-node routes (`internal`) on their own listener (`cluster_listener`) and the console's files (`console`).

@@ -10,7 +10,7 @@ import orjson
 from pydantic import BaseModel
 
 from semreg import __version__
-from semreg.http import conjunctive_schemas, console_schemas
+from semreg.http import conjunctive_schemas, console_schemas, instance_views
 from semreg.http import schemas as s
 from semreg.http.endpoints import REF, Endpoint, openapi_paths
 
@@ -21,8 +21,9 @@ ERRORS = {400: "bad input: the error names the field or term", 401: "no valid to
           429: "past the caller's rate", 503: "nothing eligible, or a time limit passed"}
 
 MODELS: list[type[BaseModel]] = [
-    s.InstanceBody, s.BatchBody, s.HeartbeatBody, s.TagsBody, s.PrefixBody, s.Check, s.InstanceView, s.TagView,
-    s.InstanceRef, s.BestMatch, s.MatchView, s.RankedView, s.DiscoverView, s.TagCount, s.TagsView, s.PeersView,
+    s.InstanceBody, s.BatchBody, s.HeartbeatBody, s.TagsBody, s.PrefixBody, s.Check, s.InstanceView, *instance_views.MODELS,
+    s.TagView, s.InstanceRef, s.BestMatch, s.MatchView, s.RankedView, s.DiscoverView, s.TagCount,
+    s.TagsView, s.PeersView,
     s.RegisteredView, s.HeartbeatView, s.ExpandView, s.ExpansionRow, s.MatchedTag, s.ConceptView, s.OntologyView,
     s.OntologyStored, s.PrefixView, s.ErrorView, s.ClusterView, s.MemberView, s.TermWarningView,
     s.RegisteredInstanceView, s.RestoredView, *console_schemas.MODELS, *conjunctive_schemas.MODELS]

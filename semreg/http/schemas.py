@@ -12,6 +12,7 @@ import pydantic
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SkipValidation, StringConstraints, WithJsonSchema
 
 from semreg.errors import BadRequest
+from semreg.http.instance_views import InstanceView, TagView
 from semreg.registry.selector import DEFAULT as DEFAULT_ENVIRONMENT
 from semreg.registry.selector import environment_problem
 
@@ -87,7 +88,7 @@ class InstanceBody(BaseModel):
     weight: int = Field(default=1, ge=1, le=10_000, strict=True)
     capacity: int | None = Field(default=None, ge=1, le=1_000_000_000, strict=True)
     ttl: NonNegativeSeconds = 30
-    deregister_after: NonNegativeSeconds = 90
+    deregister_after: NonNegativeSeconds = Field(default=90, description="0 = never deleted; left out: 90, 0 with ttl 0")
     check: Check | None = None
     meta: dict[Annotated[str, StringConstraints(min_length=1, max_length=128)], MetaValue] = Field(
         default_factory=dict, max_length=64)
@@ -184,34 +185,6 @@ def _json_type(value: Any) -> str:
 
 
 # -- response bodies (documented in /openapi.json; the tests validate live responses against them) --
-class TagView(BaseModel):
-    s: str
-    p: str
-    o: str
-
-
-class InstanceView(BaseModel):
-    id: str
-    service: str
-    environment: str
-    address: str
-    port: int
-    scheme: str
-    tags: list[TagView] | None = Field(default=None, description="left out of discovery answers unless tags=true")
-    weight: int
-    capacity: int | None
-    ttl: float
-    deregister_after: float
-    check: dict[str, Any] | None
-    meta: dict[str, str]
-    status: Literal["up", "blocked", "draining", "critical"]
-    load: float
-    expires_at: str | None
-    registered_at: str | None
-    owner: str | None = Field(default=None, description="the name of the token that registered it, when tokens "
-                                                         "are in force (only it or an admin may change it)")
-
-
 class TermWarningView(BaseModel):
     field: str = Field(description="where the request named the term first (s, p, o, tags[n], ...)")
     term: str = Field(description="the term's full IRI")

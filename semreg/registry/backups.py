@@ -205,14 +205,29 @@ def check_queries(contents: Contents) -> None:
                              f"{', '.join(sorted(q.query))}).", query=q.name)
 
 
-def refuse_unless_empty(held: dict[str, tuple[int, Any]], knowledge: Knowledge) -> None:
+def same_ontology(o: OntologyCopy, knowledge: Knowledge) -> bool:
+    """Whether the registry holds the backup's ontology `o` as it is: under its name, the same document as
+    uploaded. A node that preloads the ontology its backup also holds (`--ontology`, `dev.py serve`) is empty
+    for a restore: restoring changes nothing of it."""
+    held = knowledge.ontologies.sources.get(o.name)
+    return held is not None and held == o.source.encode()
+
+
+def refuse_unless_empty(held: dict[str, tuple[int, Any]], knowledge: Knowledge, contents: Contents) -> None:
+    """409 unless the registry holds nothing a restore would replace or keep beside the backup's: no instance,
+    client-set prefix or saved query, and no ontology other than those the backup holds the same."""
     instances = sum(1 for revision, _ in held.values() if revision > 0)
-    ontologies, prefixes, queries = len(knowledge.ontologies), len(knowledge.prefixes.explicit), len(knowledge.queries)
+    same = {o.name for o in contents.ontologies if same_ontology(o, knowledge)}
+    others = sorted(name for name in knowledge.ontologies.metas if name not in same)
+    ontologies, prefixes, queries = len(others), len(knowledge.prefixes.explicit), len(knowledge.queries)
     if instances or ontologies or prefixes or queries:
-        raise Conflict(f"the registry is not empty ({instances} instances, {ontologies} ontologies, {prefixes} "
-                       f"client-set prefixes, {queries} saved queries); a restore goes into an empty node or ring. To "
-                       f"replace the instances, ontologies, prefixes and saved queries of the backup's names and ids "
-                       f"anyway (and keep the others), restore with force (semreg restore --force, or ?force=true).",
+        held_text = ", ".join(part for n, part in (
+            (instances, f"{instances} instances"),
+            (ontologies, f"{ontologies} ontologies the backup does not hold as they are ({', '.join(others[:3])}"
+                         f"{', ...' if len(others) > 3 else ''})"),
+            (prefixes, f"{prefixes} client-set prefixes"), (queries, f"{queries} saved queries")) if n)
+        raise Conflict(f"the registry is not empty ({held_text}): restore into an empty node or ring, or with force "
+                       f"(semreg restore --force, or ?force=true) to replace what the backup names and keep the rest.",
                        instances=instances, ontologies=ontologies, prefixes=prefixes, queries=queries)
 
 
@@ -227,7 +242,7 @@ async def restore(placement: Placement, stragglers: Stragglers, knowledge: Knowl
     await check_ontologies(contents, knowledge)
     held = await inventories(placement)
     if not force:
-        refuse_unless_empty(held, knowledge)
+        refuse_unless_empty(held, knowledge, contents)
     placement.check_writable()
     for o in contents.ontologies:
         change = await knowledge.ontologies.put(o.name, o.source.encode(), o.media_type)

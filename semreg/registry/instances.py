@@ -65,6 +65,41 @@ _tag = tuple.__new__  # a Tag from three strings known to be terms, without its 
 
 
 @dataclass(slots=True)
+class HealthNote:
+    """Why an instance is (or was) in the state it is: its check's last result, and since when it has been
+    critical and when it is deleted unless it recovers. Wall-clock seconds, for people. Kept apart from
+    `Instance` and made only for an instance with a check or once critical, so that a million instances
+    with neither carry one empty slot each, not five."""
+
+    check_passing: bool | None = None
+    check_output: str = ""
+    check_at_wall: float | None = None
+    critical_since_wall: float | None = None
+    delete_at_wall: float | None = None  # None: it stays critical until it recovers or is deregistered
+
+    @staticmethod
+    def checked(note: HealthNote | None, passing: bool, output: str, wall: float) -> HealthNote:
+        note = note or HealthNote()
+        note.check_passing, note.check_output, note.check_at_wall = passing, output, wall
+        return note
+
+    @staticmethod
+    def deleting(note: HealthNote | None, at_wall: float | None) -> HealthNote:
+        note = note or HealthNote()
+        note.delete_at_wall = at_wall
+        return note
+
+    @staticmethod
+    def critical(note: HealthNote | None, critical: bool, wall: float) -> HealthNote:
+        """Critical from now (`critical`), or no longer: then neither since when nor when it is deleted."""
+        note = note or HealthNote()
+        note.critical_since_wall = wall if critical else None
+        if not critical:
+            note.delete_at_wall = None
+        return note
+
+
+@dataclass(slots=True)
 class Instance:
     """A registration with its live state. Mutated only by `semreg.registry.registry.Registry`.
 
@@ -85,6 +120,7 @@ class Instance:
     revision: int = 1
     state_version: int = 0  # orders status changes of one revision, wherever they were made
     leased: bool = True  # this shard runs its lease and checks (in a cluster, only the first live owner)
+    health: HealthNote | None = None
     _view: bytes | None = None
     _view_untagged: bytes | None = None
     _state: tuple[str, int, str] | None = None
@@ -128,6 +164,14 @@ class Instance:
                     "expires_at": rfc3339(self.expires_at_wall), "registered_at": rfc3339(self.registered_at_wall)})
         if r.owner is not None:  # the token that registered it (tokens in force): who else may change it
             out["owner"] = r.owner
+        note = self.health
+        if note is not None and note.check_at_wall is not None:
+            out["last_check"] = {"passing": note.check_passing, "output": note.check_output,
+                                 "at": rfc3339(note.check_at_wall)}
+        if self.status == CRITICAL:  # why, and for how long it stays listed
+            out["critical"] = {"lease_lapsed": self.expired, "check_failing": not self.check_passing,
+                               "since": rfc3339(note.critical_since_wall) if note else None,
+                               "delete_at": rfc3339(note.delete_at_wall) if note else None}
         return out
 
     def expires_at_text(self) -> str | None:

@@ -453,7 +453,7 @@ class LocalShard(OwnShard):
         if inst is None:
             return
         was = inst.check_passing
-        self.registry.set_check_result(iid, passing, state_version=self.revisions.next())
+        self.registry.set_check_result(iid, passing, state_version=self.revisions.next(), output=detail)
         if was != passing:
             log.info("check " + ("passing" if passing else "failing"), extra={"instance": iid, "detail": detail})
             self._arm_expiry()

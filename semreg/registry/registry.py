@@ -19,7 +19,7 @@ from semreg.errors import NotFound
 from semreg.rdf.terms import Tag
 from semreg.registry.catalogue import Catalogue
 from semreg.registry.environment_counts import EnvironmentCounts
-from semreg.registry.instances import CRITICAL, UP, Instance, Registration
+from semreg.registry.instances import CRITICAL, UP, HealthNote, Instance, Registration
 from semreg.registry.selector import ALL, EVERYTHING, Selector
 from semreg.work.lane import checkpoint, current, sort
 
@@ -202,9 +202,16 @@ class Registry:
         self._emit([_change(inst, STATUS if membership else RENEWED, membership)])
         return inst
 
-    def set_check_result(self, instance_id: str, passing: bool, state_version: int = 0) -> Instance | None:
+    def set_check_result(self, instance_id: str, passing: bool, state_version: int = 0, output: str | None = None
+                         ) -> Instance | None:
+        """A check's result; with `output` (what the probe said) it is kept as the instance's last check."""
         inst = self.instances.get(instance_id)
-        if inst is None or inst.check_passing == passing:
+        if inst is None:
+            return None
+        if output is not None:
+            inst.health = HealthNote.checked(inst.health, passing, output, self.clock.wall())
+            inst.invalidate_view()
+        if inst.check_passing == passing:
             return inst
         before = inst.status
         inst.check_passing = passing
@@ -258,6 +265,10 @@ class Registry:
         deadline = self._deadline(inst)
         if deadline is not None:
             heapq.heappush(self._deadlines, (deadline, inst.id))
+        if inst.status == CRITICAL and inst.leased:  # when it is deleted, for the people reading its view
+            at = None if deadline is None else self.clock.wall() + deadline - self.clock.monotonic()
+            inst.health = HealthNote.deleting(inst.health, at)
+            inst.invalidate_view()
 
     @staticmethod
     def _deadline(inst: Instance) -> float | None:
@@ -355,6 +366,8 @@ class Registry:
         after = inst.status
         if after == before:
             return False
+        if CRITICAL in (after, before):  # since when it is critical, for its view
+            inst.health = HealthNote.critical(inst.health, after == CRITICAL, self.clock.wall())
         self._statuses[before] -= 1
         self._statuses[after] += 1
         if inst.leased:

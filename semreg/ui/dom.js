@@ -70,10 +70,20 @@ export function confirmAction(title, text, confirmLabel) {
   });
 }
 
+// An instant as the server and its logs say it, in UTC with the zone: 2026-12-06 03:24:54 UTC (a
+// browser's local time, unlabelled, would not match either); how long ago or ahead it is on hover.
 export function time(iso) {
   if (!iso) return "never";
   const d = new Date(iso);
-  return h("time", { datetime: iso, title: iso, text: d.toLocaleString() });
+  if (Number.isNaN(d.getTime())) return iso;
+  return h("time", { datetime: iso, title: relative(d), text: `${d.toISOString().slice(0, 19).replace("T", " ")} UTC` });
+}
+
+export function relative(date, now = Date.now()) {
+  const s = Math.round((date.getTime() - now) / 1000);
+  const a = Math.abs(s);
+  const amount = a < 90 ? `${a} s` : a < 5400 ? `${Math.round(a / 60)} min` : a < 129600 ? `${Math.round(a / 3600)} h` : `${Math.round(a / 86400)} days`;
+  return s <= 0 ? `${amount} ago` : `in ${amount}`;
 }
 
 export function debounce(fn, ms) {

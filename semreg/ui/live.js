@@ -120,6 +120,7 @@ export class Live extends EventTarget {
       else if (c.reason === "replaced") this.note(`${c.id} registered again${services}`, href);
       else if (c.reason === "deregistered" || c.reason === "deleted") this.note(`${c.id} ${c.reason}`);
       else if (c.reason === "expired") this.note(`${c.id}: critical, its lease ran out`, href);
+      else if (c.reason === "check") this.note(`${c.id}: ${c.status} after its check`, href);
       else if (c.reason !== "moved") this.note(`${c.id}: ${c.status}`, href);
     }
     this.latest = list;

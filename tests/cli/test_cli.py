@@ -220,6 +220,22 @@ def test_serve_strict_terms_refuses_them(start_server):
 
 
 # -- discovery ---------------------------------------------------------------------------------------
+def test_discover_takes_min_similarity_and_its_help_names_similar(srv):
+    """A near miss (`similar`, asked by --match) has a similarity; --min-similarity is the floor it must reach."""
+    service = uid("near")
+    ok(register(srv, uid("f"), service, "ex:Filme ex:temUmGenero ex:Terror", port=9105))
+    asked = ["discover", "ex:Livro", "ex:temUmGenero", "ex:Terror", "--match", "all,similar", "--service", service,
+             "--json"]
+    near = js(semreg(*asked, url=srv.url))
+    similarity = near["instances"][0]["match"]["similarity"]
+    assert near["instances"][0]["match"]["degree"] == "similar" and 0 < similarity < 1
+    assert len(js(semreg(*asked, "--min-similarity", str(similarity), url=srv.url))["instances"]) == 1
+    assert js(semreg(*asked, "--min-similarity", "0.99", url=srv.url))["instances"] == []
+    helped = ok(semreg("discover", "--help")).stdout
+    match_help = re.search(r"\n\s+--match MATCH\s+(.*?)\n\s+-", helped, re.S)
+    assert match_help and "similar" in match_help.group(1) and "--min-similarity X" in helped
+
+
 def test_discover_table_uses_curies_and_json_is_the_servers(srv):
     service = uid("disc")
     ok(register(srv, uid("l"), service, "ex:Livro ex:temUmGenero ex:Terror", port=9101))

@@ -36,6 +36,12 @@ def test_the_command_line_saves_shows_asks_and_deletes_a_query(url):
                   "--o", "ex:Terror").returncode == 0
     listed = semreg(url, "query", "list")
     assert listed.returncode == 0 and listed.stdout.splitlines()[1].split()[0] == "horror"
+    # CURIEs, and the columns no query uses (META, LIMIT, OWNER) left out: narrow enough for a terminal
+    assert listed.stdout.splitlines()[0].split() == ["NAME", "PATTERN", "MATCH", "ENVIRONMENT"]
+    assert listed.stdout.splitlines()[1].split() == ["horror", "ex:Obra", "ex:temUmGenero", "ex:Terror",
+                                                     "exact,narrower", "default"]
+    assert max(len(line) for line in listed.stdout.splitlines()) <= 80
+    assert "ex:Obra ex:temUmGenero ex:Terror" in semreg(url, "query", "get", "horror").stdout
     shown = semreg(url, "query", "get", "horror", "--json")
     assert json.loads(shown.stdout)["s"] == "http://example.org/obras#Obra"
     found = semreg(url, "query", "discover", "horror")
@@ -62,7 +68,7 @@ def test_the_command_line_asks_and_saves_several_patterns(url):
     assert table.returncode == 0 and "no instances match" in table.stdout  # livro needs a Livro's genre tag
     put = semreg(url, "query", "put", "both", "--all", "ex:Obra ex:temUmGenero ex:Terror", "--all", "ex:Livro")
     assert put.returncode == 0, put.stderr
-    assert "& http://example.org/obras#Livro" in put.stdout
+    assert "saved both: ex:Obra ex:temUmGenero ex:Terror & ex:Livro (match" in put.stdout  # CURIEs, as typed
     assert "livro" in semreg(url, "query", "discover", "both").stdout
     neither = semreg(url, "query", "put", "x", "--s", "ex:Obra", "--all", "ex:Livro")
     assert neither.returncode != 0 and "not both" in neither.stderr

@@ -112,6 +112,26 @@ def test_a_registry_that_holds_something_is_refused_unless_forced(source, in_pro
     assert len(ids) == 12
 
 
+def test_a_node_holding_only_the_backups_own_ontology_counts_as_empty(source, in_process):
+    """A node started with the ontology its backup also holds (`--ontology`) takes the restore; one whose
+    ontology of that name differs is refused, in one sentence naming it and the way out."""
+    c, r = source
+    same = in_process().client()
+    assert same.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
+                    headers={"Content-Type": "text/turtle"}).status_code == 201
+    restored = same.post("/v1/restore", content=r.content, headers=GZ)
+    assert restored.status_code == 200, restored.text
+    assert answers(same)["instances"] == answers(c)["instances"]
+    other = in_process().client()
+    changed = (ONTOLOGIES / "obras.ttl").read_bytes() + b"\n<http://example.org/obras#Extra> a owl:Class .\n"
+    assert other.put("/v1/ontologies/obras", content=changed, headers={"Content-Type": "text/turtle"}).status_code == 201
+    refused = other.post("/v1/restore", content=r.content, headers=GZ)
+    error = refused.json()["error"]
+    assert refused.status_code == 409 and refused.json()["ontologies"] == 1
+    assert "1 ontologies the backup does not hold as they are (obras)" in error and "--force" in error
+    assert error.count(". ") == 0 and error.endswith(".")  # one sentence, with its way out
+
+
 def test_a_corrupt_or_truncated_body_is_refused_naming_the_line_and_changes_nothing(source, in_process):
     _, r = source
     target = in_process().client()

@@ -7,6 +7,7 @@ import collections
 import http.server
 import socket
 import threading
+from datetime import datetime
 
 import pytest
 from support.inprocess import InProcess
@@ -152,6 +153,58 @@ def test_a_failing_check_makes_critical_and_a_passing_one_brings_it_back(srv, ap
     probe.healthy[url] = True
     srv.advance(6)
     wait_for(lambda: ids(api) == ["checked"], 5, "the instance up again")
+
+
+def fail_check(srv, api, probe, iid, url, **kw):
+    """Register `iid` with a check on `url` that fails, and return once it is critical."""
+    probe.healthy[url] = False
+    put(api, iid, check={"http": url, "interval": 5, "timeout": 1}, **kw)
+    srv.advance(1)  # the first probe falls within the first second
+    wait_for(lambda: status(api, iid) == "critical", 5, "the instance critical")
+    return api.get(f"/v1/instances/{iid}").json()
+
+
+def test_a_critical_view_says_which_check_failed_how_and_when(srv, api, probe):
+    view = fail_check(srv, api, probe, "told", "http://10.9.9.5/health", deregister_after=30)
+    assert view["last_check"]["passing"] is False and view["last_check"]["output"] == "down"
+    assert view["last_check"]["at"].endswith("Z")
+    assert view["critical"]["check_failing"] is True and view["critical"]["lease_lapsed"] is False
+    assert view["critical"]["since"] == view["last_check"]["at"]
+    assert view["critical"]["delete_at"] > view["critical"]["since"]
+    probe.healthy["http://10.9.9.5/health"] = True
+    srv.advance(6)
+    wait_for(lambda: status(api, "told") == "up", 5, "the instance up again")
+    view = api.get("/v1/instances/told").json()
+    assert "critical" not in view and view["last_check"]["passing"] is True
+
+
+def test_a_critical_view_says_when_the_lease_lapsed(srv, api):
+    put(api, "lapsed", ttl=5, deregister_after=15)
+    up = api.get("/v1/instances/lapsed").json()
+    assert "critical" not in up and "last_check" not in up  # no check: nothing to say
+    srv.advance(5)
+    view = api.get("/v1/instances/lapsed").json()
+    assert view["critical"]["lease_lapsed"] is True and view["critical"]["check_failing"] is False
+    assert view["critical"]["since"] == view["expires_at"]
+    since, delete_at = (datetime.fromisoformat(view["critical"][k]) for k in ("since", "delete_at"))
+    assert (delete_at - since).total_seconds() == pytest.approx(10, abs=0.01)  # 15 s after its last heartbeat
+
+
+def test_without_a_ttl_a_failing_check_never_deletes_unless_deregister_after_was_asked(srv, api, probe):
+    """ttl 0 is "registered until deregistered": a check that fails marks the instance critical, and it stays
+    so (out of discovery, listed) until it passes again or is deregistered. Only a deregister_after the
+    registration gave deletes it; with a ttl, deregister_after still defaults to 90 s."""
+    assert put(api, "leased", ttl=30)["deregister_after"] == 90
+    assert put(api, "unleased")["deregister_after"] == 0
+    kept = fail_check(srv, api, probe, "kept", "http://10.9.9.6/health")
+    assert kept["deregister_after"] == 0 and kept["critical"]["delete_at"] is None
+    asked = fail_check(srv, api, probe, "asked", "http://10.9.9.7/health", deregister_after=30)
+    assert asked["deregister_after"] == 30 and asked["critical"]["delete_at"] is not None
+    srv.advance(30)
+    assert api.get("/v1/instances/asked").status_code == 404
+    srv.advance(24 * 3600)
+    assert status(api, "kept") == "critical"
+    assert api.put("/v1/instances/leased/heartbeat", json={}).status_code == 404  # 90 s past its lapse
 
 
 def test_a_replaced_check_reports_for_the_new_target_only(srv, api, probe):

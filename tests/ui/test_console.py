@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -421,7 +422,14 @@ def test_paging_past_ten_thousand_instances(start_server, browser):
             assert api.post("/v1/instances/batch", json={"instances": batch}).json() == {"registered": 5025}
     page = browser.new_page()
     watched = Watched(page)
+    listed: list[str] = []  # every read of instances the pages make: each a page of them, never all
+    page.on("request", lambda r: listed.append(r.url) if "/v1/instances" in r.url and r.method == "GET" else None)
     try:
+        port = closed_port()  # one of them failing its check: the overview names it, reading a page of the failing
+        httpx.put(f"{server.url}/v1/instances/i00001", json={"service": "svc1", "address": "127.0.0.1", "port": port,
+                  "ttl": 0, "check": {"tcp": f"127.0.0.1:{port}", "interval": 3600}}).raise_for_status()
+        page.goto(server.url + "/ui/#/")
+        expect(page.get_by_test_id("failing").locator("li[data-service=svc1]")).to_contain_text("1 critical: i00001")
         page.goto(server.url + "/ui/#/instances")
         expect(page.get_by_text("No tokens in force: open access")).to_be_visible()
         expect(page.get_by_test_id("summary")).to_have_text("10050 instances; 1–50 shown.")
@@ -446,6 +454,107 @@ def test_paging_past_ten_thousand_instances(start_server, browser):
             expect(page.get_by_test_id("summary")).to_have_text("1437 instances; 1–50 shown.")
             expect(page.locator("tbody tr").first).to_have_attribute("data-id", "i00000x")
         snapshot(page, "instances-10050")
+        assert listed and all(re.search(r"[?&]limit=(50|100)(&|$)", url) for url in listed), listed
     finally:
         page.close()
     watched.assert_clean()
+
+
+def test_an_edit_keeps_every_field_the_form_does_not_show(registry, page):
+    """Edit and Save with nothing changed leaves the registration as it was: the environment, the meta, the
+    check's interval and timeout, the capacity, the weight and the deregister_after all come back."""
+    server, api = registry
+    p = page.page
+    body = {"service": "stg", "address": "127.0.0.1", "port": 9400, "ttl": 0, "tags": ["ex:Obra"],
+            "environment": "staging", "meta": {"zone": "b", "version": "1.2"}, "capacity": 7, "weight": 3,
+            "deregister_after": 600, "check": {"tcp": "127.0.0.1:9", "interval": 3600, "timeout": 1.5}}
+    assert api.put("/v1/instances/stg-1", json=body).status_code == 201
+    try:
+        before = api.get("/v1/instances/stg-1").json()
+        sign_in(page, server.url)
+        p.goto(server.url + "/ui/#/instances/stg-1/edit")
+        expect(p.get_by_role("heading", name="Edit stg-1")).to_be_visible()
+        expect(p.get_by_role("textbox", name="Tags")).to_have_value("ex:Obra")
+        p.get_by_role("button", name="Save").click()
+        expect(p.get_by_role("heading", name="Instance stg-1")).to_be_visible()
+        after = api.get("/v1/instances/stg-1").json()
+        kept = ("service", "environment", "address", "port", "scheme", "tags", "weight", "capacity", "ttl",
+                "deregister_after", "check", "meta", "owner")
+        assert {k: after.get(k) for k in kept} == {k: before.get(k) for k in kept}
+    finally:
+        api.delete("/v1/instances/stg-1")
+
+
+def closed_port() -> int:
+    """A local port nothing listens on (bound, then let go)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_critical_instance_says_why_and_the_overview_says_which(registry, page):
+    """A failing check: which one, its target, what it answered and when, and when the instance is deleted;
+    a lapsed lease: when it ran out. The overview names them by service; the list says why in a word."""
+    server, api = registry
+    p = page.page
+    port = closed_port()
+    checked = {"service": "pagamentos", "address": "127.0.0.1", "port": port, "ttl": 0, "tags": ["ex:Obra"],
+               "check": {"tcp": f"127.0.0.1:{port}", "interval": 3600, "timeout": 1}}
+    leased = {"service": "pagamentos", "address": "127.0.0.1", "port": 9501, "ttl": 1, "deregister_after": 3600}
+    assert api.put("/v1/instances/pag-1", json=checked).status_code == 201
+    assert api.put("/v1/instances/pag-2", json=leased).status_code == 201
+    try:
+        sign_in(page, server.url)
+        failing = p.get_by_test_id("failing")
+        expect(failing.locator("li[data-service=pagamentos]")).to_contain_text("2 critical: pag-1, pag-2")
+        expect(failing.get_by_role("heading")).to_have_text("Failing (2)")
+        check_accessibility(p, "overview-failing")
+        failing.get_by_role("link", name="pag-1").click()
+        why = p.get_by_test_id("why-critical")
+        expect(why).to_contain_text(f"Its check failed: TCP 127.0.0.1:{port} answered ConnectionRefusedError")
+        expect(why).to_contain_text(" UTC")
+        expect(p.get_by_test_id("critical-since")).to_contain_text(
+            "It stays listed until it recovers or is deregistered.")  # ttl 0: never deleted unless asked
+        expect(p.get_by_test_id("status")).to_have_text("critical")
+        expect(p.locator("dd", has_text="none (ttl 0): registered until deregistered")).to_have_count(1)
+        check_accessibility(p, "instance-critical")
+        p.goto(server.url + "/ui/#/instances/pag-2")
+        expect(p.get_by_test_id("why-critical")).to_contain_text("Its lease lapsed: no heartbeat within its ttl of 1 s")
+        expect(p.get_by_test_id("critical-since")).to_contain_text("Deleted at ")
+        p.goto(server.url + "/ui/#/instances?status=critical")
+        expect(p.locator("tr[data-id=pag-1] td.health")).to_contain_text("check failing: ConnectionRefusedError")
+        expect(p.locator("tr[data-id=pag-2] td.health")).to_have_text("lease lapsed")
+        check_accessibility(p, "instances-critical")
+    finally:
+        for iid in ("pag-1", "pag-2"):
+            api.delete(f"/v1/instances/{iid}")
+
+
+def test_the_list_shows_tags_health_and_expiry(registry, page):
+    server, _ = registry
+    p = page.page
+    sign_in(page, server.url)
+    p.goto(server.url + "/ui/#/instances")
+    livros = p.locator("tr[data-id=livros]")
+    expect(livros.locator("td.tags")).to_contain_text("ex:Obra a ex:Livro")
+    expect(livros.locator("td.health")).to_have_text("no check, no lease")
+    expect(livros).to_contain_text("no lease")
+    expect(livros.locator(".badge")).to_have_count(1)
+
+
+def test_the_class_tree_is_rooted_at_owl_thing_and_a_source_is_viewable(registry, page):
+    server, _ = registry
+    p = page.page
+    sign_in(page, server.url)
+    p.goto(server.url + "/ui/#/ontologies")
+    tree = p.get_by_role("list", name="Class tree")
+    expect(tree.locator(":scope > li").first).to_contain_text("owl:Thing")
+    expect(tree.locator(":scope > li > ul > li > a", has_text="ex:Obra")).to_have_count(1)
+    expect(tree.locator(":scope > li").filter(has_text="ex:Obra").filter(has_not_text="owl:Thing")).to_have_count(0)
+    expect(tree.locator(":scope > li")).to_have_count(2)  # owl:Thing holding every class, then owl:Nothing
+    expect(tree.locator(":scope > li").last).to_have_text("owl:Nothing the empty class")
+    expect(tree.locator("li li", has_text="owl:Nothing")).to_have_count(0)
+    p.get_by_role("button", name="Source of obras").click()
+    source = p.get_by_role("region", name="Source of obras")
+    expect(source.locator("pre")).to_contain_text("Livro")
+    check_accessibility(p, "ontology-source")

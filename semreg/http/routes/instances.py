@@ -114,9 +114,19 @@ def registration(request: Request, data: Any, instance_id: str | None, where: st
     named = [(f"{at}tags[{n}]", iri) for tag, n in zip(tags, positions) for iri in tag]
     return Registration(id=iid, service=body.service, address=body.address, port=body.port, scheme=body.scheme,
                         tags=tuple(tags), weight=body.weight, capacity=body.capacity, ttl_s=float(body.ttl),
-                        deregister_after_s=float(body.deregister_after),
+                        deregister_after_s=deregister_after_s(body),
                         check=body.check.model_dump(exclude_none=True) if body.check else None,
                         meta=dict(body.meta), owner=owner_of(request), environment=body.environment), named
+
+
+def deregister_after_s(body: InstanceBody) -> float:
+    """How long the instance stays critical before it is deleted: as asked; else 90 s with a lease, and never
+    without one (ttl 0). An instance with no lease has nothing renewing it: a check that fails for a while
+    (its target restarting) must not delete what only an operator registered, as Consul removes a critical
+    service only when `DeregisterCriticalServiceAfter` is set."""
+    if "deregister_after" in body.model_fields_set:
+        return float(body.deregister_after)
+    return float(body.deregister_after) if body.ttl > 0 else 0.0
 
 
 async def registrations(request: Request, items: list[tuple[Any, str | None, str]]

@@ -1,11 +1,18 @@
 // Register an instance (PUT with an id, POST without) or edit one (PUT replaces it). Tags, one a line,
 // are checked as they are typed by the server's own parser (POST /v1/discover/tags, which changes
 // nothing): each line shows its full IRIs, or the server's sentence at the line at fault.
+//
+// A PUT replaces the whole registration, so an edit starts from the registration as read and changes
+// only what the form shows: a field it does not show (a check's interval, one the server adds later)
+// goes back as it was, never to its default.
 import { getJSON, request } from "../api.js";
 import { clear, debounce, errorBox, field, h, showError } from "../dom.js";
 import { tagText } from "../terms.js";
 
-export async function render(main, { params, navigate, may }) {
+// What the view of an instance holds that a registration does not: the server's, never sent back.
+const VIEW_ONLY = ["status", "load", "expires_at", "registered_at", "owner", "warnings", "last_check", "critical"];
+
+export async function render(main, { params, navigate, may, principal }) {
   const [editing] = params;
   const title = editing ? `Edit ${editing}` : "Register an instance";
   main.append(h("h1", { text: title }));
@@ -24,9 +31,17 @@ export async function render(main, { params, navigate, may }) {
     scheme: input("scheme", { value: current?.scheme ?? "http" }),
     weight: input("weight", { type: "number", min: 1, max: 10000, value: current?.weight ?? 1 }),
     capacity: input("capacity", { type: "number", min: 1, value: current?.capacity ?? "" }),
-    ttl: input("ttl", { type: "number", min: 0, step: "any", value: current?.ttl ?? 30 }),
-    deregister_after: input("deregister_after", { type: "number", min: 0, step: "any", value: current?.deregister_after ?? 90 }),
+    environment: input("environment", { required: true, pattern: "[A-Za-z0-9._\\-]{1,64}",
+      value: current?.environment ?? principal?.environments?.[0] ?? "default" }),
+    // no lease by default: an instance made here has nothing heartbeating for it
+    ttl: input("ttl", { type: "number", min: 0, step: "any", value: current?.ttl ?? 0, "aria-describedby": "ttl-help" }),
+    deregister_after: input("deregister_after", { type: "number", min: 0, step: "any", value: current?.deregister_after ?? "",
+      placeholder: "server default", "aria-describedby": "deregister-help" }),
   };
+  const ttlHelp = h("span", { id: "ttl-help", class: "muted",
+    text: "0: no lease, it stays until deregistered. Above 0: critical when no heartbeat comes within it." });
+  const deregisterHelp = h("span", { id: "deregister-help", class: "muted",
+    text: "Removed once critical this long. Empty: 90 s with a ttl; never without one. 0: never." });
   const checkKind = h("select", { name: "check", id: "f-check" }, ["none", "http", "tcp"].map((k) =>
     h("option", { value: k, text: k, selected: current?.check ? (k in current.check) : k === "none" })));
   const checkTarget = input("check_target", { value: current?.check?.http ?? current?.check?.tcp ?? "",
@@ -65,18 +80,25 @@ export async function render(main, { params, navigate, may }) {
   tags.addEventListener("input", debounce(checkTags, 250));
 
   function body() {
-    const out = { service: f.service.value.trim(), address: f.address.value.trim(), port: Number(f.port.value),
+    const out = { ...(current || {}) };
+    for (const key of VIEW_ONLY) delete out[key];
+    Object.assign(out, { service: f.service.value.trim(), address: f.address.value.trim(), port: Number(f.port.value),
       scheme: f.scheme.value.trim() || "http", tags: lines(), weight: Number(f.weight.value || 1),
-      ttl: Number(f.ttl.value || 0), deregister_after: Number(f.deregister_after.value || 0), meta: {} };
+      environment: f.environment.value.trim() || "default", ttl: Number(f.ttl.value || 0), meta: {} });
+    if (f.deregister_after.value !== "") out.deregister_after = Number(f.deregister_after.value);
+    else delete out.deregister_after;
     if (f.capacity.value) out.capacity = Number(f.capacity.value);
-    if (checkKind.value !== "none") out.check = { [checkKind.value]: checkTarget.value.trim() };
+    else delete out.capacity;
+    if (checkKind.value === "none") delete out.check;
+    else {
+      // the same kind of check keeps its interval and timeout; another kind starts from the server's
+      const same = current?.check && checkKind.value in current.check;
+      out.check = { ...(same ? current.check : {}), [checkKind.value]: checkTarget.value.trim() };
+      for (const other of ["http", "tcp"]) if (other !== checkKind.value) delete out.check[other];
+    }
     for (const line of meta.value.split("\n").map((l) => l.trim()).filter(Boolean)) {
       const eq = line.indexOf("=");
       out.meta[eq < 0 ? line : line.slice(0, eq)] = eq < 0 ? "" : line.slice(eq + 1);
-    }
-    if (current?.check && checkKind.value in current.check) {
-      out.check.interval = current.check.interval;
-      out.check.timeout = current.check.timeout;
     }
     return out;
   }
@@ -98,8 +120,10 @@ export async function render(main, { params, navigate, may }) {
   } },
   h("div", { class: "form-grid" },
     field("Id", f.id), field("Service", f.service), field("Address", f.address), field("Port", f.port),
-    field("Scheme", f.scheme), field("Weight", f.weight), field("Capacity (optional)", f.capacity),
-    field("ttl (s, 0 = never expires)", f.ttl), field("Deregister after (s)", f.deregister_after)),
+    field("Scheme", f.scheme), field("Environment", f.environment), field("Weight", f.weight),
+    field("Capacity (optional)", f.capacity),
+    h("label", { for: "f-ttl" }, "ttl (s, 0 = never expires)", f.ttl, ttlHelp),
+    h("label", { for: "f-deregister_after" }, "Deregister after (s, optional)", f.deregister_after, deregisterHelp)),
   h("fieldset", {}, h("legend", { text: "Health check" }),
     h("div", { class: "form-grid" }, field("Kind", checkKind), field("Target", checkTarget))),
   h("div", { class: "form-grid" },

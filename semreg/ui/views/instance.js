@@ -1,4 +1,5 @@
-// One instance: its tags as CURIEs, health, load, weight, capacity, expiry, registration time; drain,
+// One instance: why it is in the state it is (which check failed, how and when, or when its lease
+// lapsed), its tags as CURIEs, load, weight, capacity, expiry, registration time; drain,
 // block, resume and deregister (confirmed) for its owner or an admin. Read again when a live change
 // names it.
 import { getJSON, request } from "../api.js";
@@ -48,7 +49,8 @@ export async function render(main, { live, params, mayChange, navigate }) {
     const allowed = mayChange(inst);
     const check = inst.check ? (inst.check.http || inst.check.tcp) : null;
     clear(body,
-      h("p", {}, badge(inst.status), " ", h("span", { "data-testid": "status", text: inst.status })),
+      h("p", {}, statusBadge(inst.status)),
+      health(inst),
       allowed ? h("div", { class: "actions", role: "group", "aria-label": "Actions" },
         ACTIONS.filter((a) => a.when(inst.status)).map((a) => h("button", { type: "button",
           onclick: () => act(a.label, a.explain, () => request(`${path}/heartbeat`, { method: "PUT", json: { status: a.status } })),
@@ -66,12 +68,17 @@ export async function render(main, { live, params, mayChange, navigate }) {
             row("service", h("a", { href: `#/instances?service=${encodeURIComponent(inst.service)}`, text: inst.service })),
             "environment" in inst ? row("environment", inst.environment) : null,
             row("address", h("span", { class: "mono", text: `${inst.scheme}://${inst.address}:${inst.port}` })),
-            row("health", inst.status === "critical" ? "failing: its lease ran out or its check failed" : check ? `check ${check} passing` : "lease held"),
-            check ? row("check", `every ${inst.check.interval ?? 10} s, timeout ${inst.check.timeout ?? 2} s`) : null,
+            row("lease", inst.ttl ? `ttl ${inst.ttl} s: critical without a heartbeat within it` : "none (ttl 0): registered until deregistered"),
+            check ? row("check", h("span", {}, h("span", { class: "mono", text: `${checkKind(inst.check)} ${check}` }),
+              `, every ${inst.check.interval ?? 10} s, timeout ${inst.check.timeout ?? 2} s`)) : row("check", "none"),
             row("load", String(inst.load)), row("weight", String(inst.weight)),
-            row("capacity", inst.capacity ?? "none"), row("ttl", inst.ttl ? `${inst.ttl} s` : "0 (never expires)"),
-            row("expires", time(inst.expires_at)), row("registered", time(inst.registered_at)),
-            row("deregister after", inst.deregister_after ? `${inst.deregister_after} s without a heartbeat` : "never"),
+            row("capacity", inst.capacity ?? "none"),
+            row(inst.status === "critical" && inst.critical?.lease_lapsed ? "lease lapsed" : "expires",
+              inst.ttl ? time(inst.expires_at) : "never (no lease)"),
+            row("registered", time(inst.registered_at)),
+            row("deregister after", inst.deregister_after
+              ? `${inst.deregister_after} s past its last heartbeat or passing check, once critical`
+              : "never: a critical instance stays until it recovers or is deregistered"),
             inst.owner ? row("owner", inst.owner) : null,
             Object.keys(inst.meta).length ? row("meta", h("ul", { class: "plain mono" },
               Object.entries(inst.meta).map(([k, v]) => h("li", { text: `${k}=${v}` })))) : null)),
@@ -90,6 +97,45 @@ export async function render(main, { live, params, mayChange, navigate }) {
   };
   live.addEventListener("change", redraw);
   return () => live.removeEventListener("change", redraw);
+}
+
+function statusBadge(status) {
+  const b = badge(status);
+  b.setAttribute("data-testid", "status");
+  return b;
+}
+
+function checkKind(check) { return "http" in check ? "HTTP" : "TCP"; }
+
+// Why the instance is in the state it is: for a critical one which of its lease and its check failed,
+// how and when, and when it is deleted; for another, its check's last result.
+function health(inst) {
+  const last = inst.last_check;
+  const target = inst.check ? `${checkKind(inst.check)} ${inst.check.http || inst.check.tcp}` : null;
+  const lastText = last ? h("span", {}, h("span", { class: "mono", "data-testid": "check-output", text: last.output }), " at ", time(last.at)) : null;
+  if (inst.status !== "critical") {
+    return h("section", { class: "health", "aria-labelledby": "inst-health" }, h("h2", { id: "inst-health", text: "Health" }),
+      h("p", { "data-testid": "health" }, target
+        ? [`Its check (${target}) `, last ? ["passed: ", lastText] : "has not run yet."]
+        : inst.ttl ? "Its lease is held: heartbeats arrive within its ttl." : "No check and no lease: it is up until deregistered."));
+  }
+  const why = inst.critical || { lease_lapsed: false, check_failing: false, since: null, delete_at: null };
+  const reasons = [];
+  if (why.check_failing) {
+    reasons.push(h("li", {}, `Its check failed: ${target ?? "the check"}`, last ? [" answered ", lastText] : "", "."));
+  }
+  if (why.lease_lapsed) {
+    reasons.push(h("li", {}, `Its lease lapsed: no heartbeat within its ttl of ${inst.ttl} s; it ran out at `, time(inst.expires_at), "."));
+  }
+  if (reasons.length === 0) reasons.push(h("li", { text: "Its lease ran out or its check failed (the node answering holds no detail)." }));
+  return h("section", { class: "health critical", "aria-labelledby": "inst-health" },
+    h("h2", { id: "inst-health", text: "Why it is critical" }),
+    h("ul", { "data-testid": "why-critical" }, reasons),
+    h("p", { "data-testid": "critical-since" }, why.since ? ["Critical since ", time(why.since), ". "] : null,
+      why.delete_at ? ["Deleted at ", time(why.delete_at), " unless it recovers."]
+        : inst.deregister_after ? `Deleted ${inst.deregister_after} s past its last heartbeat unless it recovers.`
+          : "It stays listed until it recovers or is deregistered."),
+    h("p", { class: "muted", text: why.lease_lapsed ? "A heartbeat brings it back." : "A passing check brings it back." }));
 }
 
 function row(label, value) {

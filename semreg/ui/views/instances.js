@@ -1,13 +1,17 @@
-// Services and instances: one page of fifty at a time, read from the server (GET /v1/instances with
-// limit and offset, in id order), filtered there by service, status, tag (a term in any position, or a
-// whole tag, CURIE or IRI) and environment, with the total from X-Semreg-Total. Live changes touch only
-// the page: a status change of a row shown redraws its badge; a registration or removal that the filters
-// may admit (or any change under a status filter) reads the page again.
+// Services and instances: one page of fifty at a time, each row with its first tags, health and expiry,
+// read from the server (GET /v1/instances with limit and offset, in id order), filtered there by service,
+// status, tag (a term in any position, or a whole tag, CURIE or IRI) and environment, with the total from
+// X-Semreg-Total. Live changes touch only the page: a status change of a row shown redraws its badge (to or
+// from critical, reads the page again, for the health cell's why); a registration or removal that the
+// filters may admit (or any change under a status filter) reads the page again.
 import { request, qs } from "../api.js";
-import { badge, clear, errorBox, field, h, showError, table } from "../dom.js";
+import { badge, clear, errorBox, field, h, showError, table, time } from "../dom.js";
 import { touches } from "../live.js";
+import { tagText } from "../terms.js";
 
 const PAGE = 50;
+const TAGS_SHOWN = 3;
+const HEALTH_SHOWN = 60;  // characters of a row's health; a probe's error can run to 200  // a row shows its first tags; the instance's page shows them all
 const STATUSES = ["", "up", "draining", "blocked", "critical"];
 
 export async function render(main, { live, query, may, navigate, principal }) {
@@ -75,7 +79,7 @@ export async function render(main, { live, query, may, navigate, principal }) {
   }
 
   async function read() {
-    const params = { tags: "false", limit: PAGE, offset: (state.page - 1) * PAGE, service: state.service, tag: state.tag,
+    const params = { limit: PAGE, offset: (state.page - 1) * PAGE, service: state.service, tag: state.tag,
       status: state.status, environment: state.environment || "*" };
     try {
       const response = await request(`/v1/instances${qs(params)}`);
@@ -106,12 +110,14 @@ export async function render(main, { live, query, may, navigate, principal }) {
     const first = (state.page - 1) * PAGE;
     const environments = rows.some((i) => "environment" in i);
     summary.textContent = total === 0 ? "No instance matches." : `${total} instances; ${first + 1}–${first + rows.length} shown.`;
-    const headers = ["id", "service", ...(environments ? ["environment"] : []), "address", "status",
-      { label: "load", num: true }, { label: "weight", num: true }, { label: "capacity", num: true }];
+    const headers = ["id", "service", ...(environments ? ["environment"] : []), "address", "status", "health", "tags",
+      "expires", { label: "load", num: true }, { label: "weight", num: true }, { label: "capacity", num: true }];
     clear(body, table(headers, rows.map((i) => h("tr", { dataset: { id: i.id } },
       h("td", {}, h("a", { href: `#/instances/${encodeURIComponent(i.id)}`, text: i.id })),
       h("td", { text: i.service }), environments ? h("td", { text: i.environment ?? "" }) : null,
       h("td", { class: "mono", text: `${i.scheme}://${i.address}:${i.port}` }), h("td", {}, badge(i.status)),
+      healthCell(health(i)), h("td", { class: "tags" }, tags(i)),
+      h("td", {}, i.ttl ? time(i.expires_at) : h("span", { class: "muted", text: "no lease" })),
       h("td", { class: "num", text: i.load }), h("td", { class: "num", text: i.weight }),
       h("td", { class: "num", text: i.capacity ?? "" })))));
     const pageInput = h("input", { type: "number", min: 1, max: pages, value: state.page, size: 6, name: "page" });
@@ -129,6 +135,8 @@ export async function render(main, { live, query, may, navigate, principal }) {
     for (const c of live.latest) {
       if (touches(c, { ...state, environment: state.environment })) { reload(); return; }
       const row = shown.get(c.id);
+      // to or from critical: its health cell says why, which only a read tells
+      if (row && c.status !== null && row.status !== c.status && (c.status === "critical" || row.status === "critical")) { reload(); return; }
       if (row && c.status !== null && row.status !== c.status) { row.status = c.status; redraw = true; }
     }
     if (redraw) draw();
@@ -143,4 +151,29 @@ export async function render(main, { live, query, may, navigate, principal }) {
   };
   live.addEventListener("change", redraw);
   return () => live.removeEventListener("change", redraw);
+}
+
+// Why a row is critical, or how its check last went, in a few words.
+function health(i) {
+  if (i.status === "critical") {
+    const why = [];
+    if (i.critical?.check_failing) why.push(`check failing${i.last_check ? `: ${i.last_check.output}` : ""}`);
+    if (i.critical?.lease_lapsed) why.push("lease lapsed");
+    return why.join("; ") || "lease lapsed or check failing";
+  }
+  if (i.last_check) return i.last_check.passing ? "check passing" : `check failing: ${i.last_check.output}`;
+  return i.check ? "check not run yet" : i.ttl ? "lease held" : "no check, no lease";
+}
+
+// A long probe error cut to a line; all of it on hover and on the instance's page.
+function healthCell(text) {
+  const cut = text.length > HEALTH_SHOWN;
+  return h("td", { class: "health", title: cut ? text : null, text: cut ? `${text.slice(0, HEALTH_SHOWN - 1)}…` : text });
+}
+
+function tags(i) {
+  const list = i.tags || [];
+  if (list.length === 0) return h("span", { class: "muted", text: "none" });
+  return h("ul", { class: "plain mono" }, list.slice(0, TAGS_SHOWN).map((t) => h("li", { text: tagText(t) })),
+    list.length > TAGS_SHOWN ? h("li", { class: "muted", text: `and ${list.length - TAGS_SHOWN} more` }) : null);
 }

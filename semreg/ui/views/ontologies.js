@@ -1,11 +1,15 @@
-// Ontologies: the uploaded ones (live), upload by file picker or drag and drop with the parser's
-// error shown at its line, delete (confirmed), and the class and property tree of the hierarchy
-// with a search.
+// Ontologies: the uploaded ones (live), each one's source as Turtle on request, upload by file picker
+// or drag and drop with the parser's error shown at its line, delete (confirmed), and the class and
+// property tree of the hierarchy with a search. The class tree is rooted at owl:Thing, as a person
+// reading OWL expects (every class is one); owl:Nothing, the class no individual can be in, comes last.
 import { getJSON, request } from "../api.js";
 import { clear, confirmAction, errorBox, field, h, showError, table, time } from "../dom.js";
 import { curie } from "../terms.js";
 
 let fileTypes = null;
+const OWL_THING = "http://www.w3.org/2002/07/owl#Thing";
+const OWL_NOTHING = "http://www.w3.org/2002/07/owl#Nothing";
+const SOURCE_SHOWN = 200_000;  // characters of a source shown on the page; the download has all of it
 
 export async function render(main, { live, may }) {
   fileTypes = fileTypes || await getJSON("/ui/file-types.json");
@@ -14,7 +18,8 @@ export async function render(main, { live, may }) {
   const treeBox = h("div", { class: "tree" });
   const search = h("input", { type: "search", name: "concept-search", placeholder: "label, CURIE or IRI", autocomplete: "off" });
   const found = h("div", { "aria-live": "polite" });
-  main.append(h("h1", { text: "Ontologies" }), listError, listBox);
+  const sourceBox = h("div", { "data-testid": "source" });
+  main.append(h("h1", { text: "Ontologies" }), listError, listBox, sourceBox);
   if (may("admin")) main.append(uploader());
   main.append(h("section", { "aria-labelledby": "tree-title" },
     h("h2", { id: "tree-title", text: "Classes and properties" }),
@@ -25,15 +30,33 @@ export async function render(main, { live, may }) {
     const list = live.ontologies;
     if (list === null) return;
     clear(listBox, list.length === 0 ? h("p", { class: "muted", text: "No ontology is uploaded." })
-      : table(["name", { label: "triples", num: true }, { label: "inferred", num: true }, "uploaded", "media type", ...(may("admin") ? ["actions"] : [])],
+      : table(["name", { label: "triples", num: true }, { label: "inferred", num: true }, "uploaded", "media type", "actions"],
         list.map((o) => h("tr", { dataset: { name: o.name } }, h("td", { text: o.name }), h("td", { class: "num", text: o.triples }),
           h("td", { class: "num", text: o.inferred }), h("td", {}, time(o.uploaded_at)), h("td", { class: "mono", text: o.media_type }),
-          may("admin") ? h("td", {}, h("button", { type: "button", class: "danger", "aria-label": `Delete ${o.name}`, text: "Delete",
+          h("td", { class: "actions" }, h("button", { type: "button", "aria-label": `Source of ${o.name}`, text: "Source",
+            onclick: () => showSource(o.name).catch((error) => showError(listError, error)) }),
+          may("admin") ? h("button", { type: "button", class: "danger", "aria-label": `Delete ${o.name}`, text: "Delete",
             onclick: async () => {
               if (!(await confirmAction(`Delete ${o.name}?`, "Its triples leave the closure; discovery reasons without them at once.", "Delete"))) return;
               showError(listError, null);
               try { await request(`/v1/ontologies/${encodeURIComponent(o.name)}`, { method: "DELETE" }); } catch (error) { showError(listError, error); }
-            } })) : null))));
+            } }) : null)))));
+  }
+
+  // An ontology's triples as Turtle (as stored: the uploaded statements, not the inferred ones), with a
+  // download of the whole text.
+  async function showSource(name) {
+    const text = await (await request(`/v1/ontologies/${encodeURIComponent(name)}`, { headers: { Accept: "text/turtle" } })).text();
+    const blob = URL.createObjectURL(new Blob([text], { type: "text/turtle" }));
+    const cut = text.length > SOURCE_SHOWN;
+    const titleId = "source-title";
+    clear(sourceBox, h("section", { "aria-labelledby": titleId },
+      h("div", { class: "row" }, h("h2", { id: titleId, text: `Source of ${name}` }),
+        h("a", { href: blob, download: `${name}.ttl`, text: "Download Turtle" }),
+        h("button", { type: "button", text: "Close", onclick: () => { URL.revokeObjectURL(blob); clear(sourceBox); } })),
+      cut ? h("p", { class: "muted", text: `The first ${SOURCE_SHOWN} of ${text.length} characters; the download has all.` }) : null,
+      h("pre", { class: "source", tabindex: "0", "aria-label": `Turtle of ${name}`, text: cut ? text.slice(0, SOURCE_SHOWN) : text })));
+    sourceBox.querySelector("h2").scrollIntoView?.({ block: "nearest" });
   }
 
   let concepts = [];
@@ -51,7 +74,7 @@ export async function render(main, { live, may }) {
       const link = h("a", { href: `#/concepts/${encodeURIComponent(c.iri)}`, title: c.iri, text: label(c) });
       if (kids.length === 0) return h("li", { class: "leaf" }, link, c.kind === "individual" ? h("span", { class: "kind", text: " individual" }) : null);
       const next = new Set(path).add(c.iri);
-      const open = depth < 1;
+      const open = depth < (byIri.has(OWL_THING) ? 2 : 1);  // the level below owl:Thing open, as the roots were
       const list = h("ul", { hidden: !open }, kids.sort(byLabel).map((k) => node(k, next, depth + 1)));
       const toggle = h("button", { type: "button", class: "toggle", "aria-expanded": String(open),
         "aria-label": `${curie(c.iri)}: ${kids.length} below`, text: open ? "▾" : "▸", onclick: () => {
@@ -63,8 +86,25 @@ export async function render(main, { live, may }) {
       return h("li", {}, toggle, " ", link, h("span", { class: "kind", text: ` ${kids.length}` }), list);
     };
     const roots = (kind) => concepts.filter((c) => c.kind === kind && !c.parents.some((p) => byIri.has(p))).sort(byLabel);
+    // owl:Thing holds every class: the classes with no other parent hang below it, and owl:Nothing goes last
+    const thing = byIri.get(OWL_THING);
+    let classRoots = roots("class").filter((c) => c.iri !== OWL_NOTHING);
+    if (thing) {
+      const below = classRoots.filter((c) => c.iri !== OWL_THING);
+      children.set(OWL_THING, [...(children.get(OWL_THING) || []).filter((c) => c.iri !== OWL_NOTHING),
+        ...below.filter((c) => !(children.get(OWL_THING) || []).includes(c))]);
+      classRoots = [thing];
+    }
+    const nothing = byIri.get(OWL_NOTHING);
+    for (const list of children.values()) {
+      const at = list.findIndex((c) => c.iri === OWL_NOTHING);
+      if (at >= 0) list.splice(at, 1);
+    }
+    const nothingItem = nothing ? h("li", { class: "leaf nothing" },
+      h("a", { href: `#/concepts/${encodeURIComponent(nothing.iri)}`, title: nothing.iri, text: curie(nothing.iri) }),
+      h("span", { class: "kind", text: " the empty class" })) : null;
     clear(treeBox, concepts.length === 0 ? h("p", { class: "muted", text: "The hierarchy is empty: upload an ontology." }) : [
-      h("h3", { text: "Classes" }), h("ul", { "aria-label": "Class tree" }, roots("class").map((c) => node(c, new Set(), 0))),
+      h("h3", { text: "Classes" }), h("ul", { "aria-label": "Class tree" }, classRoots.map((c) => node(c, new Set(), 0)), nothingItem),
       h("h3", { text: "Properties" }), h("ul", { "aria-label": "Property tree" }, roots("property").map((c) => node(c, new Set(), 0)))]);
     filter();
   }
