@@ -152,7 +152,10 @@ def test_a_member_that_does_not_answer_makes_the_summary_partial(tmp_path: Path)
         ring.run(c.listen())
         # the registration made while it was away reaches it (a hint), and its change log the others (both wait
         # on the ring's clock to try again)
-        wait_for(lambda: (ring.advance(0.5), b.get("/v1/summary").json())[1].get("instances") == 13
+        # (the ring's clock in steps of 0.1 s, the hint and the change log travelling on real sockets meanwhile: in
+        # the 30 s waited, at most ~60 s of ring time pass, short of the 95 s after which the instances with a 5 s
+        # lease are deleted and 13 is never reached again)
+        wait_for(lambda: (ring.advance(0.1, step=0.1), b.get("/v1/summary").json())[1].get("instances") == 13
                  and "partial" not in b.get("/v1/summary").json(), 30, "the summary whole again")
     finally:
         ring.close()

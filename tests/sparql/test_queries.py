@@ -20,7 +20,7 @@ def api(app_server):
                 "filmes": ["ex:Filme ex:temUmGenero ex:Terror"], "pinturas": ["ex:Obra a ex:Pintura"],
                 "romances": ["ex:Romance ex:temGeneroPrincipal ex:Terror"]}
         for iid, tags in regs.items():
-            service = "books" if iid in ("livros", "romances") else iid
+            service = "livros" if iid in ("livros", "romances") else iid  # the service queries/instances-by-service.rq names
             assert c.put(f"/v1/instances/{iid}", json={"service": service, "address": "10.0.0.1", "port": 80,
                                                        "tags": tags, "ttl": 0, "meta": {"k": "v"}}).status_code == 201
         assert c.put("/v1/instances/payments-staging", json={"service": "payments", "address": "10.0.0.9", "port": 80,
@@ -68,7 +68,7 @@ def test_ontologies(api):
 
 
 def test_replacing_an_instance_leaves_only_its_new_rdf(api):
-    assert api.put("/v1/instances/livros", json={"service": "books", "address": "10.0.0.2", "port": 81,
+    assert api.put("/v1/instances/livros", json={"service": "livros", "address": "10.0.0.2", "port": 81,
                                                  "tags": ["ex:Livro"], "ttl": 0}).status_code == 200
     q = ("PREFIX sr: <https://w3id.org/semreg#> SELECT (COUNT(*) AS ?n) WHERE { GRAPH <urn:semreg:registry> { "
          "<urn:semreg:instance:livros> ?p ?o } }")

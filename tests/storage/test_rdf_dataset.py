@@ -48,16 +48,16 @@ def test_the_oxigraph_server_answers_the_example_queries_from_a_stopped_nodes_di
         for name in ("obras", "transport"):
             assert c.put(f"/v1/ontologies/{name}", content=(ONTOLOGIES / f"{name}.ttl").read_bytes(),
                          headers={"Content-Type": "text/turtle"}).status_code == 201
-        for n, (service, tags) in enumerate([("books", ["ex:Livro ex:temUmGenero ex:Terror"]),
+        for n, (service, tags) in enumerate([("livros", ["ex:Livro ex:temUmGenero ex:Terror"]),
                                              ("films", ["ex:Filme ex:temUmGenero ex:Terror", "ex:Filme"]),
-                                             ("books", ["ex:Obra ex:temUmGenero ex:Romance"]),
+                                             ("livros", ["ex:Obra ex:temUmGenero ex:Romance"]),
                                              ("catalogue", ["ex:Obra"]),
-                                             ("books", ["ex:Livro ex:temUmGenero ex:Terror"])]):
+                                             ("livros", ["ex:Livro ex:temUmGenero ex:Terror"])]):
             body = {"service": service, "address": f"10.0.0.{n}", "port": 8000 + n, "ttl": 0, "tags": tags,
                     "meta": {"n": str(n)}, "environment": "staging" if n == 3 else "default"}
             assert c.put(f"/v1/instances/i{n}", json=body).status_code == 201
         assert c.put("/v1/instances/i1/heartbeat", json={"status": "draining"}).status_code == 200
-        assert c.put("/v1/instances/i2", json={**body, "service": "books", "port": 9}).status_code == 200
+        assert c.put("/v1/instances/i2", json={**body, "service": "livros", "port": 9}).status_code == 200
         assert c.delete("/v1/instances/i4").status_code == 204
         served = {q.name: solutions(c.get("/sparql", params={"query": q.read_text()}, headers=RESULTS).json())
                   for q in QUERIES}

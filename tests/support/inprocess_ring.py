@@ -67,6 +67,10 @@ class RingNode:
                                                      lifespan="off", **self.tls,
                                                      log_config=None, access_log=False))
         self._serving = asyncio.ensure_future(self._server.serve())
+        # answering before the caller goes on: a test that moves the ring's clock meanwhile would otherwise have
+        # the others back off (in ring time) for as long as a loaded machine takes to bind the socket
+        while not self._server.started and not self._serving.done():
+            await asyncio.sleep(0.005)
 
     async def close(self) -> None:
         self.node.stopping()

@@ -195,7 +195,7 @@ def sparql_queries(ctx: BenchContext, http: httpx.Client) -> dict:
     """The example queries of `queries/` (the service one asked of a service the data set has), each
     `SPARQL_ROUNDS` times one at a time with a cache-defeating comment, and a count of instances asked right
     after each of `SPARQL_ROUNDS` registrations (read-your-writes: the replica must hold it): medians."""
-    texts = {name: text.replace('"books"', '"bench-svc-07"') for name, text in example_queries().items()}
+    texts = {name: text.replace('"livros"', '"bench-svc-07"') for name, text in example_queries().items()}
     out: dict[str, Any] = {}
     headers = {"Accept": "application/sparql-results+json"}
     with ctx.ui.step(f"the {len(texts)} example SPARQL queries, {SPARQL_ROUNDS} times each"):
