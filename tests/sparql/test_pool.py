@@ -527,10 +527,10 @@ def test_a_copy_grown_by_a_load_is_rebuilt_once_the_changes_stop():
     async def main():
         pool = QueryPool.over_store(big, hidden=[RECORDS], min_workers=2, max_workers=2, settle_s=0.5)
         try:
-            # both workers forked (after the template loaded the 40 MiB snapshot: seconds on a loaded machine)
-            # before the first question, which has the usual 5 s limit
-            await until(lambda: len(pool.pids()) == 3, timeout_s=60, what="two workers")
-            assert count(await ask(pool, COUNT_REGISTRY)) == 0
+            # the first question waits for the template to load the 40 MiB snapshot: seconds on a loaded machine,
+            # so more than the usual 5 s limit
+            assert count(await ask(pool, COUNT_REGISTRY, time_limit_s=60)) == 0
+            await until(lambda: len(pool.pids()) == 3, timeout_s=30, what="two workers")
             first = set(pool.pids()[1:])
             for k in range(changes):
                 publish_instances_from(pool, k, size=2000)
