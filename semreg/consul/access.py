@@ -23,7 +23,8 @@ NAMESPACE_HEADER = "x-consul-namespace"
 
 def admit(request: Request, scope: str | None) -> Principal:
     """The caller, once it may make a request needing `scope` (None: open to anyone, as Consul's status is):
-    kept on the request for the handlers' checks of ownership and environments."""
+    kept on the request for the handlers' checks of ownership and environments. A request naming another
+    datacenter is refused once the caller is known."""
     state = app_state(request)
     principal = OPEN
     if scope is not None:
@@ -41,6 +42,7 @@ def admit(request: Request, scope: str | None) -> Principal:
             if refusal is not None:
                 raise refusal
     request.state.principal = principal
+    check_datacenter(request, state.settings.cluster)
     return principal
 
 
