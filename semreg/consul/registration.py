@@ -49,12 +49,13 @@ class Definition:
 
 
 def folded(data: Any, where: str) -> dict[str, Any]:
-    """A JSON object's keys in lower case (Consul's decoder ignores case); a key given twice is a 400."""
+    """A JSON object's keys in lower case without underscores (Consul's decoder ignores case and takes snake_case);
+    a key given twice is a 400."""
     if not isinstance(data, dict):
         raise BadRequest(f"{where} must be a JSON object.")
     out: dict[str, Any] = {}
     for key, value in data.items():
-        low = key.lower()
+        low = key.lower().replace("_", "")  # and snake_case, as Consul translates tagged_addresses
         if low in out:
             raise BadRequest(f"{where}: the field {key} is given twice (Consul reads field names without regard to case).")
         out[low] = value

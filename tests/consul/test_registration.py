@@ -64,7 +64,9 @@ def test_a_field_given_twice_in_two_cases_is_refused(prefixes):
 
 
 # -- any body, through the route ---------------------------------------------------------------------------------
-JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+SCALARS = (st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False)
+           | st.text(max_size=20))
+JSON = st.recursive(SCALARS,
                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
                     max_leaves=20)
 KEYS = st.sampled_from(["ID", "Name", "Tags", "Address", "Port", "Meta", "Weights", "Check", "Checks", "name", "port",
