@@ -70,3 +70,15 @@ def test_a_blocking_read_of_py_consul_wakes_on_its_own_change(server):
     new_index, entries = answer["r"]
     assert int(new_index) > int(index)
     assert [e["Service"]["ID"] for e in entries] == ["livro-1"]
+
+
+@pytest.mark.parametrize("value, says", [("8500", "give HOST:PORT"), ("127.0.0.1:70000", "give HOST:PORT"),
+                                         ("127.0.0.1:{port}", "port of its own")])
+def test_a_consul_listen_address_that_cannot_be_is_refused_before_anything_starts(value, says):
+    import subprocess
+    import sys
+
+    port = free_port()
+    out = subprocess.run([sys.executable, "-m", "semreg", "serve", "--memory", "--no-sparql", "--port", str(port),
+                          "--consul-listen", value.format(port=port)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and says in out.stderr, out.stderr
