@@ -180,3 +180,4 @@ def test_tokens_map_onto_scopes_and_bound_environments(in_process, tmp_path):
     assert srv.consul(BOUND).get("/v1/catalog/services", params={"ns": "staging"}).json() == {}
     assert srv.consul(READ).put("/v1/agent/service/deregister/livros-1").status_code == 403
     assert srv.client(ADMIN).get("/v1/instances/livros-1").status_code == 200
+

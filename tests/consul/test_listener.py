@@ -82,3 +82,18 @@ def test_a_consul_listen_address_that_cannot_be_is_refused_before_anything_start
     out = subprocess.run([sys.executable, "-m", "semreg", "serve", "--memory", "--no-sparql", "--port", str(port),
                           "--consul-listen", value.format(port=port)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and says in out.stderr, out.stderr
+
+
+def test_a_critical_status_reported_through_a_ttl_check_is_kept_across_a_restart(start_server, tmp_path):
+    port = free_port()
+    data = tmp_path / "data"
+    first = start_server("--consul-listen", f"127.0.0.1:{port}", data_dir=data)
+    c = consul.Consul(host="127.0.0.1", port=port)
+    assert c.agent.service.register("livros", service_id="livro-1", address="127.0.0.1", port=9000,
+                                    check=consul.Check.ttl("30s"))
+    assert c.agent.check.ttl_pass("service:livro-1")
+    assert c.agent.check.ttl_fail("service:livro-1")
+    first.stop()
+    start_server("--consul-listen", f"127.0.0.1:{port}", data_dir=data)
+    _, entries = c.health.service("livros")
+    assert [check["Status"] for check in entries[0]["Checks"] if check["CheckID"] == "service:livro-1"] == ["critical"]
