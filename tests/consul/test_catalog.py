@@ -142,3 +142,70 @@ def test_status_nodes_and_refusals_in_consul_s_words(srv):
         assert r.status_code == 400 and r.headers["content-type"].startswith("text/plain"), (path, params, r.text)
     r = c.get("/v1/kv/anything")
     assert r.status_code == 404 and r.headers["content-type"].startswith("text/plain")
+
+
+# The Go types Prometheus's Consul SD decodes these answers into (hashicorp/consul/api: ServiceEntry, Node,
+# AgentService, HealthCheck; the agent's self as map[string]map[string]interface{}). encoding/json matches field names
+# without regard to case and ignores the others, but a value of the wrong JSON type fails the whole decode.
+STR, INT, BOOL = "string", "int", "bool"
+STRINGS, STRING_MAP = ["string"], {"*": "string"}
+GO_NODE = {"ID": STR, "Node": STR, "Address": STR, "Datacenter": STR, "TaggedAddresses": STRING_MAP,
+           "Meta": STRING_MAP, "CreateIndex": INT, "ModifyIndex": INT}
+GO_SERVICE = {"Kind": STR, "ID": STR, "Service": STR, "Tags": STRINGS, "Meta": STRING_MAP, "Port": INT, "Address": STR,
+              "TaggedAddresses": {"*": {"Address": STR, "Port": INT}}, "Weights": {"Passing": INT, "Warning": INT},
+              "EnableTagOverride": BOOL, "CreateIndex": INT, "ModifyIndex": INT, "Datacenter": STR, "Namespace": STR}
+GO_CHECK = {"Node": STR, "CheckID": STR, "Name": STR, "Status": STR, "Notes": STR, "Output": STR, "ServiceID": STR,
+            "ServiceName": STR, "ServiceTags": STRINGS, "Type": STR, "Namespace": STR, "CreateIndex": INT,
+            "ModifyIndex": INT}
+GO_ENTRY = {"Node": GO_NODE, "Service": GO_SERVICE, "Checks": [GO_CHECK]}
+
+
+def decodes(value, go, at="") -> None:
+    """Assert `value` decodes into the Go type `go` as encoding/json would (null decodes into anything)."""
+    if value is None:
+        return
+    if go == STR:
+        assert isinstance(value, str), at
+    elif go == INT:
+        assert isinstance(value, int) and not isinstance(value, bool), at
+    elif go == BOOL:
+        assert isinstance(value, bool), at
+    elif isinstance(go, list):
+        assert isinstance(value, list), at
+        for n, item in enumerate(value):
+            decodes(item, go[0], f"{at}[{n}]")
+    elif "*" in go:
+        assert isinstance(value, dict), at
+        for key, item in value.items():
+            decodes(item, go["*"], f"{at}.{key}")
+    else:
+        assert isinstance(value, dict), at
+        fields = {name.lower(): kind for name, kind in go.items()}
+        for key, item in value.items():
+            if key.lower() in fields:
+                decodes(item, fields[key.lower()], f"{at}.{key}")
+
+
+def test_agent_self_and_a_blocking_health_read_decode_as_prometheus_s_consul_sd_reads_them(srv):
+    c = srv.consul()
+    info = c.get("/v1/agent/self").json()
+    assert all(isinstance(v, dict) for v in info.values())  # map[string]map[string]interface{}
+    datacenter = info["Config"]["Datacenter"]
+    assert isinstance(datacenter, str)
+    first = c.get("/v1/health/service/obras-de-terror", params={"stale": "", "dc": datacenter})
+    index = first.headers["X-Consul-Index"]
+    assert int(index) > 0
+    waiting = c.submit("GET", "/v1/health/service/obras-de-terror",
+                       params={"index": index, "stale": "", "wait": "120000ms", "dc": datacenter})
+    srv.settle()
+    assert c.put("/v1/agent/service/deregister/filme-1").status_code == 200
+    srv.settle()
+    r = waiting.result(10)
+    assert int(r.headers["X-Consul-Index"]) > int(index)  # an index that moves, or Prometheus emits nothing new
+    entries = r.json()
+    assert [e["Service"]["ID"] for e in entries] == ["livro-1"]
+    for n, entry in enumerate(entries):
+        decodes(entry, GO_ENTRY, f"[{n}]")
+        assert entry["Node"] is not None and entry["Node"]["Address"] and entry["Node"]["Node"]
+        assert isinstance(entry["Node"]["Meta"], dict) and isinstance(entry["Node"]["TaggedAddresses"], dict)
+        assert all(check["Status"] in ("passing", "warning", "critical") for check in entry["Checks"])
