@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
@@ -19,6 +20,7 @@ from semreg.config import Settings
 from semreg.consul import agent, catalog
 from semreg.consul.entries import NodeInfo
 from semreg.errors import SemregError
+from semreg.http.metrics import MetricsMiddleware
 from semreg.http.state import AppState
 
 log = logging.getLogger("semreg.consul")
@@ -75,9 +77,11 @@ def node_info(settings: Settings) -> NodeInfo:
 
 
 def consul_app(state: AppState) -> Starlette:
-    """The Consul-compatible app over `state` (no lifespan: the node runs what lives around it)."""
-    app = Starlette(routes=ROUTES, exception_handlers={SemregError: _refused, HTTPException: _http_error,
-                                                       Exception: _unexpected})
+    """The Consul-compatible app over `state` (no lifespan: the node runs what lives around it). Its requests are
+    counted and timed in the node's metrics by their Consul route (`/v1/health/service/{name:path}`), which no
+    route of the public API shares."""
+    app = Starlette(routes=ROUTES, middleware=[Middleware(MetricsMiddleware, metrics=state.metrics)],
+                    exception_handlers={SemregError: _refused, HTTPException: _http_error, Exception: _unexpected})
     app.state.semreg = state
     app.state.consul_node = node_info(state.settings)
     return app

@@ -209,3 +209,10 @@ def test_agent_self_and_a_blocking_health_read_decode_as_prometheus_s_consul_sd_
         assert entry["Node"] is not None and entry["Node"]["Address"] and entry["Node"]["Node"]
         assert isinstance(entry["Node"]["Meta"], dict) and isinstance(entry["Node"]["TaggedAddresses"], dict)
         assert all(check["Status"] in ("passing", "warning", "critical") for check in entry["Checks"])
+
+
+def test_the_consul_routes_are_counted_in_the_node_s_metrics(srv):
+    assert srv.consul().get("/v1/health/service/livros").status_code == 200
+    metrics = srv.client().get("/metrics").text
+    assert 'route="/v1/health/service/{name:path}"' in metrics
+    assert 'route="/v1/agent/service/register"' in metrics
