@@ -16,6 +16,7 @@ from semreg.errors import BadRequest, Forbidden, Unauthorized
 from semreg.http.gate import over_rate
 from semreg.http.state import app_state
 from semreg.registry.selector import ALL, DEFAULT, Selector, environment_problem
+from semreg.work.lane import CALLER
 
 TOKEN_HEADER = "x-consul-token"
 NAMESPACE_HEADER = "x-consul-namespace"
@@ -27,10 +28,10 @@ def admit(request: Request, scope: str | None) -> Principal:
     datacenter is refused once the caller is known."""
     state = app_state(request)
     principal = OPEN
+    client = request.client.host if request.client else "unknown"
     if scope is not None:
         token = request.headers.get(TOKEN_HEADER)
         authorization = f"Bearer {token}" if token else request.headers.get("authorization")
-        client = request.client.host if request.client else "unknown"
         now = state.clock.monotonic()
         try:
             principal = state.auth_failures.authenticate(state.tokens, authorization, client, now, request.url.path)
@@ -42,6 +43,8 @@ def admit(request: Request, scope: str | None) -> Principal:
             if refusal is not None:
                 raise refusal
     request.state.principal = principal
+    # who asks, for the log line of request work refused (`semreg.work.lane`), as the public port says it
+    CALLER.set(f"{principal.name}@{client}" if principal is not OPEN else client)
     check_datacenter(request, state.settings.cluster)
     return principal
 
