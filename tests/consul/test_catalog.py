@@ -128,6 +128,8 @@ def test_a_namespace_is_an_environment(srv):
     assert srv.client().get("/v1/instances/s1").json()["environment"] == "staging"
     assert ids(c.get("/v1/health/service/livros", params={"ns": "staging"}).json()) == {"s1"}
     assert "s1" not in ids(c.get("/v1/health/service/livros").json())
+    assert {"s1", "livro-1"} <= ids(c.get("/v1/health/service/livros", params={"ns": "*"}).json())
+    assert c.get("/v1/agent/services", headers={"X-Consul-Namespace": "staging"}).json().keys() == {"s1"}
 
 
 def test_status_nodes_and_refusals_in_consul_s_words(srv):

@@ -2,6 +2,8 @@
 property that no body, however made, gets a 500 from the register route, and a refused one changes nothing."""
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -108,3 +110,23 @@ def registered_id(body: dict) -> str:
     """The ID a registration that was accepted took (Consul's default: the name)."""
     folded = {k.lower(): v for k, v in body.items()}
     return folded.get("id") or folded["name"]
+
+
+PATHS = st.sampled_from(["/v1/health/service/livros", "/v1/catalog/service/livros", "/v1/catalog/services",
+                         "/v1/catalog/nodes", "/v1/agent/services", "/v1/agent/service/livros", "/v1/agent/self",
+                         "/v1/status/leader", "/v1/health/service/x%00y", "/v1/agent/service/%FF"])
+PARAMS = st.dictionaries(st.sampled_from(["index", "wait", "passing", "tag", "ns", "dc", "filter", "stale", "near"]),
+                         st.text(max_size=30) | st.sampled_from(["0", "1", "-1", "99999999999999999999999", "1e9s"]),
+                         max_size=4)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=PATHS, params=PARAMS, check=st.text(max_size=40), update=BODIES)
+def test_no_read_or_check_update_gets_a_500(consul_app, path, params, check, update):
+    """Reads with any parameters (a wait that would block is cut to nothing by index 0 or answered at once by a
+    foreign index), and check updates of any check with any body."""
+    params = {**params, "index": "0"} if "index" in params and params["index"].isdigit() else params
+    r = consul_app.consul().get(path, params=params)
+    assert r.status_code < 500, (path, params, r.text)
+    r = consul_app.consul().put(f"/v1/agent/check/update/{quote(check, safe='')}", json=update)
+    assert r.status_code in (400, 404), r.text
