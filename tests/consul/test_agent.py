@@ -181,3 +181,15 @@ def test_tokens_map_onto_scopes_and_bound_environments(in_process, tmp_path):
     assert srv.consul(READ).put("/v1/agent/service/deregister/livros-1").status_code == 403
     assert srv.client(ADMIN).get("/v1/instances/livros-1").status_code == 200
 
+
+
+def test_a_service_that_keeps_failing_its_ttl_check_is_deleted_after_deregister_critical_service_after(srv):
+    c = srv.consul()
+    assert c.put("/v1/agent/service/register", json=book(
+        Check={"TTL": "10s", "Status": "passing", "DeregisterCriticalServiceAfter": "1m"})).status_code == 200
+    assert c.put("/v1/agent/check/fail/service:livros-1").status_code == 200
+    for _ in range(5):
+        srv.advance(10)
+        assert c.put("/v1/agent/check/fail/service:livros-1").status_code == 200
+    srv.advance(21)  # 71 s after the first failure: its last report's ttl (10 s) and the minute have passed
+    assert srv.client().get("/v1/instances/livros-1").status_code == 404
