@@ -55,9 +55,10 @@ async def register(request: Request) -> Response:
     await check_may_replace(request, [reg])
     (inst, _), = await state.coordinator.register([reg])
     # The TTL check's first status (Consul starts a check critical unless told), or up again where a replaced
-    # registration had been reported critical: a registration keeps its admin status across replacements.
+    # registration had been reported critical: a registration keeps its admin status across replacements. The
+    # instance may be another member's copy, which says its status only.
     wanted = entries.TO_STATUS[given.ttl_status] if given.ttl_status else "up"
-    if inst.admin_status != wanted:
+    if inst.status != wanted:
         await state.coordinator.heartbeat(reg.id, None, wanted)
     return Response(status_code=200)
 
@@ -118,7 +119,7 @@ async def _report(request: Request, status: str, admitted: bool = False) -> Resp
     if inst.reg.ttl_s <= 0:
         raise BadRequest(f'CheckID "{check[:140]}" does not have associated TTL: the service was registered without one.')
     wanted: str | None = entries.TO_STATUS[status]
-    if wanted == "up" and inst.admin_status == DRAINING:  # a passing check does not end a drain
+    if wanted == "up" and inst.status == DRAINING:  # a passing check does not end a drain
         wanted = None
     await coordinator.heartbeat(iid, None, wanted)
     return Response(status_code=200)

@@ -19,7 +19,6 @@ from semreg.access.tokens import READ, Principal
 from semreg.consul import blocking, entries
 from semreg.consul.access import NAMESPACE_HEADER, admit, environment, selector
 from semreg.consul.agent import node_of, refuse_filter
-from semreg.consul.tags import consul_tags
 from semreg.http.state import app_state
 from semreg.registry.watch import Topic
 
@@ -34,7 +33,7 @@ async def services(request: Request) -> Response:
     topic = await blocking.read(request, lambda: coordinator.instances(None, True, chosen))
     found: dict[str, dict[str, None]] = {}
     for inst in topic.payload.items:
-        found.setdefault(inst.reg.service, {}).update(dict.fromkeys(consul_tags(inst.reg.meta, inst.reg.tags)))
+        found.setdefault(inst.reg.service, {}).update(dict.fromkeys(entries.consul_tags_of(inst)))
     return json({name: list(tags) for name, tags in sorted(found.items())}, topic.index)
 
 
@@ -84,7 +83,7 @@ async def named(request: Request) -> tuple[Topic, list[tuple[Any, Any]]]:
         else [(inst, None) for inst in payload.items]
     wanted = request.query_params.getlist("tag")
     if wanted:
-        rows = [(inst, m) for inst, m in rows if set(wanted) <= set(consul_tags(inst.reg.meta, inst.reg.tags))]
+        rows = [(inst, m) for inst, m in rows if set(wanted) <= set(entries.consul_tags_of(inst))]
     return topic, rows
 
 

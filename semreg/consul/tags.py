@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 import orjson
 
 from semreg.errors import BadRequest
-from semreg.rdf.terms import PrefixMap, Tag, parse_tag
+from semreg.rdf.terms import PrefixMap, parse_tag
 
 TAGS_KEY = "consul-tags"
 RESERVED_PREFIX = "consul-"
@@ -42,9 +42,9 @@ def kept(tags: list[str]) -> str:
     return orjson.dumps(tags).decode()
 
 
-def consul_tags(meta: Mapping[str, str], tags: Iterable[Tag]) -> list[str]:
+def consul_tags(meta: Mapping[str, str], tags: Iterable[str]) -> list[str]:
     """An instance's tags as Consul shows them: as a Consul client wrote them, else (an instance registered through
-    semreg's own API) each semantic tag as its text of full IRIs."""
+    semreg's own API) its semantic tags as given, each the text of its full IRIs."""
     raw = meta.get(TAGS_KEY)
     if raw is not None:
         try:
@@ -53,7 +53,7 @@ def consul_tags(meta: Mapping[str, str], tags: Iterable[Tag]) -> list[str]:
             value = None
         if isinstance(value, list) and all(isinstance(t, str) for t in value):
             return value
-    return [t.text for t in tags]
+    return list(tags)
 
 
 def own_meta(meta: Mapping[str, str]) -> dict[str, str]:
