@@ -8,6 +8,7 @@ named, by exact text, as Consul compares tags.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -93,7 +94,8 @@ def source(request: Request, principal: Principal, name: str) -> tuple[Callable[
     saved = state.knowledge.queries.by_name.get(name)
     if saved is not None and principal.sees(saved.environment):
         asked = request.query_params.get("ns") or request.headers.get(NAMESPACE_HEADER)
-        q = state.questions.of(saved, environment(request) if asked else None)
+        # asked with the instances' tags: another member's copies carry them only then, and Consul shows Tags
+        q = dataclasses.replace(state.questions.of(saved, environment(request) if asked else None), tags=True)
         principal.require_environment(q.selector.environment)
         return (lambda: state.coordinator.discover(q)), True
     chosen = selector(request, principal)
