@@ -36,7 +36,7 @@ class Settings:
     tokens_file: Path | None = option(None, "tokens", "tokens file (JSON), reloaded on SIGHUP; see the docs, Tokens and TLS",
                                       metavar="FILE", env="SEMREG_TOKENS_FILE")
     insecure: bool = option(False, "insecure", "allow listening beyond loopback without tokens (--host, --dns, "
-                            "--cluster-listen)")
+                            "--cluster-listen, --consul-listen)")
     etcd: str = option("", "etcd", "etcd endpoints of the cluster's membership (without it the node runs alone)",
                        metavar="URL,...")
     etcd_ca: Path | None = option(None, "etcd-ca", "CA certificate etcd's certificate is checked against (TLS to "
@@ -81,6 +81,9 @@ class Settings:
                                       "message, from its opening or its last answer; then it is closed", metavar="S")
     dns_tcp_write_timeout_s: float = option(10.0, "dns-tcp-write-timeout", "seconds a DNS TCP client has to take an "
                                             "answer; then its connection is closed", metavar="S")
+    consul_listen: str = option("", "consul-listen", "also serve the Consul-compatible HTTP API (agent, catalog, "
+                                "health, status) on this address, over this node's registry and saved queries "
+                                "(off without it; Consul's own port is 8500)", metavar="ADDR:PORT")
     json_body_limit_bytes: int = option(4 * MiB, "json-body-limit", "largest JSON body (413 past it)", metavar="BYTES")
     ontology_body_limit_bytes: int = option(32 * MiB, "ontology-body-limit", "largest ontology upload",
                                             metavar="BYTES")

@@ -149,11 +149,24 @@ def check_dns(settings: Settings) -> None:
             raise ValueError(f"{flag} {seconds}: give seconds above 0.")
 
 
+def check_consul(settings: Settings) -> None:
+    """`--consul-listen`, checked before anything starts: an address of its own; ValueError says why not."""
+    if not settings.consul_listen:
+        return
+    from semreg.node.listeners import listen_address
+
+    host, port = listen_address(settings.consul_listen, "--consul-listen")
+    if port == settings.port and (host == settings.host or WILDCARDS & {host, settings.host}):
+        raise ValueError(f"--consul-listen {settings.consul_listen}: that is the public listener's address "
+                         f"(--host {settings.host} --port {settings.port}); the Consul API needs a port of its own.")
+
+
 def beyond_loopback(settings: Settings) -> list[tuple[str, str]]:
     """Each listener of `settings` on an address beyond loopback, as (its flag, its value): the public port,
-    `--dns` and `--cluster-listen` (a value that does not parse is left to its own check)."""
+    `--dns`, `--cluster-listen` and `--consul-listen` (a value that does not parse is left to its own check)."""
     out = [("--host", settings.host)] if not is_loopback(settings.host) else []
-    for flag, value in (("--dns", settings.dns), ("--cluster-listen", settings.cluster_listen)):
+    for flag, value in (("--dns", settings.dns), ("--cluster-listen", settings.cluster_listen),
+                        ("--consul-listen", settings.consul_listen)):
         host, sep, _ = value.strip().rpartition(":")
         if value and sep and host and not is_loopback(host.strip("[]")):
             out.append((flag, value))
@@ -238,6 +251,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = cluster_settings(settings) if settings.etcd else settings
         check_dns(settings)
+        check_consul(settings)
         check_open(settings)
     except ValueError as exc:
         print(f"semreg: {exc}", file=sys.stderr)

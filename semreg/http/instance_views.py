@@ -23,6 +23,8 @@ class LastCheckView(BaseModel):
 class CriticalView(BaseModel):
     lease_lapsed: bool = Field(description="its ttl passed without a heartbeat (`expires_at` says when)")
     check_failing: bool = Field(description="its check's last result failed (`last_check` says how)")
+    reported: bool = Field(default=False, description="the service reported itself critical (a Consul TTL check "
+                                                      "failed through --consul-listen)")
     since: str | None = Field(description="when it became critical (RFC 3339, UTC)")
     delete_at: str | None = Field(description="when it is deleted unless it recovers (`deregister_after` past its "
                                               "last heartbeat); null: it stays until it recovers or is deregistered")

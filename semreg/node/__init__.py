@@ -7,7 +7,7 @@ lane of request work), `writer` (the store's writer thread), `replica` (the SPAR
 shows of the registry), `knowledge` (ontologies, prefixes, saved queries, restored), `registry` (this node's shard
 and the coordinator; the tombstone trim of a node alone), `at_rest` (the data directory's RDF writer), `memory`
 (the collector and the C heap), `ring` (membership in a ring), `edge` (the HTTP edge: the apps, their typed
-state, the query processes, the tokens' reload), `listeners` (the public and node-to-node HTTP ports, DNS) and
+state, the query processes, the tokens' reload), `listeners` (the public and node-to-node HTTP ports, the Consul API's, DNS) and
 `process` (`semreg serve`'s process: its event loop, signals and exit status).
 
 May import every room but `cli` and `bench` (it is the top of the server: the HTTP edge is one of its parts).

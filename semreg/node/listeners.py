@@ -1,6 +1,7 @@
 """What a node listens on, each as a service: the public HTTP port and the node-to-node one (uvicorn servers, run
 by the node rather than by uvicorn's own `run`: the node starts them after the parts their routes need and stops
-them first), and the DNS listeners of `--dns` (`semreg.dns.server`).
+them first), the Consul-compatible API's port of `--consul-listen` (`semreg.consul`), and the DNS listeners of
+`--dns` (`semreg.dns.server`).
 
 An HTTP listener started binds its socket (a port taken fails the start-up; uvicorn's log line says why) and keeps
 its date header current; stopped, it stops accepting, asks its connections to close, waits for what they are
@@ -99,13 +100,27 @@ def node_to_node(app: Starlette, settings: Settings, *, needs: tuple[str, ...]) 
 
 def cluster_listen(value: str) -> tuple[str, int]:
     """`--cluster-listen HOST:PORT` → (host, port); ValueError says why not."""
-    host, sep, port = value.strip().rpartition(":")
     if not value:
         raise ValueError("--etcd needs --cluster-listen HOST:PORT: node-to-node requests are served there, never "
                          "on the public port.")
+    return listen_address(value, "--cluster-listen")
+
+
+def listen_address(value: str, flag: str) -> tuple[str, int]:
+    """A listener's `HOST:PORT` (an IPv6 host in brackets) → (host, port); ValueError naming `flag` otherwise."""
+    host, sep, port = value.strip().rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--cluster-listen {value}: give HOST:PORT.")
+        raise ValueError(f"{flag} {value}: give HOST:PORT.")
     return host.strip("[]"), int(port)
+
+
+def consul(app: Starlette, settings: Settings, *, needs: tuple[str, ...]) -> HttpListener:
+    """`--consul-listen`: the Consul-compatible API (`semreg.consul`), a port of its own beside the public one."""
+    host, port = listen_address(settings.consul_listen, "--consul-listen")
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="off",
+                            backlog=4096, server_header=False, timeout_graceful_shutdown=10,
+                            forwarded_allow_ips=settings.forwarded_allow_ips)
+    return HttpListener("consul listener", config, needs=needs)
 
 
 def cluster_tls(settings: Settings) -> dict[str, Any]:

@@ -19,12 +19,13 @@ from semreg.clock import Clock, LoopClock
 from semreg.cluster.cluster import Cluster
 from semreg.cluster.kv import KV
 from semreg.config import Settings
+from semreg.consul.app import consul_app
 from semreg.errors import StopAsked
 from semreg.knowledge.ontologies import Published
 from semreg.node.at_rest import RdfWriter
 from semreg.node.edge import Parts, edge
 from semreg.node.knowledge import KnowledgeService
-from semreg.node.listeners import HttpListener, dns_server, node_to_node, public
+from semreg.node.listeners import HttpListener, consul, dns_server, node_to_node, public
 from semreg.node.memory import Memory
 from semreg.node.registry import RegistryService, tombstone_trim
 from semreg.node.replica import Replica
@@ -121,7 +122,7 @@ class Node:
         services += [self.memory, Basic("open", self._opened, needs=("registry", "memory"))]
 
     def _edge(self, listen: bool, services: list[Service]) -> None:
-        """The HTTP edge and its services, DNS, membership, and (with `listen`) the listeners."""
+        """The HTTP edge and its services, DNS, membership, the Consul app, and (with `listen`) the listeners."""
         settings = self.settings
         self.dns = dns_server(settings, self.coordinator, self.knowledge, self.questions, self.clock) \
             if settings.dns else None
@@ -131,6 +132,8 @@ class Node:
                       ready=lambda: self.ready, starting=self.starting)
         self.edge = edge(parts, self._lifespan)
         self.app, self.cluster_app = self.edge.app, self.edge.cluster_app
+        # the Consul-compatible API reads and writes this node's registry through the edge's own state
+        self.consul_app: Starlette | None = consul_app(self.edge.state) if settings.consul_listen else None
         services += self.edge.services
         if self.dns is not None:
             services.append(Basic("dns", self.dns.start, self.dns.stop, needs=("registry", "knowledge")))
@@ -139,6 +142,8 @@ class Node:
         if self.cluster is not None:
             services.append(Membership(self.cluster, self.coordinator,
                                        needs=present(services, "registry", "cluster listener")))
+        if self.consul_app is not None and listen:
+            services.append(consul(self.consul_app, settings, needs=("registry", "knowledge")))
         # the public port opens last and closes first: requests drain before the node leaves the ring
         self.public: HttpListener | None = None
         if listen:

@@ -112,7 +112,9 @@ class Instance:
     expires_at: float | None  # None when ttl is 0
     registered_at_wall: float
     expires_at_wall: float | None
-    admin_status: str = UP  # up | blocked | draining, as the last heartbeat said
+    # up | blocked | draining, as the last heartbeat said; or critical, which the service reported of itself
+    # (a Consul TTL check failed, `semreg.consul`): it leaves discovery and is deleted as any critical instance
+    admin_status: str = UP
     check_passing: bool = True
     expired: bool = False
     load: float = 0.0
@@ -170,6 +172,7 @@ class Instance:
                                  "at": rfc3339(note.check_at_wall)}
         if self.status == CRITICAL:  # why, and for how long it stays listed
             out["critical"] = {"lease_lapsed": self.expired, "check_failing": not self.check_passing,
+                               "reported": self.admin_status == CRITICAL,
                                "since": rfc3339(note.critical_since_wall) if note else None,
                                "delete_at": rfc3339(note.delete_at_wall) if note else None}
         return out

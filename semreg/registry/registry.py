@@ -182,7 +182,10 @@ class Registry:
             raise NotFound(f"no instance '{instance_id}' is registered; register it again.")
         before = inst.status
         now = self.clock.monotonic()
-        inst.last_heartbeat = now
+        # a service that reports itself critical again is not the better for saying so: its deletion
+        # (`deregister_after`) still counts from its first such report, as Consul counts from the check's failure
+        if not (status == CRITICAL and inst.admin_status == CRITICAL):
+            inst.last_heartbeat = now
         if inst.reg.ttl_s > 0:
             inst.expires_at = now + inst.reg.ttl_s
             inst.expires_at_wall = self.clock.wall() + inst.reg.ttl_s

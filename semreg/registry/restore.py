@@ -123,7 +123,7 @@ def sort_out(records: Iterable[tuple[dict[str, Any], int]], keep_after: float,
             continue
         out.revisions.append(rev)
         status = rec.get("admin_status")
-        out.statuses.append(status if status in ("blocked", "draining") else None)
+        out.statuses.append(status if status in ("blocked", "draining", "critical") else None)
         first = rec.get("registered_at")
         out.walls.append(float(first) if isinstance(first, (int, float)) else None)
     return out

@@ -22,7 +22,7 @@ from semreg.storage.store import INSTANCE_PREFIX, RECORDS, REGISTRY
 
 _TYPE = RDF + "type"
 _INSTANCE = SR + "Instance"
-_ADMIN_STATUSES = ("up", "draining", "blocked")
+_ADMIN_STATUSES = ("up", "draining", "blocked", "critical")  # critical: reported by the service (a Consul TTL check)
 _SINGLE = {"id": "id", "service": "service", "environment": "environment", "address": "address", "port": "port",
            "scheme": "scheme", "status": "status", "weight": "weight", "capacity": "capacity", "ttl": "ttl",
            "deregisterAfter": "deregister_after", "registeredAt": "registered_at", "checkHttp": "check_http",

@@ -165,7 +165,7 @@ def test_refuses_non_loopback_without_tokens():
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("flag", ["--dns", "--cluster-listen"])
+@pytest.mark.parametrize("flag", ["--dns", "--cluster-listen", "--consul-listen"])
 def test_refuses_any_other_listener_beyond_loopback_without_tokens(tmp_path, flag):
     """`--dns 0.0.0.0:PORT` (or the cluster listener) without tokens: refused before anything listens."""
     secret = tmp_path / "cluster.secret"
@@ -192,6 +192,8 @@ def test_refuses_any_other_listener_beyond_loopback_without_tokens(tmp_path, fla
     ({"cluster_listen": "10.0.0.5:7080", "dns": "127.0.0.2:53"}, [("--cluster-listen", "10.0.0.5:7080")]),
     ({"host": "::", "dns": "*:53", "cluster_listen": "0.0.0.0:7080"},
      [("--host", "::"), ("--dns", "*:53"), ("--cluster-listen", "0.0.0.0:7080")]),
+    ({"consul_listen": "127.0.0.1:8500"}, []),
+    ({"consul_listen": "0.0.0.0:8500"}, [("--consul-listen", "0.0.0.0:8500")]),
 ])
 def test_every_listener_beyond_loopback_is_named(changes, exposed):
     settings = Settings(data_dir=None).replace(**changes)

@@ -30,9 +30,10 @@ THREAD_PREFIX = "in-process-app"  # threads that live as long as an app a module
 class Client:
     """A blocking HTTP client over the app (the same calls as `httpx.Client`)."""
 
-    def __init__(self, server: InProcess, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, server: InProcess, headers: dict[str, str] | None = None, app: str = "public") -> None:
         self.server = server
         self.headers = headers or {}
+        self.app = app  # which of the node's apps it calls: the public one, or the Consul API's
 
     def request(self, method: str, url: str, **kw: Any) -> httpx.Response:
         return self.submit(method, url, **kw).result(60)
@@ -40,7 +41,8 @@ class Client:
     def submit(self, method: str, url: str, **kw: Any) -> concurrent.futures.Future:
         """Send without waiting for the answer (a blocking read the test will wake)."""
         headers = {**self.headers, **kw.pop("headers", {})}
-        return self.server.run_soon(self.server.http.request(method, url, headers=headers, **kw))
+        http = self.server.http if self.app == "public" else self.server.consul_http
+        return self.server.run_soon(http.request(method, url, headers=headers, **kw))
 
     def get(self, url: str, **kw: Any) -> httpx.Response:
         return self.request("GET", url, **kw)
@@ -79,6 +81,7 @@ class InProcess:
         self._lifespan: Any = None
         self._listening: Any = None  # (uvicorn server, its serve() future) once `listen` was called
         self.http: httpx.AsyncClient
+        self.consul_http: httpx.AsyncClient
 
     def start(self) -> InProcess:
         self._thread.start()
@@ -94,6 +97,10 @@ class InProcess:
         await self._lifespan.__aenter__()
         self.http = httpx.AsyncClient(transport=httpx.ASGITransport(self.app, client=("127.0.0.1", 40000)),
                                       base_url=BASE_URL, timeout=60)
+        if self.node.consul_app is not None:  # started with consul_listen: its app, served here too
+            self.consul_http = httpx.AsyncClient(transport=httpx.ASGITransport(self.node.consul_app,
+                                                                               client=("127.0.0.1", 40001)),
+                                                 base_url=BASE_URL, timeout=60)
 
     def listen(self) -> str:
         """Serve the app on a loopback port too, through uvicorn as `semreg serve` does, for programs such as
@@ -132,11 +139,18 @@ class InProcess:
 
     async def _close(self) -> None:
         await self.http.aclose()
+        if self.node.consul_app is not None:
+            await self.consul_http.aclose()
         await self.node.coordinator.hub.settle()
         await self._lifespan.__aexit__(None, None, None)
 
     def client(self, token: str | None = None) -> Client:
         return Client(self, {"Authorization": f"Bearer {token}"} if token else None)
+
+    def consul(self, token: str | None = None) -> Client:
+        """A client of the node's Consul-compatible app (the node started with `consul_listen`), with its token in
+        `X-Consul-Token` as Consul's clients send it."""
+        return Client(self, {"X-Consul-Token": token} if token else None, app="consul")
 
     # -- the loop and the clock ------------------------------------------------------------------------
     def run_soon(self, coro: Coroutine) -> concurrent.futures.Future:

@@ -127,6 +127,9 @@ function health(inst) {
   if (why.lease_lapsed) {
     reasons.push(h("li", {}, `Its lease lapsed: no heartbeat within its ttl of ${inst.ttl} s; it ran out at `, time(inst.expires_at), "."));
   }
+  if (why.reported) {
+    reasons.push(h("li", { text: "The service reported itself critical (its Consul TTL check failed)." }));
+  }
   if (reasons.length === 0) reasons.push(h("li", { text: "Its lease ran out or its check failed (the node answering holds no detail)." }));
   return h("section", { class: "health critical", "aria-labelledby": "inst-health" },
     h("h2", { id: "inst-health", text: "Why it is critical" }),
@@ -135,7 +138,8 @@ function health(inst) {
       why.delete_at ? ["Deleted at ", time(why.delete_at), " unless it recovers."]
         : inst.deregister_after ? `Deleted ${inst.deregister_after} s past its last heartbeat unless it recovers.`
           : "It stays listed until it recovers or is deregistered."),
-    h("p", { class: "muted", text: why.lease_lapsed ? "A heartbeat brings it back." : "A passing check brings it back." }));
+    h("p", { class: "muted", text: why.reported ? "A passing TTL check update (or a heartbeat with status up) brings it back."
+      : why.lease_lapsed ? "A heartbeat brings it back." : "A passing check brings it back." }));
 }
 
 function row(label, value) {

@@ -159,6 +159,7 @@ function health(i) {
     const why = [];
     if (i.critical?.check_failing) why.push(`check failing${i.last_check ? `: ${i.last_check.output}` : ""}`);
     if (i.critical?.lease_lapsed) why.push("lease lapsed");
+    if (i.critical?.reported) why.push("reported critical");
     return why.join("; ") || "lease lapsed or check failing";
   }
   if (i.last_check) return i.last_check.passing ? "check passing" : `check failing: ${i.last_check.output}`;
