@@ -30,7 +30,7 @@ SYSTEM_PACKAGES = {"etcd": "etcd-server", "wrk": "wrk", "chromium": "chromium", 
 # The suite on every core, a test file to a worker (module fixtures start one server, not one per worker).
 PARALLEL = ["-n", "auto", "--dist", "loadfile"]
 # Contract examples shipped beside the project, run against the installed `semreg` once each part works.
-CONFORMANCE_MARKERS = ["core", "live", "access", "answers", "backup", "queries"]
+CONFORMANCE_MARKERS = ["core", "live", "access", "answers", "backup", "queries", "consul"]
 
 
 def say(text: str) -> None:
