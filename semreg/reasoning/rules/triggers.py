@@ -58,11 +58,11 @@ _TERMS = (
     RDF + "nil", OWL + "Thing", OWL + "Nothing", OWL + "Class", OWL + "ObjectProperty",
     OWL + "DatatypeProperty", RDF + "Property", OWL + "SymmetricProperty", OWL + "TransitiveProperty",
     OWL + "FunctionalProperty", OWL + "InverseFunctionalProperty", OWL + "AnnotationProperty",
-    RDFS + "Datatype", RDFS + "label",
+    RDFS + "Datatype", RDFS + "label", OWL + "differentFrom",
 )
 (T, SCO, SPO, EQC, EQP, SAME, DOM, RNG, INV, ONP, SVF, AVF, HV, INT, UNI, ONEOF, CHAIN, KEY, MAXC, MAXQC,
  ONCLASS, FIRST, REST, NIL, THING, NOTHING, CLASS, OBJECT_PROPERTY, DATATYPE_PROPERTY, RDF_PROPERTY,
- SYMMETRIC, TRANSITIVE, FUNCTIONAL, INVERSE_FUNCTIONAL, ANNOTATION_PROPERTY, DATATYPE, LABEL) = range(len(_TERMS))
+ SYMMETRIC, TRANSITIVE, FUNCTIONAL, INVERSE_FUNCTIONAL, ANNOTATION_PROPERTY, DATATYPE, LABEL, DIFFERENT) = range(len(_TERMS))
 
 # Predicates whose objects are RDF lists, and the rules that read them (re-run when a list cell arrives).
 LIST_PREDICATES = (INT, UNI, ONEOF, CHAIN, KEY)
@@ -106,6 +106,7 @@ class Store(Protocol):
     literal_types: dict[int, tuple[int, ...]]
     literal_values: dict[int, Hashable]
     same_value: dict[Hashable, list[int]]
+    same_literals: set[int]
 
     def members(self, head: int) -> tuple[int, ...] | None: ...
 
