@@ -71,6 +71,7 @@ class Closure:
         self.axiomatized: set[int] = set()  # properties some rule reads assertions of (a superset)
         self.class_expressions: set[int] = set()  # classes some rule reads the members of (a superset)
         self.same_terms: set[int] = set()  # terms in some owl:sameAs fact (a superset)
+        self.same_literals: set[int] = set()  # literals with a data value in some owl:sameAs fact (a superset)
         self.literal_types = self.terms.literal_types
         self.literal_values = self.terms.literal_values
         self.same_value = self.terms.same_value
@@ -293,6 +294,8 @@ class Closure:
         if p == SAME:
             self.same_terms.add(s)
             self.same_terms.add(o)
+            if s in self.literal_values:  # eq-sym puts every such literal in subject position
+                self.same_literals.add(s)
 
     def _delete(self, lost: list[Fact], change: Change) -> None:
         rederive.withdraw(self, lost, change)

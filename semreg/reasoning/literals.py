@@ -3,8 +3,9 @@
 `value(datatype, lexical, language)` is a key equal for two literals exactly when OWL 2's datatype map
 (OWL 2 Structural Specification §4) gives them the same data value, or None when the literal is
 ill-typed (its lexical form is outside its datatype: `dt-not-type`, an inconsistency, left out) or its
-datatype's values are not compared here (`rdf:XMLLiteral`, `rdf:HTML`, `rdfs:Literal`, `xsd:time`,
-`xsd:date`, datatypes outside RL): such a literal is the same only as itself.
+datatype's values are not compared here (`rdf:HTML`, `rdfs:Literal`, `xsd:time`, `xsd:date`, datatypes
+outside RL): such a literal is the same only as itself, and different from none (`dt-diff`). So a key
+must never tell two equal values apart, or dt-diff would make them different.
 
 - `xsd:decimal`, `xsd:integer` and the integers below it share one value space (`owl:real`'s numbers):
   `"42"^^xsd:int`, `"+042"^^xsd:integer` and `42.0` are one value; bounds (`xsd:byte` is -128..127, ...)
@@ -17,6 +18,9 @@ datatype's values are not compared here (`rdf:XMLLiteral`, `rdf:HTML`, `rdfs:Lit
   and local times apart from those when they do not.
 - `xsd:boolean` (`1` is `true`), `xsd:hexBinary` and `xsd:base64Binary` (the octets, each space its
   own), `xsd:anyURI` (its whitespace collapsed).
+- `rdf:XMLLiteral` (RDF 1.1: a DOM fragment) by its canonical XML with comments (C14N 2.0), which two
+  equal fragments share (attribute order, `<a/>` and `<a></a>`, character references are not part of
+  the value); content that is not well-formed XML alone (an undeclared prefix, an entity) has none.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ import struct
 from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
+from xml.etree.ElementTree import ParseError, canonicalize
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
@@ -42,6 +47,7 @@ _BOUNDS: dict[str, tuple[int | None, int | None]] = {
     "unsignedInt": (0, 2**32 - 1), "unsignedShort": (0, 2**16 - 1), "unsignedByte": (0, 255),
 }
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
+_XML = RDF + "XMLLiteral"
 _STRINGS = frozenset(XSD + n for n in ("string", "normalizedString", "token", "language", "Name", "NCName", "NMTOKEN"))
 
 
@@ -55,8 +61,8 @@ def value(datatype: str, lexical: str, language: str | None = None) -> Hashable 
     if read is None:
         return None
     try:
-        return read(datatype, lexical.strip())
-    except (ValueError, InvalidOperation, binascii.Error, OverflowError):
+        return read(datatype, lexical if datatype == _XML else lexical.strip())  # XML's whitespace is content
+    except (ValueError, InvalidOperation, binascii.Error, OverflowError, ParseError):
         return None
 
 
@@ -116,8 +122,13 @@ def _any_uri(datatype: str, lexical: str) -> Hashable | None:
     return ("anyURI", " ".join(lexical.split()))
 
 
+def _xml(datatype: str, lexical: str) -> Hashable | None:
+    return ("XMLLiteral", canonicalize(f"<_>{lexical}</_>", with_comments=True))
+
+
 _READERS: dict[str, Callable[[str, str], Hashable | None]] = {
     **{XSD + n: _integer for n in _BOUNDS}, XSD + "decimal": _decimal, XSD + "double": _double,
     XSD + "float": _double, XSD + "boolean": _boolean, XSD + "dateTime": _datetime, XSD + "dateTimeStamp": _datetime,
     RDF + "PlainLiteral": _plain, XSD + "hexBinary": _hex, XSD + "base64Binary": _base64, XSD + "anyURI": _any_uri,
+    _XML: _xml,
 }

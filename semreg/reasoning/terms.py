@@ -7,7 +7,7 @@ from collections.abc import Hashable
 import pyoxigraph as ox
 
 from semreg.reasoning import literals
-from semreg.reasoning.rules.triggers import DATATYPE_ANCESTORS, RL_DATATYPES, VOCABULARY
+from semreg.reasoning.rules.triggers import DATATYPE_ANCESTORS, RDFS, RL_DATATYPES, VOCABULARY
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 NAMED, BLANK, LITERAL = range(3)
@@ -67,5 +67,11 @@ class Terms:
         return len(self.terms)
 
 
-# an RL datatype's IRI → the ids of it and the datatypes above it (RL datatypes have fixed ids)
-_TYPE_IDS = {dt: tuple(VOCABULARY.index(d) for d in (dt, *DATATYPE_ANCESTORS.get(dt, ()))) for dt in RL_DATATYPES}
+# an RL datatype's IRI → the ids of it and the datatypes above it (RL datatypes have fixed ids), its own
+# first (dt-eq reads it). rdfs:Literal is an RL datatype whose value space holds every data value, so
+# dt-type2 types every literal by it; owlrl's table of the datatypes above each leaves it out. An
+# ill-typed literal (no data value) is typed so too, as by its own datatype: it is an inconsistency
+# (dt-not-type), from which any triple follows.
+_LITERAL = RDFS + "Literal"
+_TYPE_IDS = {dt: tuple(VOCABULARY.index(d) for d in dict.fromkeys((dt, *DATATYPE_ANCESTORS.get(dt, ()), _LITERAL)))
+             for dt in RL_DATATYPES}

@@ -31,6 +31,12 @@ SAME = [
     ((XSD + "hexBinary", "0FB7"), (XSD + "hexBinary", "0fb7"), True),
     ((XSD + "hexBinary", "00"), (XSD + "base64Binary", "AA=="), False),
     ((XSD + "anyURI", "http://a/b"), (XSD + "anyURI", " http://a/b "), True),
+    ((RDF + "XMLLiteral", "<a/>"), (RDF + "XMLLiteral", "<a></a>"), True),
+    ((RDF + "XMLLiteral", "<a y='2' x='1'/>"), (RDF + "XMLLiteral", '<a x="1" y="2"/>'), True),
+    ((RDF + "XMLLiteral", "&#65;<b>c</b>"), (RDF + "XMLLiteral", "A<b>c</b>"), True),
+    ((RDF + "XMLLiteral", "<a/>"), (RDF + "XMLLiteral", " <a/>"), False),  # a text node more
+    ((RDF + "XMLLiteral", "<a>b</a>"), (RDF + "XMLLiteral", "<a>c</a>"), False),
+    ((RDF + "XMLLiteral", "<a><!--b--></a>"), (RDF + "XMLLiteral", "<a></a>"), False),
 ]
 
 
@@ -43,7 +49,8 @@ def test_same_data_value(a, b, same):
 
 ILL_TYPED = [(XSD + "byte", "300"), (XSD + "positiveInteger", "0"), (XSD + "int", "4.2"), (XSD + "boolean", "yes"),
              (XSD + "double", "NaN"), (XSD + "dateTimeStamp", "2009-04-21T12:30:15"), (XSD + "hexBinary", "ABC"),
-             (RDF + "PlainLiteral", "no tag"), (XSD + "date", "2009-04-21"), (RDF + "XMLLiteral", "<a/>")]
+             (RDF + "PlainLiteral", "no tag"), (XSD + "date", "2009-04-21"), (RDF + "XMLLiteral", "<x:a/>"),
+             (RDF + "XMLLiteral", "&nbsp;"), (RDF + "XMLLiteral", "<a>")]
 
 
 @pytest.mark.parametrize("datatype, lexical", ILL_TYPED)

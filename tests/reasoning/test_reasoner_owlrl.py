@@ -17,7 +17,7 @@ from support.owlrl_reference import COMPARED, DT_EQ, EX, PREFIXES, XSD, compare,
 from support.paths import DATA, ONTOLOGIES, SHARED
 
 from semreg.reasoning.hierarchy import EQUIVALENCES, SUB_CLASS, SUB_PROPERTY, TYPE, excluded
-from semreg.reasoning.rules.triggers import OWL
+from semreg.reasoning.rules.triggers import OWL, RDFS
 
 SAME_AS = OWL + "sameAs"
 
@@ -129,14 +129,15 @@ def test_the_issue_example_agrees_with_owlrl():
 
 def test_what_owlrl_misses_for_want_of_dt_eq_is_listed_not_failed():
     """A generated case: `1` of `xsd:integer` (a functional property's value, so `i0`'s) and the `1` of
-    a cardinality, an `xsd:nonNegativeInteger`, are one data value; RL types `i0` by both datatypes."""
+    a cardinality, an `xsd:nonNegativeInteger`, are one data value; RL types `i0` by both datatypes, and
+    by rdfs:Literal (dt-type2)."""
     turtle = (PREFIXES + ':p0 a owl:FunctionalProperty . :i2 :p0 :i0 . :i2 :p0 "1"^^xsd:integer .\n'
               ':C0 rdfs:subClassOf [ a owl:Restriction ; owl:onProperty :p1 ; owl:maxCardinality '
               '"1"^^xsd:nonNegativeInteger ] .\n').encode()
     triples, asserted = load([(turtle, "turtle")])
     disagreements, excused, _ = compare(triples, asserted, owlrl_closure(turtle, "turtle"))
     assert disagreements == []
-    assert excused[DT_EQ] == [(EX + "i0", TYPE, XSD + "nonNegativeInteger")]
+    assert excused[DT_EQ] == [(EX + "i0", TYPE, RDFS + "Literal"), (EX + "i0", TYPE, XSD + "nonNegativeInteger")]
     numbers = PREFIXES.encode() + b':w owl:sameAs 42 . :v owl:sameAs 42.0 .'
     triples, asserted = load([(numbers, "turtle")])
     _, excused, _ = compare(triples, asserted, owlrl_closure(numbers, "turtle"))

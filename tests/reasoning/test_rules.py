@@ -161,6 +161,11 @@ NOT_ENTAILED = [
      ":x a :R ; :p :a , :b .", ":a owl:sameAs :b"),
     ("dt-eq: xsd:double and xsd:float are apart", ':w owl:sameAs "1.5"^^xsd:double . '
      ':v owl:sameAs "1.5"^^xsd:float .', ":w owl:sameAs :v"),
+    ("dt-diff: one data value, two literals", ':w owl:sameAs 42 . :v owl:sameAs 42.0 .', ":w owl:differentFrom :v"),
+    ("dt-diff: an ill-typed literal has no value to differ by", ':w owl:sameAs "300"^^xsd:byte . '
+     ":v owl:sameAs 42 .", ":w owl:differentFrom :v"),
+    ("dt-diff: a literal of a datatype outside RL is compared with nothing", ':w owl:sameAs "2009"^^xsd:gYear . '
+     ":v owl:sameAs 42 .", ":w owl:differentFrom :v"),
 ]
 
 
@@ -198,6 +203,20 @@ BEYOND_OWLRL = [
     ("dt-eq across datatypes: 42 and 42.0", ":w owl:sameAs 42 . :v owl:sameAs 42.0 .", ":w owl:sameAs :v"),
     ("dt-eq across datatypes, dt-type2, eq-rep-s: 1 of xsd:integer is a nonNegativeInteger",
      ':w owl:sameAs 1 . :v :p "1"^^xsd:nonNegativeInteger .', ":w a xsd:nonNegativeInteger"),
+    ("dt-type2: every literal is an rdfs:Literal (an RL datatype; owlrl types by the datatypes above only)",
+     ':w owl:sameAs "abc"^^xsd:string .', ":w a rdfs:Literal"),
+    ("dt-type2: rdfs:Literal as a filler", f":R {RESTRICTION} :p ; owl:someValuesFrom rdfs:Literal . :x :p 5 .",
+     ":x a :R"),
+    ("dt-diff, eq-sym, eq-rep-s, eq-rep-o", ":w owl:sameAs 42 . :v owl:sameAs -15 .", ":w owl:differentFrom :v"),
+    ("dt-diff across datatypes", ':w owl:sameAs 42 . :v owl:sameAs "42"^^xsd:string .', ":v owl:differentFrom :w"),
+    ("dt-diff of an xsd:string and an rdf:langString", ':w owl:sameAs "chat" . :v owl:sameAs "chat"@fr .',
+     ":w owl:differentFrom :v"),
+    ("dt-diff of two rdf:XMLLiteral", ':w owl:sameAs "<a>b</a>"^^rdf:XMLLiteral . '
+     ':v owl:sameAs "<a>c</a>"^^rdf:XMLLiteral .', ":w owl:differentFrom :v"),
+    ("dt-diff, by prp-fp's owl:sameAs", ':p a owl:FunctionalProperty . :x :p :w . :w owl:sameAs 1 . '
+     ':v owl:sameAs 2 .', ":w owl:differentFrom :v"),
+    ("dt-eq: two rdf:XMLLiteral with one canonical form", ":w owl:sameAs \"<a x='1' y='2'/>\"^^rdf:XMLLiteral . "
+     ":v owl:sameAs \"<a y='2' x='1'></a>\"^^rdf:XMLLiteral .", ":w owl:sameAs :v"),
 ]
 
 
@@ -216,9 +235,10 @@ def test_the_vocabulary_tables_are_owlrls():
 
 def test_every_rule_is_named_after_the_profile():
     names = set(triggers.NAMES.values())
-    assert all(name.split("/")[0][:4] in ("eq-r", "eq-s", "eq-t", "prp-", "cls-", "cax-", "dt-t", "dt-e", "scm-")
+    assert all(name.split("/")[0][:4] in ("eq-r", "eq-s", "eq-t", "prp-", "cls-", "cax-", "dt-t", "dt-e", "dt-d",
+                                                 "scm-")
                for name in names)
-    assert "dt-eq" in names
+    assert "dt-eq" in names and "dt-diff" in names
     for as_a_view in ("scm-dom1", "scm-dom2", "scm-rng1", "scm-rng2"):  # semreg.reasoning.propagation
         assert as_a_view not in names
 

@@ -14,7 +14,7 @@ from semreg.reasoning.closure import Closure
 from semreg.reasoning.reasoner import Reasoner
 from semreg.reasoning.rederive import facts_about
 from semreg.reasoning.rules import triggers
-from semreg.reasoning.rules.triggers import OWL, RDF, RDFS, XSD
+from semreg.reasoning.rules.triggers import OWL, RDF, RDFS, RL_DATATYPES, XSD
 
 COMPARED = frozenset({RDFS + "subClassOf", RDFS + "subPropertyOf", OWL + "equivalentClass",
                       OWL + "equivalentProperty", OWL + "sameAs", RDF + "type"})
@@ -116,7 +116,8 @@ KNOWN_DIFFERENCES = {
     "owlrl's prp-key compares every key but the last": key_of_owlrl,
 }
 
-DT_EQ = "owlrl has no dt-eq: equal data values of distinct literals are not the same to it"
+DT_EQ = ("owlrl has no dt-eq: equal data values of distinct literals are not the same to it; nor dt-type2 with "
+         "rdfs:Literal: it types no literal so")
 
 
 def _datatype(t: rdflib.Literal) -> str:
@@ -131,14 +132,18 @@ def with_dt_eq(asserted: rdflib.Graph) -> rdflib.Graph:
     """owlrl's closure of `asserted` given what RL's `dt-eq` concludes between two distinct literals of the
     document with the same data value (`42` and `42.0`, `1` of `xsd:integer` and of
     `xsd:nonNegativeInteger`): each has the other's datatype (`dt-type2` of the other, `eq-rep-s`), and
-    what is `owl:sameAs` one is `owl:sameAs` the other. A pair semreg has and this closure has too is
-    explained by `dt-eq` (tests/reasoning/test_rules.py, `BEYOND_OWLRL`).
+    what is `owl:sameAs` one is `owl:sameAs` the other. Every literal of an RL datatype is given its type
+    `rdfs:Literal` too (`dt-type2`: rdfs:Literal is an RL datatype, and its value space holds every data
+    value), which owlrl's datatype table leaves out. A pair semreg has and this closure has too is
+    explained by these (tests/reasoning/test_rules.py, `BEYOND_OWLRL`).
 
     The equalities are not given as `l owl:sameAs m`: owlrl would then replace a cardinality's literal by
     an IRI made the same as it (`eq-rep-o`) and fail on reading the cardinality."""
     graph = rdflib.Graph(store="SimpleMemory")
     by_value: dict[object, set[rdflib.Literal]] = {}
     for term in {o for o in asserted.objects() if isinstance(o, rdflib.Literal)}:
+        if _datatype(term) in RL_DATATYPES:
+            graph.add((term, rdflib.RDF.type, rdflib.RDFS.Literal))
         v = _literal_value(term)
         if v is not None:
             by_value.setdefault(v, set()).add(term)

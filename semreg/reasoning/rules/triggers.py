@@ -22,12 +22,15 @@ How the rules read RL where it leaves room, following owlrl (the reference the t
   for declared properties; `scm-svf1`, `scm-avf1` and `scm-hv` use those reflexive triples.
 - Rules that only detect inconsistency or difference (`eq-diff*`, `prp-irp`, `prp-asyp`, `prp-pdw`,
   `prp-adp`, `prp-npa*`, `cls-nothing2`, `cls-com`, `cls-maxc1`, `cls-maxqc1/2`, `cax-dw`, `cax-adc`,
-  `dt-not-type`, `dt-diff`) are left out: inconsistencies are data here.
+  `dt-not-type`) are left out: inconsistencies are data here.
 - Lists must end in `rdf:nil`; a cell with several `rdf:first` (eq-rep copies them from `owl:sameAs`
   items) is read by its least id, and any of them gives the same closure.
 - Literals are typed by their datatype when it is an OWL 2 RL datatype (`dt-type2`), and by the
-  datatypes above it, as owlrl does; a plain literal is an `xsd:string` and a language-tagged one an
-  `rdf:langString` (RDF 1.1: pyoxigraph reports them so), where rdflib gives them no datatype.
+  datatypes above it, as owlrl does, and by `rdfs:Literal` (whose value space holds every value); a
+  plain literal is an `xsd:string` and a language-tagged one an `rdf:langString` (RDF 1.1: pyoxigraph
+  reports them so), where rdflib gives them no datatype.
+- `dt-diff` is derived only between literals in `owl:sameAs` facts (`datatypes`): a difference with a
+  literal subject is not RDF, and reaches a reported triple only through a term the same as the literal.
 - `dt-eq`: literals with the same data value (`semreg.reasoning.literals`: `"42"^^xsd:int` and
   `"+042"^^xsd:int`, `42` and `42.0`) are `owl:sameAs` each other once facts hold both (`datatypes`).
 - Reflexive `owl:sameAs` (`eq-ref`, for every term but literals, whose triples RDF cannot hold),
@@ -58,11 +61,11 @@ _TERMS = (
     RDF + "nil", OWL + "Thing", OWL + "Nothing", OWL + "Class", OWL + "ObjectProperty",
     OWL + "DatatypeProperty", RDF + "Property", OWL + "SymmetricProperty", OWL + "TransitiveProperty",
     OWL + "FunctionalProperty", OWL + "InverseFunctionalProperty", OWL + "AnnotationProperty",
-    RDFS + "Datatype", RDFS + "label",
+    RDFS + "Datatype", RDFS + "label", OWL + "differentFrom",
 )
 (T, SCO, SPO, EQC, EQP, SAME, DOM, RNG, INV, ONP, SVF, AVF, HV, INT, UNI, ONEOF, CHAIN, KEY, MAXC, MAXQC,
  ONCLASS, FIRST, REST, NIL, THING, NOTHING, CLASS, OBJECT_PROPERTY, DATATYPE_PROPERTY, RDF_PROPERTY,
- SYMMETRIC, TRANSITIVE, FUNCTIONAL, INVERSE_FUNCTIONAL, ANNOTATION_PROPERTY, DATATYPE, LABEL) = range(len(_TERMS))
+ SYMMETRIC, TRANSITIVE, FUNCTIONAL, INVERSE_FUNCTIONAL, ANNOTATION_PROPERTY, DATATYPE, LABEL, DIFFERENT) = range(len(_TERMS))
 
 # Predicates whose objects are RDF lists, and the rules that read them (re-run when a list cell arrives).
 LIST_PREDICATES = (INT, UNI, ONEOF, CHAIN, KEY)
@@ -106,6 +109,7 @@ class Store(Protocol):
     literal_types: dict[int, tuple[int, ...]]
     literal_values: dict[int, Hashable]
     same_value: dict[Hashable, list[int]]
+    same_literals: set[int]
 
     def members(self, head: int) -> tuple[int, ...] | None: ...
 
