@@ -64,8 +64,10 @@ class RingNode:
     async def listen(self) -> None:
         """Serve the node-to-node listener on `port` (again, after `stop_listening`)."""
         self._server = uvicorn.Server(uvicorn.Config(self.node.cluster_app, host="127.0.0.1", port=self.port,
-                                                     lifespan="off", **self.tls,
-                                                     log_config=None, access_log=False))
+                                                     lifespan="off", **self.tls, log_config=None, access_log=False,
+                                                     # as the node's own cluster listener (semreg.node.listeners):
+                                                     # a peer's long poll in flight never holds a close
+                                                     timeout_graceful_shutdown=5))
         self._serving = asyncio.ensure_future(self._server.serve())
         # answering before the caller goes on: a test that moves the ring's clock meanwhile would otherwise have
         # the others back off (in ring time) for as long as a loaded machine takes to bind the socket
