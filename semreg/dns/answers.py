@@ -42,7 +42,7 @@ import dns.rrset
 
 from semreg.dns import apex
 from semreg.dns.fit import Unit, fitted
-from semreg.dns.names import ADDRESS, APEX, INSTANCE, SRV, Asked, asked, instance_name
+from semreg.dns.names import ADDRESS, APEX, INSTANCE, SERVICE, SRV, Asked, asked, instance_name
 from semreg.registry.targets import Target
 
 SRV_RDATA, A_RDATA, AAAA_RDATA = dns.rdtypes.IN.SRV.SRV, dns.rdtypes.IN.A.A, dns.rdtypes.IN.AAAA.AAAA
@@ -170,10 +170,12 @@ async def answer(wire: bytes, resolver: Resolver, zone: Zone, tcp: bool = False)
         response.set_rcode(dns.rcode.REFUSED)
         response.flags &= ~dns.flags.AA
         return response.to_wire(max_size=limit)
-    if what.kind in (SRV, ADDRESS):
+    if what.kind in (SRV, ADDRESS, SERVICE):
         found = await resolver.query(what.name, what.environment)
         if found is not None:
             targets = found.targets  # read on the loop (the registry's objects); written on a thread if many
+            if what.tag is not None:  # Consul's TAG.NAME.service: those carrying the tag (the key holds the tag)
+                targets = [t for t in targets if t.has_consul_tag(what.tag)]
 
             def written() -> bytes:
                 units, left_out = query_units(question.name, question.rdtype, what, targets, zone,
@@ -229,9 +231,10 @@ def query_units(qname: dns.name.Name, rdtype: int, what: Asked, found: Sequence[
                 ) -> tuple[list[Unit], bool]:
     """The records of a saved query's name: SRV (each with its target's address), or A/AAAA; those of the first
     `most` instances, and whether there were more."""
-    if what.kind == SRV and rdtype in (dns.rdatatype.SRV, dns.rdatatype.ANY):
+    if (what.kind == SRV and rdtype in (dns.rdatatype.SRV, dns.rdatatype.ANY)
+            or what.kind == SERVICE and rdtype == dns.rdatatype.SRV):  # Consul's name: SRV or addresses by type
         made = srv_units(qname, found, zone)
-    elif what.kind == ADDRESS:
+    elif what.kind in (ADDRESS, SERVICE):
         made = address_units(qname, found, rdtype, zone.ttl_s)
     else:
         return [], False

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dns.name
 import pytest
 
-from semreg.dns.names import ADDRESS, APEX, INSTANCE, SRV, UNKNOWN, Asked, asked, instance_name, zone
+from semreg.dns.names import ADDRESS, APEX, INSTANCE, SERVICE, SRV, UNKNOWN, Asked, asked, instance_name, zone
 
 DOMAIN = zone("semreg")
 
@@ -21,6 +21,18 @@ DOMAIN = zone("semreg")
     ("_horror._udp.semreg.", Asked(UNKNOWN)),
     ("a.b.c.semreg.", Asked(UNKNOWN)),
     ("_horror._tcp.a.b.semreg.", Asked(UNKNOWN)),
+    ("horror.service.semreg.", Asked(SERVICE, "horror")),
+    ("Horror.SERVICE.semreg.", Asked(SERVICE, "horror")),
+    ("Primary.horror.service.semreg.", Asked(SERVICE, "horror", None, "primary")),
+    ("_horror._primary.service.semreg.", Asked(SERVICE, "horror", None, "primary")),
+    ("_horror._tcp.service.semreg.", Asked(SERVICE, "horror")),
+    ("horror.service.Staging.semreg.", Asked(SERVICE, "horror", "Staging")),
+    ("v1.horror.service.staging.semreg.", Asked(SERVICE, "horror", "staging", "v1")),
+    ("horror.service.service.semreg.", Asked(SERVICE, "horror", "service")),
+    ("service.semreg.", Asked(ADDRESS, "service")),  # a saved query named `service` keeps its name
+    ("service.staging.semreg.", Asked(ADDRESS, "service", "staging")),
+    ("a.b.horror.service.semreg.", Asked(UNKNOWN)),
+    ("_horror.primary.service.semreg.", Asked(UNKNOWN)),
     ("example.com.", None),
     ("semreg.example.com.", None),
 ])
