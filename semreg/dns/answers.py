@@ -7,7 +7,9 @@
   Both carry the zone's SOA (`apex`), so that resolvers may cache them (RFC 2308).
 - An answer larger than `limit` bytes (512 over UDP, or the size the client advertised with EDNS, at most
   1232; 65,535 over TCP) keeps as many whole records as fit, each SRV record with its target's address, and
-  sets TC (`fit`): the client may ask again over TCP, or make do with the instances it got.
+  sets TC (`fit`): the client may ask again over TCP, or make do with the instances it got. Over UDP those are
+  a subset shuffled within SRV priority (`shuffled`), as Consul shuffles before it trims, so that clients which
+  cannot ask again spread over the instances; over TCP, the first in the query's ranking.
 - An internal error answers SERVFAIL, the last resort, and is logged by the caller.
 
 Building an answer of 50 records with dnspython's objects takes milliseconds; between two changes of a saved
