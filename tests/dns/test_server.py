@@ -293,6 +293,12 @@ def tcp_exchange(port: int, data: bytes, framed: bool) -> bytes:
 
 
 VALID = dns.message.make_query("_horror._tcp.semreg.", "SRV").to_wire()
+LABELS = st.sampled_from(["service", "SERVICE", "_tcp", "_horror", "horror", "books", "instance", "i0", "staging",
+                          "primary", "_primary", "-", "_", "x" * 40]) | st.binary(min_size=1, max_size=12)
+IN_ZONE = st.builds(lambda labels, rdtype, edns: dns.message.make_query(
+    dns.name.Name([*labels, b"semreg", b""]), rdtype, use_edns=0 if edns else None),
+    st.lists(LABELS, max_size=5), st.sampled_from(["SRV", "A", "AAAA", "ANY", "TXT", "SOA", "NS", "CNAME"]),
+    st.booleans())
 
 
 def check_alive(server: InProcess) -> None:
@@ -310,7 +316,23 @@ def mutated(data: bytes, flips: list[tuple[int, int]]) -> bytes:
 PACKETS = st.one_of(st.binary(max_size=600),
                     st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=8).map(
                         lambda flips: mutated(VALID, flips)),
-                    st.integers(0, len(VALID)).map(lambda n: VALID[:n]))
+                    st.integers(0, len(VALID)).map(lambda n: VALID[:n]),
+                    IN_ZONE.map(lambda q: q.to_wire()))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(IN_ZONE)
+def test_any_question_in_the_zone_gets_a_well_formed_answer_with_records_or_the_soa(server, query):
+    """Whatever names of Consul's, semreg's own or neither a question spells: an answer to its id, within the
+    size it may take, NOERROR or NXDOMAIN, and the zone's SOA wherever there is no record to answer."""
+    wire = udp_exchange(server.node.dns.port, query.to_wire())
+    assert wire is not None and len(wire) <= (1232 if query.edns >= 0 else 512)
+    m = dns.message.from_wire(wire)
+    assert m.id == query.id and m.flags & dns.flags.QR and m.flags & dns.flags.AA
+    assert m.rcode() in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN)
+    if not m.answer:
+        assert [rr.rdtype for rr in m.authority] == [dns.rdatatype.SOA]
+    assert server.node.dns.failed == 0
 
 
 @pytest.mark.slow  # a packet that gets no answer is known so only once its wait for one is over (0.5 s)
