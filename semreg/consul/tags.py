@@ -15,8 +15,8 @@ import orjson
 
 from semreg.errors import BadRequest
 from semreg.rdf.terms import PrefixMap, parse_tag
+from semreg.registry.targets import CONSUL_TAGS_KEY as TAGS_KEY
 
-TAGS_KEY = "consul-tags"
 RESERVED_PREFIX = "consul-"
 
 

@@ -1,6 +1,7 @@
 """DNS for saved queries (`semreg serve --dns ADDR:PORT`): `_NAME._tcp.DOMAIN` SRV, `NAME.DOMAIN` A/AAAA and
 `ID.instance.DOMAIN` for one instance, with an environment as `_NAME._tcp.ENV.DOMAIN` (as Consul takes
-datacenters), answered from the node's coordinator like `GET /v1/discover`, so any node of a ring answers.
+datacenters), and Consul's `[TAG.]NAME.service[.ENV].DOMAIN`, so a resolver configured for Consul asks unchanged;
+answered from the node's coordinator like `GET /v1/discover`, so any node of a ring answers.
 
 - `names`: what a question's name asks (pure).
 - `answers`: a query's bytes in, the answer's bytes out: dnspython reads and writes the wire format, a

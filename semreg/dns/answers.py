@@ -7,7 +7,9 @@
   Both carry the zone's SOA (`apex`), so that resolvers may cache them (RFC 2308).
 - An answer larger than `limit` bytes (512 over UDP, or the size the client advertised with EDNS, at most
   1232; 65,535 over TCP) keeps as many whole records as fit, each SRV record with its target's address, and
-  sets TC (`fit`): the client may ask again over TCP, or make do with the instances it got.
+  sets TC (`fit`): the client may ask again over TCP, or make do with the instances it got. Over UDP those are
+  a subset shuffled within SRV priority (`shuffled`), as Consul shuffles before it trims, so that clients which
+  cannot ask again spread over the instances; over TCP, the first in the query's ranking.
 - An internal error answers SERVFAIL, the last resort, and is logged by the caller.
 
 Building an answer of 50 records with dnspython's objects takes milliseconds; between two changes of a saved
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import random
 import struct
 import time
 from collections import OrderedDict
@@ -42,7 +45,7 @@ import dns.rrset
 
 from semreg.dns import apex
 from semreg.dns.fit import Unit, fitted
-from semreg.dns.names import ADDRESS, APEX, INSTANCE, SRV, Asked, asked, instance_name
+from semreg.dns.names import ADDRESS, APEX, INSTANCE, SERVICE, SRV, Asked, asked, instance_name
 from semreg.registry.targets import Target
 
 SRV_RDATA, A_RDATA, AAAA_RDATA = dns.rdtypes.IN.SRV.SRV, dns.rdtypes.IN.A.A, dns.rdtypes.IN.AAAA.AAAA
@@ -56,6 +59,11 @@ TCP_LIMIT = 65535
 # never made (20,000 instances asked over UDP make 77 instances' records, not 20,000)
 RECORD_BYTES = 16
 INLINE_TARGETS = 32  # instances an answer is written for on the event loop; more, on a worker thread
+# the shuffled subsets kept for a question whose UDP answer is cut (each made once per change of the answer, then
+# one sent at random): enough for the clients of one saved query to spread over its instances, few enough to
+# keep making an answer rare
+SUBSETS = 16
+TC_BYTE = 0x02  # the TC bit in the third byte of a message
 
 
 class Found:
@@ -82,24 +90,46 @@ class Resolver(Protocol):
 
 
 @dataclass
+class Kept:
+    """The answers kept for one question: one, or, for a UDP answer cut to fit, up to `SUBSETS` shuffled ones."""
+
+    version: Hashable
+    wires: list[bytes]
+    what: Asked
+    cut: bool
+
+
+@dataclass
 class Zone:
     domain: dns.name.Name
     ttl_s: int = 5
-    # answers to saved queries by the query's bytes after its id (and the transport): (version, answer bytes)
-    answers: OrderedDict[tuple[bytes, bool], tuple[Hashable, bytes, Asked]] = field(default_factory=OrderedDict)
+    # answers to saved queries by the query's bytes after its id (and the transport)
+    answers: OrderedDict[tuple[bytes, bool], Kept] = field(default_factory=OrderedDict)
     max_answers: int = 1024
     addresses: tuple[apex.IP, ...] = ()  # the apex's A/AAAA (`apex.listen_addresses`)
     wall: Callable[[], float] = time.time  # the SOA's serial is its seconds
+    rng: random.Random = field(default_factory=random.Random)  # which subset a cut UDP answer holds
 
     def kept(self, key: tuple[bytes, bool], version: Hashable) -> bytes | None:
+        """A kept answer to send again (None: make one): the one answer, or, for a cut UDP answer, one of its
+        subsets at random once `SUBSETS` are made (until then, None: another is made)."""
         entry = self.answers.get(key)
-        if entry is None or entry[0] != version:
+        if entry is None or entry.version != version or entry.cut and len(entry.wires) < SUBSETS:
             return None
         self.answers.move_to_end(key)
-        return entry[1]
+        return entry.wires[0] if len(entry.wires) == 1 else self.rng.choice(entry.wires)
 
-    def keep(self, key: tuple[bytes, bool], version: Hashable, wire: bytes, what: Asked) -> None:
-        self.answers[key] = (version, wire, what)
+    def cut_before(self, key: tuple[bytes, bool], version: Hashable) -> bool:
+        """Whether the answer to this question was a cut UDP answer the last time, and the data is the same."""
+        entry = self.answers.get(key)
+        return entry is not None and entry.cut and entry.version == version
+
+    def keep(self, key: tuple[bytes, bool], version: Hashable, wire: bytes, what: Asked, cut: bool = False) -> None:
+        entry = self.answers.get(key)
+        if cut and entry is not None and entry.cut and entry.version == version:
+            entry.wires.append(wire)
+        else:
+            self.answers[key] = Kept(version, [wire], what, cut)
         self.answers.move_to_end(key)
         while len(self.answers) > self.max_answers:
             self.answers.popitem(last=False)
@@ -153,7 +183,7 @@ async def answer(wire: bytes, resolver: Resolver, zone: Zone, tcp: bool = False)
     key = (wire[2:12] + wire[12:name_end].lower() + wire[name_end:], tcp)
     entry = zone.answers.get(key)
     if entry is not None:  # asked before: read again only if its saved query's answer changed since
-        found = await resolver.query(entry[2].name, entry[2].environment)
+        found = await resolver.query(entry.what.name, entry.what.environment)
         kept = zone.kept(key, found.version) if found is not None else None
         if kept is not None:  # the asker's id and the asker's spelling of the name
             return wire[:2] + kept[2:12] + wire[12:name_end] + kept[name_end:]
@@ -170,24 +200,41 @@ async def answer(wire: bytes, resolver: Resolver, zone: Zone, tcp: bool = False)
         response.set_rcode(dns.rcode.REFUSED)
         response.flags &= ~dns.flags.AA
         return response.to_wire(max_size=limit)
-    if what.kind in (SRV, ADDRESS):
+    if what.kind in (SRV, ADDRESS, SERVICE):
         found = await resolver.query(what.name, what.environment)
         if found is not None:
             targets = found.targets  # read on the loop (the registry's objects); written on a thread if many
+            if what.tag is not None:  # Consul's TAG.NAME.service: those carrying the tag (the key holds the tag)
+                targets = [t for t in targets if t.has_consul_tag(what.tag)]
+
+            shuffle = not tcp and zone.cut_before(key, found.version)
 
             def written() -> bytes:
-                units, left_out = query_units(question.name, question.rdtype, what, targets, zone,
+                nonlocal shuffle
+                units, left_out = query_units(question.name, question.rdtype, what,
+                                              shuffled(targets, zone.rng) if shuffle else targets, zone,
                                               limit // RECORD_BYTES)
-                return finish(response, units, limit, zone, left_out)
+                out = finish(response, units, limit, zone, left_out)
+                if not shuffle and not tcp and out[2] & TC_BYTE and targets:  # cut: the first subset, shuffled too
+                    shuffle = True
+                    return written()
+                return out
             # a cut 64 KB answer over TCP is written 3-4 times by dnspython: ~250 ms, off the event loop
             out = written() if len(targets) <= INLINE_TARGETS else await asyncio.to_thread(written)
             if len(wire) <= UDP_LIMIT:  # a question is short; the longest packets are kept out of memory
-                zone.keep(key, found.version, out, what)
+                zone.keep(key, found.version, out, what, cut=shuffle)
             return out
         response.set_rcode(dns.rcode.NXDOMAIN)
         return finish(response, [], limit, zone)
     return finish(response, await other_units(response, question.name, question.rdtype, what, resolver, zone), limit,
                   zone)
+
+
+def shuffled(targets: Sequence[Target], rng: random.Random) -> list[Target]:
+    """`targets` in SRV priority order (lower first, as a client must try them), shuffled within each priority:
+    the order a cut UDP answer takes its subset from, so that clients which cannot ask again over TCP spread
+    over the instances, as Consul's shuffled answers spread them, and never skip a preferred priority."""
+    return sorted(targets, key=lambda t: (t.priority, rng.random()))
 
 
 def question_end(wire: bytes) -> int:
@@ -229,9 +276,10 @@ def query_units(qname: dns.name.Name, rdtype: int, what: Asked, found: Sequence[
                 ) -> tuple[list[Unit], bool]:
     """The records of a saved query's name: SRV (each with its target's address), or A/AAAA; those of the first
     `most` instances, and whether there were more."""
-    if what.kind == SRV and rdtype in (dns.rdatatype.SRV, dns.rdatatype.ANY):
+    if (what.kind == SRV and rdtype in (dns.rdatatype.SRV, dns.rdatatype.ANY)
+            or what.kind == SERVICE and rdtype == dns.rdatatype.SRV):  # Consul's name: SRV or addresses by type
         made = srv_units(qname, found, zone)
-    elif what.kind == ADDRESS:
+    elif what.kind in (ADDRESS, SERVICE):
         made = address_units(qname, found, rdtype, zone.ttl_s)
     else:
         return [], False

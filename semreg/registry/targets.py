@@ -9,9 +9,15 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from semreg.registry.balancer import priority_of
 from semreg.registry.discovery import DiscoverResult
 from semreg.registry.instances import UP
+
+# the meta key under which an instance registered through the Consul API keeps its tags as Consul wrote them (a
+# JSON list; `semreg.consul.tags`): the Consul tags DNS's `TAG.NAME.service` filters on
+CONSUL_TAGS_KEY = "consul-tags"
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,19 @@ class Target:
     def host_port(self) -> str:
         """`address:port`, an IPv6 address in brackets."""
         return f"[{self.address}]:{self.port}" if ":" in self.address else f"{self.address}:{self.port}"
+
+    def has_consul_tag(self, tag: str) -> bool:
+        """Whether the instance carries the Consul tag `tag`, compared without case as Consul's DNS compares a
+        tag label (and as DNS compares names)."""
+        raw = dict(self.meta).get(CONSUL_TAGS_KEY)
+        if raw is None:
+            return False
+        try:
+            tags = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return False
+        wanted = tag.lower()
+        return isinstance(tags, list) and any(isinstance(t, str) and t.lower() == wanted for t in tags)
 
     @property
     def ip(self) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

@@ -4,6 +4,7 @@ answers the same through every node. Each change is made through the HTTP API, t
 answer until it shows it, within the TTL (never a sleep to prove that nothing happened)."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -101,6 +102,10 @@ def test_two_hundred_instances_are_truncated_over_udp_and_fetched_over_tcp(node)
     assert c.put("/v1/queries/films", json={"s": "ex:Filme"}).status_code == 201
     truncated = dig(port, "+noedns", "+ignore", "_films._tcp.semreg.", "SRV")
     assert " tc" in truncated.split("flags:")[1].split(";")[0]
+    # a client that cannot retry over TCP still gets whole records: each SRV record with its target's A record
+    count = int(re.search(r"ANSWER: (\d+),", truncated).group(1))
+    assert count > 0 and f"ADDITIONAL: {count}" in truncated and int(re.search(r"MSG SIZE\s+rcvd: (\d+)",
+                                                                                 truncated).group(1)) <= 512
     retried = dig(port, "+noedns", "_films._tcp.semreg.", "SRV")
     assert "Truncated, retrying in TCP mode" in retried and "ANSWER: 200" in retried
     assert len(resolver(port).resolve("_films._tcp.semreg.", "SRV")) == 200  # dnspython retries over TCP too
@@ -119,6 +124,23 @@ def test_dig_reads_the_zones_soa_and_ns_and_the_soa_of_negative_answers(node):
         assert f"status: {status}" in out and "ANSWER: 0, AUTHORITY: 1," in out
         assert re.search(rf"^semreg\.\s+{TTL_S}\s+IN\s+SOA\s+semreg\. hostmaster\.semreg\. \d+ 3600 600 86400 {TTL_S}$",
                          out, re.M), out
+
+
+def test_dig_asks_consuls_names_with_a_tag_and_gets_the_soa_where_none_has_it(node):
+    server, c = node
+    for n, tags in enumerate((["primary"], ["secondary"])):
+        body = instance(900 + n, meta={"consul-tags": json.dumps(["ex:Livro ex:temUmGenero ex:Terror", *tags])})
+        assert c.put(f"/v1/instances/consul-{n}", json=body).status_code == 201
+    port = server.dns_port
+    wait_for(lambda: "10.3.3.151" in dig(port, "+short", "primary.horror.service.semreg.", "A"), 3 * TTL_S,
+             "the tagged instance in DNS")
+    assert dig(port, "+short", "primary.horror.service.semreg.", "A").split() == ["10.3.3.151"]
+    srv = dig(port, "+short", "_horror._secondary.service.semreg.", "SRV").split()
+    assert srv == ["0", "1", "7901", "consul-1.instance.semreg."]
+    out = dig(port, "nobody.horror.service.semreg.", "SRV")
+    assert "status: NOERROR" in out and "ANSWER: 0, AUTHORITY: 1," in out and "hostmaster.semreg." in out
+    for n in range(2):
+        assert c.delete(f"/v1/instances/consul-{n}").status_code in (200, 204)
 
 
 def test_dig_asking_with_a_large_edns_size_gets_at_most_1232_bytes_and_the_records_that_fit(node):

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import dns.name
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from semreg.dns.names import ADDRESS, APEX, INSTANCE, SRV, UNKNOWN, Asked, asked, instance_name, zone
+from semreg.dns.names import ADDRESS, APEX, INSTANCE, SERVICE, SRV, UNKNOWN, Asked, asked, instance_name, zone
 
 DOMAIN = zone("semreg")
 
@@ -21,6 +23,18 @@ DOMAIN = zone("semreg")
     ("_horror._udp.semreg.", Asked(UNKNOWN)),
     ("a.b.c.semreg.", Asked(UNKNOWN)),
     ("_horror._tcp.a.b.semreg.", Asked(UNKNOWN)),
+    ("horror.service.semreg.", Asked(SERVICE, "horror")),
+    ("Horror.SERVICE.semreg.", Asked(SERVICE, "horror")),
+    ("Primary.horror.service.semreg.", Asked(SERVICE, "horror", None, "primary")),
+    ("_horror._primary.service.semreg.", Asked(SERVICE, "horror", None, "primary")),
+    ("_horror._tcp.service.semreg.", Asked(SERVICE, "horror")),
+    ("horror.service.Staging.semreg.", Asked(SERVICE, "horror", "Staging")),
+    ("v1.horror.service.staging.semreg.", Asked(SERVICE, "horror", "staging", "v1")),
+    ("horror.service.service.semreg.", Asked(SERVICE, "horror", "service")),
+    ("service.semreg.", Asked(ADDRESS, "service")),  # a saved query named `service` keeps its name
+    ("service.staging.semreg.", Asked(ADDRESS, "service", "staging")),
+    ("a.b.horror.service.semreg.", Asked(UNKNOWN)),
+    ("_horror.primary.service.semreg.", Asked(UNKNOWN)),
     ("example.com.", None),
     ("semreg.example.com.", None),
 ])
@@ -44,3 +58,11 @@ def test_an_instance_name_round_trips_and_an_id_too_long_for_a_label_has_none():
     name = instance_name("a.b:c", DOMAIN)
     assert name is not None and asked(name, DOMAIN) == Asked(INSTANCE, "a.b:c")
     assert instance_name("x" * 64, DOMAIN) is None
+
+
+@given(st.lists(st.sampled_from([b"service", b"SERVICE", b"_tcp", b"_x", b"x", b"instance", b"_"])
+                | st.binary(min_size=1, max_size=8), max_size=6))
+def test_any_name_in_the_zone_asks_something_and_never_raises(labels):
+    what = asked(dns.name.Name([*labels, b"semreg", b""]), DOMAIN)
+    assert what is not None and what.kind in (ADDRESS, APEX, INSTANCE, SERVICE, SRV, UNKNOWN)
+    assert what.tag is None or what.kind == SERVICE

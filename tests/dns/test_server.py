@@ -4,6 +4,7 @@ answers, the rcodes, the zone's SOA and NS, answers cut to the size of their tra
 and garbage of every shape, which never stops the listeners nor gets SERVFAIL."""
 from __future__ import annotations
 
+import random
 import socket
 import struct
 
@@ -19,6 +20,9 @@ from hypothesis import strategies as st
 from support.dnswire import exchange
 from support.inprocess import InProcess
 from support.paths import ONTOLOGIES
+
+from semreg.dns.answers import SUBSETS, shuffled
+from semreg.registry.targets import Target
 
 
 @pytest.fixture(scope="module")
@@ -202,6 +206,51 @@ def test_150_instances_over_udp_keep_as_many_whole_records_as_fit_with_tc(crowd,
     assert len(records(ask(crowd, "murals.semreg.", "A"))) == 30  # 16 bytes an A record, after 31 of header and question
 
 
+def test_a_cut_udp_answer_is_a_shuffled_subset_so_clients_without_tcp_spread_over_the_instances(crowd):
+    """As Consul shuffles before it trims: asked again and again, the 4 instances that fit in 512 bytes are not
+    always the same 4, each answer whole; at most `SUBSETS` different ones are made per change of the answer."""
+    seen: set[frozenset[str]] = set()
+    for _ in range(60):
+        wire = udp_exchange(crowd.node.dns.port, dns.message.make_query("_murals._tcp.semreg.", "SRV").to_wire())
+        assert wire is not None
+        m = dns.message.from_wire(wire)
+        assert m.flags & dns.flags.TC and check_whole(m, "murals", 150) == 4
+        seen.add(frozenset(str(r.target) for rr in m.answer for r in rr))
+    assert 1 < len(seen) <= SUBSETS
+    addresses = set()
+    for _ in range(60):
+        addresses |= {r.split()[-1] for r in records(ask(crowd, "murals.semreg.", "A"))}
+    assert len(addresses) > 30  # 30 A records fit; the subsets between them hold more of the 150
+
+
+def test_a_cut_udp_answer_never_skips_a_preferred_srv_priority(server):
+    c = server.client()
+    batch = [{"id": f"tier-{n:03d}", "service": "tiers", "address": f"10.6.0.{n + 1}", "port": 9000 + n, "ttl": 0,
+              "tags": ["ex:Escultura"], "meta": {"priority": "1" if n % 10 == 0 else "2"}} for n in range(100)]
+    assert c.post("/v1/instances/batch", json={"instances": batch}).status_code == 200
+    assert c.put("/v1/queries/tiers", json={"s": "ex:Escultura"}).status_code == 201
+    seen: set[str] = set()
+    for _ in range(40):
+        m = ask(server, "_tiers._tcp.semreg.")
+        assert m.flags & dns.flags.TC and {r.priority for rr in m.answer for r in rr} == {1}
+        seen |= {str(r.target) for rr in m.answer for r in rr}
+    assert len(seen) > len(m.answer[0])  # of the 10 of priority 1, more than one answer's worth
+    whole = ask(server, "_tiers._tcp.semreg.", tcp=True)
+    assert not whole.flags & dns.flags.TC and sum(len(rr) for rr in whole.answer) == 100
+    assert c.delete("/v1/queries/tiers").status_code in (200, 204)
+    for n in range(100):
+        assert c.delete(f"/v1/instances/tier-{n:03d}").status_code in (200, 204)
+
+
+def test_shuffled_keeps_the_priorities_in_order_and_mixes_within_them():
+    targets = [Target(f"t{n}", "s", "default", "10.0.0.1", n, "http", 1, n % 3, "exact", 0, ()) for n in range(30)]
+    rng = random.Random(7)
+    orders = [shuffled(targets, rng) for _ in range(5)]
+    for order in orders:
+        assert [t.priority for t in order] == sorted(t.priority for t in targets) and set(order) == set(targets)
+    assert len({tuple(t.id for t in order) for order in orders}) == 5
+
+
 def test_1500_instances_over_tcp_keep_as_many_as_fit_in_one_message(crowd):
     q = dns.message.make_query("_frescos._tcp.semreg.", "SRV")
     with socket.create_connection(("127.0.0.1", crowd.node.dns.port), timeout=10) as s:
@@ -244,6 +293,12 @@ def tcp_exchange(port: int, data: bytes, framed: bool) -> bytes:
 
 
 VALID = dns.message.make_query("_horror._tcp.semreg.", "SRV").to_wire()
+LABELS = st.sampled_from(["service", "SERVICE", "_tcp", "_horror", "horror", "books", "instance", "i0", "staging",
+                          "primary", "_primary", "-", "_", "x" * 40]) | st.binary(min_size=1, max_size=12)
+IN_ZONE = st.builds(lambda labels, rdtype, edns: dns.message.make_query(
+    dns.name.Name([*labels, b"semreg", b""]), rdtype, use_edns=0 if edns else None),
+    st.lists(LABELS, max_size=5), st.sampled_from(["SRV", "A", "AAAA", "ANY", "TXT", "SOA", "NS", "CNAME"]),
+    st.booleans())
 
 
 def check_alive(server: InProcess) -> None:
@@ -261,7 +316,23 @@ def mutated(data: bytes, flips: list[tuple[int, int]]) -> bytes:
 PACKETS = st.one_of(st.binary(max_size=600),
                     st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=8).map(
                         lambda flips: mutated(VALID, flips)),
-                    st.integers(0, len(VALID)).map(lambda n: VALID[:n]))
+                    st.integers(0, len(VALID)).map(lambda n: VALID[:n]),
+                    IN_ZONE.map(lambda q: q.to_wire()))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(IN_ZONE)
+def test_any_question_in_the_zone_gets_a_well_formed_answer_with_records_or_the_soa(server, query):
+    """Whatever names of Consul's, semreg's own or neither a question spells: an answer to its id, within the
+    size it may take, NOERROR or NXDOMAIN, and the zone's SOA wherever there is no record to answer."""
+    wire = udp_exchange(server.node.dns.port, query.to_wire())
+    assert wire is not None and len(wire) <= (1232 if query.edns >= 0 else 512)
+    m = dns.message.from_wire(wire)
+    assert m.id == query.id and m.flags & dns.flags.QR and m.flags & dns.flags.AA
+    assert m.rcode() in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN)
+    if not m.answer:
+        assert [rr.rdtype for rr in m.authority] == [dns.rdatatype.SOA]
+    assert server.node.dns.failed == 0
 
 
 @pytest.mark.slow  # a packet that gets no answer is known so only once its wait for one is over (0.5 s)
