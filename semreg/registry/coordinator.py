@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -94,10 +94,18 @@ class Coordinator:
 
     async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Any:
         """To the first owner that answers (the one running the lease, unless it is down)."""
+        return await self._to_first_owner(instance_id, lambda shard: shard.heartbeat(instance_id, load, status))
+
+    async def set_status(self, instance_id: str, status: str, replaces: Collection[str] | None = None) -> Any:
+        """An admin status without renewing the lease (maintenance), in place of one of `replaces` when given, to
+        the first owner that answers, which sends it on to the other owners as it does a heartbeat's status."""
+        return await self._to_first_owner(instance_id, lambda shard: shard.set_status(instance_id, status, replaces))
+
+    async def _to_first_owner(self, instance_id: str, call: Callable[[Shard], Awaitable[Any]]) -> Any:
         unreachable = []
         for member, shard in self.placement.owners(instance_id):
             try:
-                inst = await shard.heartbeat(instance_id, load, status)
+                inst = await call(shard)
             except ShardUnavailable:
                 self.placement.failed(member)
                 unreachable.append(member)

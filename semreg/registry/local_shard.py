@@ -250,6 +250,18 @@ class LocalShard(OwnShard):
         self._arm_expiry()
         return inst
 
+    async def set_status(self, instance_id: str, status: str, replaces: Collection[str] | None = None) -> Instance:
+        """The admin status alone, written down as a heartbeat's is, without renewing the lease; only in place of
+        one of `replaces` when given (decided here, where the status is kept, so no other change slips between)."""
+        inst = self.registry.get(instance_id)
+        if status == inst.admin_status or (replaces is not None and inst.admin_status not in replaces):
+            return inst
+        revision = self.revisions.next()
+        rec = inst.durable()
+        rec["admin_status"] = status
+        await self._write(self.store.save_records, [(rec, revision)])
+        return self.registry.set_status(instance_id, status, revision=revision, state_version=self.revisions.next())
+
     async def record_route(self, instance_id: str) -> None:
         self.registry.record_route(instance_id)
 
