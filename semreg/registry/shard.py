@@ -99,9 +99,13 @@ class Shard(Protocol):
 
     async def delete_record(self, instance_id: str, revision: int) -> bool: ...  # False: it held newer
 
-    async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Copy: ...
+    async def heartbeat(self, instance_id: str, load: float | None, status: str | None,
+                        revision: int | None = None) -> Copy: ...
+    # an admin status that changes is written down at `revision`, dated by the coordinator when the request came
+    # (one carried out late, after a removal, is then older than the removal's tombstone everywhere)
 
-    async def set_status(self, instance_id: str, status: str, replaces: Collection[str] | None = None) -> Copy: ...
+    async def set_status(self, instance_id: str, status: str, replaces: Collection[str] | None = None,
+                         revision: int | None = None) -> Copy: ...
     # the admin status alone, only in place of one of `replaces` when given: the lease is not renewed (a
     # heartbeat's status would bring a lapsed instance back)
 

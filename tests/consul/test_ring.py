@@ -110,7 +110,9 @@ def test_maintenance_through_any_member_drains_every_copy_and_never_renews_a_lea
 
 @pytest.mark.parametrize("body", [b"", b"[]", b"null", b'{"status": "gone"}', b'{"status": 1}',
                                   b'{"status": "draining", "replaces": "up"}',
-                                  b'{"status": "draining", "replaces": ["up", 2]}', b"{"])
+                                  b'{"status": "draining", "replaces": ["up", 2]}', b"{",
+                                  b'{"status": "draining", "revision": "1"}', b'{"status": "draining", "revision": -4}',
+                                  b'{"status": "draining", "revision": true}', b'{"status": "draining", "revision": 1.5}'])
 def test_a_status_change_the_internal_api_cannot_take_is_a_400_that_changes_nothing(ring, body):
     r, clients = ring
     a = r.add("a", consul_listen="127.0.0.1:8500")
