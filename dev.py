@@ -25,8 +25,9 @@ PY = BIN / "python"
 SHARED = ROOT.parent / "shared"
 # Debian packages the tests and benchmarks drive as real peers, and the browser the console's tests
 # drive (Playwright's own browser downloads cannot be had here; Debian's chromium can).
+# node and npm run node-consul, the npm Consul client, against the Consul listener (tests/consul/node/).
 SYSTEM_PACKAGES = {"etcd": "etcd-server", "wrk": "wrk", "chromium": "chromium", "openssl": "openssl", "dig": "dnsutils",
-                   "prometheus": "prometheus"}
+                   "prometheus": "prometheus", "node": "nodejs", "npm": "npm"}
 # The suite on every core, a test file to a worker (module fixtures start one server, not one per worker).
 PARALLEL = ["-n", "auto", "--dist", "loadfile"]
 # Contract examples shipped beside the project, run against the installed `semreg` once each part works.

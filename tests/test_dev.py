@@ -23,7 +23,7 @@ def dev() -> ModuleType:
 
 
 def test_the_whole_suite_stops_when_a_program_is_missing_and_apt_cannot_install_it() -> None:
-    installed = {"etcd", "wrk", "chromium", "openssl", "prometheus"}  # dig is not
+    installed = {"etcd", "wrk", "chromium", "openssl", "prometheus", "node", "npm"}  # dig is not
     which = {exe: f"/usr/bin/{exe}" for exe in installed}.get
     with pytest.raises(SystemExit, match="missing system packages dnsutils"):
         dev().ensure_system_packages(which, root=False)

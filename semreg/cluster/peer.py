@@ -12,7 +12,7 @@ and its ring's checksum. An owner whose view is newer, with another ring, refuse
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, TypedDict
 
 import orjson
@@ -122,8 +122,17 @@ class RemoteShard(Shard):
                 self.on_stale()
             raise StaleRing(f"{self.member_id} refused the write: {exc.message}") from exc
 
-    async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> wire.RemoteMember:
-        answer = await self.call("POST", f"/heartbeat/{instance_id}", {"load": load, "status": status})
+    async def heartbeat(self, instance_id: str, load: float | None, status: str | None,
+                        revision: int | None = None) -> wire.RemoteMember:
+        answer = await self.call("POST", f"/heartbeat/{instance_id}", {"load": load, "status": status,
+                                                                        "revision": revision})
+        return wire.RemoteMember.from_json(answer, True)
+
+    async def set_status(self, instance_id: str, status: str, replaces: Collection[str] | None = None,
+                         revision: int | None = None) -> wire.RemoteMember:
+        answer = await self.call("POST", f"/status/{instance_id}",
+                                 {"status": status, "replaces": None if replaces is None else sorted(replaces),
+                                  "revision": revision})
         return wire.RemoteMember.from_json(answer, True)
 
     async def apply_states(self, states: list[State]) -> int:

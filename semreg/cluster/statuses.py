@@ -56,23 +56,27 @@ class Statuses:
             self._states_task = asyncio.get_running_loop().create_task(self._send_states())
 
     async def _send_states(self) -> None:
+        """Round by round until nothing is left: the records and states queued when a round starts go out
+        together, records first, so a member never gets a state before the record it was made at (it would
+        drop it, as of another revision); what changes while a round is on its way goes in the next."""
         await asyncio.sleep(0)  # gather what this turn of the loop changed (and let tombstones be written)
-        records, self._records = self._records, {}
-        for member, ids in records.items():
-            peer = self.placement.peers.get(member)
-            exported = await self.local.export(dict.fromkeys(ids))
-            if peer is None or not exported:
-                continue
-            try:
-                await peer.restore_records(exported)
-            except (ShardUnavailable, SemregError):
-                self.placement.failed(member)  # anti-entropy carries tombstones: the next pass will
-        batches, self._states = self._states, {}
-        for member, states in batches.items():
-            peer = self.placement.peers.get(member)
-            if peer is None:
-                continue
-            try:
-                await peer.apply_states(states)
-            except (ShardUnavailable, SemregError):
-                self.placement.failed(member)  # anti-entropy does not carry statuses: the next change will
+        while self._records or self._states:
+            records, self._records = self._records, {}
+            batches, self._states = self._states, {}
+            for member, ids in records.items():
+                peer = self.placement.peers.get(member)
+                exported = await self.local.export(dict.fromkeys(ids))
+                if peer is None or not exported:
+                    continue
+                try:
+                    await peer.restore_records(exported)
+                except (ShardUnavailable, SemregError):
+                    self.placement.failed(member)  # anti-entropy carries tombstones: the next pass will
+            for member, states in batches.items():
+                peer = self.placement.peers.get(member)
+                if peer is None:
+                    continue
+                try:
+                    await peer.apply_states(states)
+                except (ShardUnavailable, SemregError):
+                    self.placement.failed(member)  # anti-entropy does not carry statuses: the next change will

@@ -5,7 +5,8 @@ environments a token may write in) and the coordinator, as `PUT /v1/instances/{i
 A TTL check is the instance's lease: `pass` renews it as `up`, `warn` as `blocked` (listed, no new work: Consul
 leaves a warning service out of `?passing`), `fail` as critical (reported by the service: it leaves discovery at
 once, and is deleted after `DeregisterCriticalServiceAfter`); `update` takes the status in its body. Consul's
-check output and notes are not kept.
+check output and notes are not kept. Maintenance is a drain, set without renewing the lease, and a passing or
+warning check leaves it in place, as Consul keeps a service in maintenance whatever its checks say.
 """
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from semreg.http.responses import JSONResponse
 from semreg.http.routes.instances import check_may_replace, check_owner, registrations
 from semreg.http.schemas import ID_PATTERN, parse_json
 from semreg.http.state import app_state
-from semreg.registry.instances import DRAINING
+from semreg.registry.instances import BLOCKED, DRAINING, UP
+from semreg.registry.instances import CRITICAL as CRITICAL_STATUS  # Consul's `critical` is a check's
 
 _ID = re.compile(ID_PATTERN)
 CHECK_PREFIX = "service:"
@@ -118,10 +120,43 @@ async def _report(request: Request, status: str, admitted: bool = False) -> Resp
         raise NotFound(unknown) from None
     if inst.reg.ttl_s <= 0:
         raise BadRequest(f'CheckID "{check[:140]}" does not have associated TTL: the service was registered without one.')
-    wanted: str | None = entries.TO_STATUS[status]
-    if wanted == "up" and inst.status == DRAINING:  # a passing check does not end a drain
-        wanted = None
-    await coordinator.heartbeat(iid, None, wanted)
+    wanted = entries.TO_STATUS[status]
+    if wanted == CRITICAL_STATUS:
+        await coordinator.heartbeat(iid, None, wanted)
+        return Response(status_code=200)
+    # a passing or warning check renews the lease and sets its status, except over a drain (maintenance): Consul
+    # keeps a service in maintenance whatever its checks say. Decided by the owner, which knows the status even
+    # where the lease has lapsed and this copy says only `critical`.
+    await coordinator.heartbeat(iid, None, None)
+    await coordinator.set_status(iid, wanted, (UP, BLOCKED, CRITICAL_STATUS))
+    return Response(status_code=200)
+
+
+# Go's strconv.ParseBool, which Consul reads `enable` with: py-consul sends `True` and `False`
+_TRUE, _FALSE = frozenset({"1", "t", "T", "TRUE", "true", "True"}), frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+async def maintenance(request: Request) -> Response:
+    """Consul's maintenance mode is semreg's drain: listed, out of `?passing`, no new routes. It changes the status
+    alone, never the lease (a lapsed instance stays critical), and only a status it may stand for: it drains an
+    `up` or `blocked` instance, and ends only a drain, so a service that reported itself critical stays critical
+    whichever way maintenance is switched. The reason is not kept."""
+    admit(request, WRITE)
+    iid = instance_id(request.path_params["id"], "service ID")
+    given = request.query_params.get("enable")
+    if given is None or given == "":
+        raise BadRequest("Missing value for enable")
+    if given not in _TRUE | _FALSE:
+        raise BadRequest(f'Invalid value for enable: "{given[:40]}"')
+    unknown = f'Unknown service ID "{iid}"'
+    try:
+        await check_owner(request, iid)
+        if given in _TRUE:
+            await app_state(request).coordinator.set_status(iid, DRAINING, (UP, BLOCKED))
+        else:
+            await app_state(request).coordinator.set_status(iid, UP, (DRAINING,))
+    except NotFound:
+        raise NotFound(unknown) from None
     return Response(status_code=200)
 
 

@@ -33,6 +33,7 @@ ROUTES = [
     Route("/v1/agent/check/warn/{check:path}", agent.check_warn, methods=["PUT"]),
     Route("/v1/agent/check/fail/{check:path}", agent.check_fail, methods=["PUT"]),
     Route("/v1/agent/check/update/{check:path}", agent.check_update, methods=["PUT"]),
+    Route("/v1/agent/service/maintenance/{id:path}", agent.maintenance, methods=["PUT"]),
     Route("/v1/agent/services", agent.services, methods=["GET"]),
     Route("/v1/agent/service/{id:path}", agent.service, methods=["GET"]),
     Route("/v1/agent/self", agent.self_, methods=["GET"]),

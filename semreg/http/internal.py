@@ -26,7 +26,7 @@ from semreg.http.responses import JSONResponse
 from semreg.http.sparql_forward import MAX_FORWARDED_BYTES, answer_forwarded
 from semreg.http.state import app_state
 from semreg.rdf.terms import Tag
-from semreg.registry.instances import Registration
+from semreg.registry.instances import STATUSES, Registration
 from semreg.registry.local_shard import LocalShard
 from semreg.registry.selector import Selector
 from semreg.registry.shard import Removed
@@ -136,8 +136,30 @@ async def delete(request: Request) -> Response:
 async def heartbeat(request: Request) -> Response:
     shard = guarded(request)
     body = await body_of(request)
-    inst = await shard.heartbeat(request.path_params["id"], body.get("load"), body.get("status"))
+    inst = await shard.heartbeat(request.path_params["id"], body.get("load"), body.get("status"), dated(body))
     return JSONResponse(wire.member_json(inst, True))
+
+
+@route("POST", "/status/{id}")
+async def status(request: Request) -> Response:
+    shard = guarded(request)
+    body = await body_of(request)
+    wanted = body.get("status") if isinstance(body, dict) else None
+    replaces = body.get("replaces") if isinstance(body, dict) else None
+    if wanted not in STATUSES:
+        raise BadRequest(f"status: give one of {', '.join(STATUSES)}.")
+    if replaces is not None and not (isinstance(replaces, list) and all(r in STATUSES for r in replaces)):
+        raise BadRequest(f"replaces: a list of statuses among {', '.join(STATUSES)}.")
+    inst = await shard.set_status(request.path_params["id"], wanted, replaces, dated(body))
+    return JSONResponse(wire.member_json(inst, True))
+
+
+def dated(body: Any) -> int | None:
+    """The revision a coordinator dated a status change with (none from a member that does not date them)."""
+    revision = body.get("revision") if isinstance(body, dict) else None
+    if revision is not None and (not isinstance(revision, int) or isinstance(revision, bool) or revision <= 0):
+        raise BadRequest("revision: a positive integer, or null.")
+    return revision
 
 
 @route("POST", "/states")

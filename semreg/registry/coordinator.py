@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -93,11 +93,26 @@ class Coordinator:
         await self.stragglers.close()
 
     async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Any:
-        """To the first owner that answers (the one running the lease, unless it is down)."""
+        """To the first owner that answers (the one running the lease, unless it is down). A status is dated
+        here, now, as a registration is: an owner that carries it out late (it hung, the request went on to the
+        next owner, and it woke after the instance was removed) writes it down older than the removal."""
+        revision = None if status is None else self.placement.next_revision()
+        return await self._to_first_owner(instance_id,
+                                          lambda shard: shard.heartbeat(instance_id, load, status, revision))
+
+    async def set_status(self, instance_id: str, status: str, replaces: Collection[str] | None = None) -> Any:
+        """An admin status without renewing the lease (maintenance), in place of one of `replaces` when given, to
+        the first owner that answers, which sends it on to the other owners as it does a heartbeat's status;
+        dated here, as a heartbeat's."""
+        revision = self.placement.next_revision()
+        return await self._to_first_owner(instance_id,
+                                          lambda shard: shard.set_status(instance_id, status, replaces, revision))
+
+    async def _to_first_owner(self, instance_id: str, call: Callable[[Shard], Awaitable[Any]]) -> Any:
         unreachable = []
         for member, shard in self.placement.owners(instance_id):
             try:
-                inst = await shard.heartbeat(instance_id, load, status)
+                inst = await call(shard)
             except ShardUnavailable:
                 self.placement.failed(member)
                 unreachable.append(member)

@@ -28,7 +28,7 @@ from semreg.registry.catalogue import Match
 from semreg.registry.digests import Arcs, Digest, digests
 from semreg.registry.environment_counts import Tally, tag_hashes
 from semreg.registry.health import HealthChecker
-from semreg.registry.instances import STATUSES, Instance, Registration
+from semreg.registry.instances import STATUSES, UP, Instance, Registration
 from semreg.registry.registry import Change, Registry
 from semreg.registry.removals import TOMBSTONE_KEEP_S, RecentRemovals
 from semreg.registry.revisions import Revisions
@@ -217,7 +217,8 @@ class LocalShard(OwnShard):
 
     def _apply_restored(self, fresh: list[tuple[dict[str, Any], int]], wall: float) -> None:
         regs = [Registration.from_record(rec) for rec, _ in fresh]
-        statuses = [rec.get("admin_status") for rec, _ in fresh]
+        # a record is the whole of a copy: one without an admin status is up, whatever the copy here said
+        statuses = [rec.get("admin_status", UP) for rec, _ in fresh]
         walls = [rec.get("registered_at") or wall for rec, _ in fresh]
         self.registry.put_many(regs, [rev for _, rev in fresh], admin_statuses=statuses, registered_at_wall=walls)
         for reg in regs:
@@ -237,11 +238,13 @@ class LocalShard(OwnShard):
         self.removals.added(instance_id, revision)
         return True
 
-    async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Instance:
+    async def heartbeat(self, instance_id: str, load: float | None, status: str | None,
+                        revision: int | None = None) -> Instance:
         inst = self.registry.get(instance_id)
+        dated = revision
         revision = None
         if status is not None and status != inst.admin_status:
-            revision = self.revisions.next()
+            revision = self._status_revision(inst, dated)
             rec = inst.durable()
             rec["admin_status"] = status
             await self._write(self.store.save_records, [(rec, revision)])
@@ -249,6 +252,27 @@ class LocalShard(OwnShard):
                                        state_version=self.revisions.next())
         self._arm_expiry()
         return inst
+
+    async def set_status(self, instance_id: str, status: str, replaces: Collection[str] | None = None,
+                         revision: int | None = None) -> Instance:
+        """The admin status alone, written down as a heartbeat's is, without renewing the lease; only in place of
+        one of `replaces` when given (decided here, where the status is kept, so no other change slips between)."""
+        inst = self.registry.get(instance_id)
+        if status == inst.admin_status or (replaces is not None and inst.admin_status not in replaces):
+            return inst
+        revision = self._status_revision(inst, revision)
+        rec = inst.durable()
+        rec["admin_status"] = status
+        await self._write(self.store.save_records, [(rec, revision)])
+        return self.registry.set_status(instance_id, status, revision=revision, state_version=self.revisions.next())
+
+    def _status_revision(self, inst: Instance, dated: int | None) -> int:
+        """The revision an admin status is written down at: the one its coordinator dated the request with, or
+        (a newer registration came in between, and keeps its place) just after the one held."""
+        if dated is None:
+            return self.revisions.next()
+        self.revisions.observe(dated)
+        return dated if dated > inst.revision else self.revisions.after(inst.revision)
 
     async def record_route(self, instance_id: str) -> None:
         self.registry.record_route(instance_id)

@@ -205,6 +205,16 @@ class Registry:
         self._emit([_change(inst, STATUS if membership else RENEWED, membership)])
         return inst
 
+    def set_status(self, instance_id: str, status: str, *, revision: int, state_version: int = 0) -> Instance:
+        """The admin status alone, as written down at `revision`: unlike a heartbeat's, the lease is not renewed, so
+        an instance whose ttl has passed stays critical, and a `deregister_after` counts on from the last heartbeat."""
+        inst = self.get(instance_id)
+        before, inst.admin_status, inst.revision = inst.status, status, revision
+        inst.state_version = max(inst.state_version + 1, state_version)
+        inst.invalidate_view()
+        self._emit([_change(inst, STATUS, self._restatus(inst, before))])
+        return inst
+
     def set_check_result(self, instance_id: str, passing: bool, state_version: int = 0, output: str | None = None
                          ) -> Instance | None:
         """A check's result; with `output` (what the probe said) it is kept as the instance's last check."""

@@ -47,6 +47,13 @@ class Revisions:
         self.last = now
         return now
 
+    def after(self, revision: int) -> int:
+        """A revision of this node's one microsecond after `revision`: the least that orders a write of an
+        instance after the one at `revision` without dating it now."""
+        later = (((revision >> NODE_BITS) + 1) << NODE_BITS) | self.node
+        self.last = max(self.last, later)
+        return later
+
     def observe(self, revision: int) -> None:
         """A revision from elsewhere (or restored): the next one from here comes after it."""
         self.last = max(self.last, revision)

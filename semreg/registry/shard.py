@@ -8,8 +8,8 @@ moved past. A placement (`semreg.registry.placement`) answers with shards: which
 which to read.
 
 - **Writes**: copies of registrations and removals with their revisions (`put_records`, `delete_record`;
-  a copy older than what the shard holds is ignored), heartbeats, routes, and statuses another owner made
-  (`apply_states`).
+  a copy older than what the shard holds is ignored), heartbeats, admin statuses set without a heartbeat
+  (`set_status`), routes, and statuses another owner made (`apply_states`).
 - **Reads**: an instance, who registered some, a service's instances, a discovery's part, each tag's
   holders, the tags matching a pattern, every tag, whether a term is registered, and the overview's counts
   of the instances whose lease it runs (`counts`: summed over the members, each instance counted once). A read of several
@@ -99,7 +99,15 @@ class Shard(Protocol):
 
     async def delete_record(self, instance_id: str, revision: int) -> bool: ...  # False: it held newer
 
-    async def heartbeat(self, instance_id: str, load: float | None, status: str | None) -> Copy: ...
+    async def heartbeat(self, instance_id: str, load: float | None, status: str | None,
+                        revision: int | None = None) -> Copy: ...
+    # an admin status that changes is written down at `revision`, dated by the coordinator when the request came
+    # (one carried out late, after a removal, is then older than the removal's tombstone everywhere)
+
+    async def set_status(self, instance_id: str, status: str, replaces: Collection[str] | None = None,
+                         revision: int | None = None) -> Copy: ...
+    # the admin status alone, only in place of one of `replaces` when given: the lease is not renewed (a
+    # heartbeat's status would bring a lapsed instance back)
 
     async def record_route(self, instance_id: str) -> None: ...
 

@@ -270,7 +270,7 @@ def test_settings_quick_preset_keeps_the_load_scenarios_small():
 def test_scenarios_are_registered_in_order_with_targets():
     assert list(SCENARIOS) == ["discovery", "many-tags", "cold-discovery", "sparql", "register-1000-tags", "closure",
                                "storage", "watches", "health-checks", "heartbeat-load", "ring", "paused-owner", "dns",
-                               "cluster", "soak", "scale", "scale-ring", "owlstc", "no-sparql", "noisy-neighbour",
+                               "consul", "cluster", "soak", "scale", "scale-ring", "owlstc", "no-sparql", "noisy-neighbour",
                                "noisy-neighbour-ring"]
     assert SCENARIOS["discovery"].needs == ("wrk", "etcd")
     assert SCENARIOS["watches"].needs == () and SCENARIOS["heartbeat-load"].needs == ("wrk",)

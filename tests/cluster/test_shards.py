@@ -185,6 +185,35 @@ async def revisions_records_and_copies_from_another_owner(shard: Shard, p: str, 
 
 
 @case
+async def a_copy_from_another_owner_says_its_admin_status_even_when_it_is_up(shard: Shard, p: str,
+                                                                            node: RingNode) -> None:
+    """A record is the whole of a copy: one written at a newer revision without an admin status (its
+    maintenance ended) brings a drained copy back up, unlike a client's registration, which keeps a drain."""
+    [(rec, _)] = await shard.export([(await shard.put_records([(reg(p + "a"), 10)]))[0][0].id])
+    assert await shard.restore_records([({**rec, "admin_status": "draining"}, 11)]) == 1
+    assert orjson.loads((await shard.get(p + "a")).view_json())["status"] == "draining"
+    assert await shard.restore_records([(rec, 12)]) == 1
+    assert orjson.loads((await shard.get(p + "a")).view_json())["status"] == "up"
+
+
+@case
+async def a_status_is_written_down_at_the_revision_its_request_was_dated_with(shard: Shard, p: str,
+                                                                             node: RingNode) -> None:
+    """An owner that carries a status out late (after a removal dated 35 elsewhere) writes it down at the
+    revision its coordinator dated the request with, older than the removal; one dated before a newer
+    registration goes just after that registration, which it then outlives no more than a microsecond."""
+    await shard.put_records([(reg(p + "a"), 10 << 10)])
+    assert (await shard.heartbeat(p + "a", None, "draining", 20 << 10)).revision == 20 << 10
+    assert (await shard.heartbeat(p + "a", None, "draining", 21 << 10)).revision == 20 << 10  # no change
+    await shard.put_records([(reg(p + "a"), 30 << 10)])
+    after = (await shard.set_status(p + "a", "up", None, 25 << 10)).revision
+    assert after >> 10 == 31  # a microsecond later, in this node's slot
+    assert orjson.loads((await shard.get(p + "a")).view_json())["status"] == "up"
+    [(rec, revision)] = await shard.export([p + "a"])
+    assert revision == after and "admin_status" not in rec
+
+
+@case
 async def digests_of_what_is_held_per_arc(shard: Shard, p: str, node: RingNode) -> None:
     ids = [f"{p}{n}" for n in range(20)]
     await shard.put_records([(reg(iid), 10) for iid in ids])

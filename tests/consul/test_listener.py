@@ -1,7 +1,8 @@
 """`semreg serve --consul-listen` in its own process, driven by a real Consul client (py-consul): it registers with
 pattern and plain tags and a TTL check, passes and fails the check, reads back through the catalog and health
-APIs, finds a saved query's name answered by meaning, and holds a blocking read that wakes on its own change. The
-blocking read's waiting is the thread's join, with a deadline, never a sleep."""
+APIs, finds a saved query's name answered by meaning, puts a service in maintenance and takes it out, and holds
+a blocking read that wakes on its own change. The blocking read's waiting is the thread's join, with a deadline,
+never a sleep."""
 from __future__ import annotations
 
 import threading
@@ -70,6 +71,24 @@ def test_a_blocking_read_of_py_consul_wakes_on_its_own_change(server):
     new_index, entries = answer["r"]
     assert int(new_index) > int(index)
     assert [e["Service"]["ID"] for e in entries] == ["livro-1"]
+
+
+def test_py_consul_s_maintenance_drains_a_service_and_ends_the_drain(server):
+    api, c = server
+    assert c.agent.service.register("livros", service_id="livro-1", address="127.0.0.1", port=9000,
+                                    tags=["ex:Livro ex:temUmGenero ex:Terror"], check=consul.Check.ttl("30s"))
+    assert c.agent.check.ttl_pass("service:livro-1")
+    assert c.agent.service.maintenance("livro-1", True, reason="deploying")  # sent as enable=True
+    assert api.get("/v1/instances/livro-1").json()["status"] == "draining"
+    _, passing = c.health.service("obras-de-terror", passing=True)
+    assert passing == []
+    _, listed = c.health.service("livros")
+    assert {ch["CheckID"]: ch["Status"] for ch in listed[0]["Checks"]}["_service_maintenance:livro-1"] == "critical"
+    assert c.agent.check.ttl_pass("service:livro-1")  # the service's check passing does not end it
+    assert api.get("/v1/instances/livro-1").json()["status"] == "draining"
+    assert c.agent.service.maintenance("livro-1", False)
+    _, passing = c.health.service("obras-de-terror", passing=True)
+    assert [e["Service"]["ID"] for e in passing] == ["livro-1"]
 
 
 @pytest.mark.parametrize("value, says", [("8500", "give HOST:PORT"), ("127.0.0.1:70000", "give HOST:PORT"),

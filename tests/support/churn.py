@@ -1,6 +1,7 @@
-"""Writers for the fault test: each registers fresh ids and deregisters about 30 % of its own acknowledged
-ones, through a random live node, a new connection per request; every outcome is
-kept in a `Ledger`, so that after the run each id is known to be acknowledged, removed, or ambiguous.
+"""Writers for the fault test: each registers fresh ids, drains about 10 % of its own acknowledged ones (a
+heartbeat saying `draining`, an admin status written down and sent to every owner) and deregisters about
+30 %, through a random live node, a new connection per request; every outcome is kept in a `Ledger`, so that
+after the run each id is known to be acknowledged, drained, removed, or ambiguous.
 
 The timeout is longer than a node's own wait for a peer (5 s to read, 10 s to write), so that what the
 node answers is recorded, not the writer's impatience: a write a node acknowledges late, after giving up
@@ -28,6 +29,7 @@ from support.ring import body
 
 Status = int | str  # an HTTP status, or the name of the exception (ConnectionRefusedError, TimeoutError, ...)
 REMOVE_SHARE = 0.3
+DRAIN_SHARE = 0.1
 
 
 def call(node: ClusterNode, method: str, path: str, payload: Any = None, timeout_s: float = 16.0) -> tuple[Status, str]:
@@ -65,7 +67,7 @@ class Ledger:
     def add(self, iid: str, event: Event, text: str) -> None:
         with self._lock:
             self.events.setdefault(iid, []).append(event)
-            expected = {"register": (200, 201), "remove": (204,)}[event.op]
+            expected = {"register": (200, 201), "drain": (200,), "remove": (204,)}[event.op]
             if isinstance(event.status, int) and event.status not in expected and event.status != 503:
                 self.bad.append((iid, event, text[:200]))
 
@@ -75,11 +77,14 @@ class Ledger:
 
     def sets(self) -> dict[str, set[str]]:
         """The strict sets: `present` (acknowledged, no removal tried) must be everywhere, `removed`
-        (removal acknowledged) nowhere; the rest is reported, never held against the registry."""
+        (removal acknowledged) nowhere, `drained` (present, its drain acknowledged) `draining` everywhere and
+        `up` (present, no drain tried) up everywhere; the rest is reported, never held against the registry."""
         registered = self.ids("register", acked)
         tried = self.ids("remove", lambda s: True)
         removed = self.ids("remove", acked)
-        return {"registered": registered, "present": registered - tried, "removed": removed,
+        present = registered - tried
+        return {"registered": registered, "present": present, "removed": removed,
+                "drained": present & self.ids("drain", acked), "up": present - self.ids("drain", lambda s: True),
                 "ambiguous registrations": self.ids("register", lambda s: not acked(s)),
                 "ambiguous removals": self.ids("remove", lambda s: s == 503 or isinstance(s, str)),
                 "removals answered 404": self.ids("remove", lambda s: s == 404)}
@@ -133,12 +138,20 @@ class Churn:
 
     def _write(self, seed: int, writer: int) -> None:
         rng = random.Random(seed * 100 + writer)
-        mine: list[str] = []  # acknowledged, not yet chosen for removal
-        registered = removals = n = 0
+        mine: list[str] = []  # acknowledged, not yet chosen for a drain or a removal
+        drained: list[str] = []  # a drain tried, not yet chosen for removal
+        registered = drains = removals = n = 0
         while not self._stop.is_set():
             node = rng.choice(self.live())
-            if mine and removals < REMOVE_SHARE * registered and rng.random() < 0.5:
-                iid = mine.pop(rng.randrange(len(mine)))
+            if mine and drains < DRAIN_SHARE * registered and rng.random() < 0.5:
+                iid = mine.pop(rng.randrange(len(mine)))  # drained once; it may still be removed later
+                drains += 1
+                self._request(iid, "drain", node, "PUT", f"/v1/instances/{iid}/heartbeat", {"status": "draining"})
+                drained.append(iid)
+                continue
+            if (mine or drained) and removals < REMOVE_SHARE * registered and rng.random() < 0.5:
+                pool = mine if mine and (not drained or rng.random() < 0.8) else drained
+                iid = pool.pop(rng.randrange(len(pool)))
                 removals += 1
                 self._request(iid, "remove", node, "DELETE", f"/v1/instances/{iid}", None)
                 continue

@@ -2,9 +2,10 @@
 
 `unhealed()` says what still keeps a ring from being whole: a node not running, not ready or degraded,
 a member not alive in some node's view, two checksums. `read()` takes one node's answers: the listing
-(`/v1/instances`), a discovery every registered tag matches through a superclass, and the ids SPARQL sees,
-each sent again after a 503's Retry-After for up to `PATIENCE_S`, as a client would (a node catching up
-after a fault sheds reads while its loop is behind; one still shedding past that fails the reading).
+(`/v1/instances`) with each instance's status (every node must list the same), a discovery every
+registered tag matches through a superclass, and the ids SPARQL sees, each sent again after a 503's
+Retry-After for up to `PATIENCE_S`, as a client would (a node catching up after a fault sheds reads while
+its loop is behind; one still shedding past that fails the reading).
 `violations()` holds them against a `Ledger`'s strict sets; `evidence()` shows, for a few ids of each
 violation, what every node's `/internal/v1/inventory` says, who owns them, and what the writers saw.
 """
@@ -62,6 +63,7 @@ def heal_wait(cluster: LocalCluster, budget_s: float) -> tuple[float, list[str]]
 @dataclass
 class Reading:
     listed: list[str] = field(default_factory=list)
+    statuses: dict[str, str] = field(default_factory=dict)  # id → the status the listing says
     discovered: list[str] = field(default_factory=list)
     sparql: list[str] = field(default_factory=list)
     sparql_count: int = -1
@@ -94,6 +96,7 @@ def read(node: ClusterNode) -> Reading:
         with node.client(timeout=30.0) as c:
             r = patient(lambda: c.get("/v1/instances", params={"tags": "false"}))
             out.listed = [i["id"] for i in r.json()] if r.status_code == 200 else []
+            out.statuses = {i["id"]: i["status"] for i in r.json()} if r.status_code == 200 else {}
             own = httpx.get(node.cluster_url + "/internal/v1/instances", params={"tags": "false"}, timeout=30.0,
                             headers={"X-Semreg-Cluster": secret(node)})
             if own.status_code == 200:
@@ -126,6 +129,10 @@ def violations(ledger: Ledger, readings: dict[str, Reading]) -> dict[str, dict[s
     sets = ledger.sets()
     present, removed = sets["present"], sets["removed"]
     everywhere = set().union(*(set(r.listed) for r in readings.values())) if readings else set()
+    agreed: dict[str, set[str]] = {}  # id → every status the nodes' listings say
+    for r in readings.values():
+        for iid, status in r.statuses.items():
+            agreed.setdefault(iid, set()).add(status)
     out: dict[str, dict[str, list[str]]] = {}
 
     def bad(invariant: str, node: str, ids: set[str] | list[str]) -> None:
@@ -146,6 +153,12 @@ def violations(ledger: Ledger, readings: dict[str, Reading]) -> dict[str, dict[s
         bad("SPARQL and listing differ on the node", name, listed ^ seen)
         if r.sparql_count != len(listed):
             bad("SPARQL count is not the number listed", name, [f"COUNT {r.sparql_count}, listed {len(listed)}"])
+        bad("acknowledged drain not listed draining", name,
+            {i for i in sets["drained"] if i in r.statuses and r.statuses[i] != "draining"})
+        bad("instance never drained not listed up", name, {i for i in sets["up"] if i in r.statuses and r.statuses[i] != "up"})
+        bad("nodes list different statuses", name,
+            [f"{iid} {r.statuses[iid]} (elsewhere {sorted(agreed[iid] - {r.statuses[iid]})})"
+             for iid in r.statuses if len(agreed[iid]) > 1])
         bad("partial answers or read errors", name, r.notes)
     return out
 

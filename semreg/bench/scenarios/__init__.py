@@ -22,6 +22,7 @@ a run that names none (the soak takes half an hour by default; scale, scale-ring
     paused.py        paused-owner: registrations while one owner of every record is stopped
     thesis.py        cluster: the thesis's tables on rings of 2 and 5 nodes (`semreg bench cluster`)
     dns.py           dns: SRV answers over UDP for a saved query against the same question over HTTP
+    consul.py        consul: a saved query's name read through the Consul listener against GET /v1/discover
     owlstc.py        owlstc: OWLS-TC 3's development half (P, R, AP of 14 requests, logic alone and with similar)
     scale_ring.py    scale-ring: the same instances on a ring of three (k=2): memory per member, answers the same
                      at every member and as one node's, discovery, heartbeats, a member's start-up after SIGKILL
@@ -40,6 +41,7 @@ package's `SCENARIOS`: only this module imports them all, so there is no circle 
 from __future__ import annotations
 
 from semreg.bench.scenarios import (
+    consul,
     discovery,
     dns,
     liveness,
@@ -73,6 +75,7 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     ring.ring,
     paused.paused_owner,
     dns.dns_srv,
+    consul.consul,
     thesis.cluster,
     soak.soak,
     scale.scale,
