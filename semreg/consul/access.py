@@ -34,7 +34,7 @@ def admit(request: Request, scope: str | None) -> Principal:
         authorization = f"Bearer {token}" if token else request.headers.get("authorization")
         now = state.clock.monotonic()
         try:
-            principal = state.auth_failures.authenticate(state.tokens, authorization, client, now, request.url.path)
+            principal = state.auth_failures.authenticate(state.tokens, authorization, client, now, request.scope["path"])
         except Unauthorized as exc:
             raise Forbidden(f"ACL not found: {exc.message}") from None
         principal.require(scope)

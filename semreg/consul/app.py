@@ -19,6 +19,7 @@ from semreg import __version__
 from semreg.config import Settings
 from semreg.consul import agent, catalog
 from semreg.consul.entries import NodeInfo
+from semreg.consul.short_path import ReadShortPath
 from semreg.errors import SemregError
 from semreg.http.metrics import MetricsMiddleware
 from semreg.http.state import AppState
@@ -81,7 +82,8 @@ def consul_app(state: AppState) -> Starlette:
     """The Consul-compatible app over `state` (no lifespan: the node runs what lives around it). Its requests are
     counted and timed in the node's metrics by their Consul route (`/v1/health/service/{name:path}`), which no
     route of the public API shares."""
-    app = Starlette(routes=ROUTES, middleware=[Middleware(MetricsMiddleware, metrics=state.metrics)],
+    app = Starlette(routes=ROUTES, middleware=[Middleware(MetricsMiddleware, metrics=state.metrics),
+                                               Middleware(ReadShortPath, routes=ROUTES, refused=_refused)],
                     exception_handlers={SemregError: _refused, HTTPException: _http_error, Exception: _unexpected})
     app.state.semreg = state
     app.state.consul_node = node_info(state.settings)

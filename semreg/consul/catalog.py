@@ -9,7 +9,7 @@ named, by exact text, as Consul compares tags.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -17,11 +17,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from semreg.access.tokens import READ, Principal
-from semreg.consul import blocking, entries
+from semreg.consul import blocking, encoding, entries
 from semreg.consul.access import NAMESPACE_HEADER, admit, environment, selector
 from semreg.consul.agent import node_of, refuse_filter
 from semreg.http.state import app_state
 from semreg.registry.watch import Topic
+from semreg.work.lane import paced
 
 FALSE = ("0", "false", "False", "no")
 
@@ -29,27 +30,37 @@ FALSE = ("0", "false", "False", "no")
 async def services(request: Request) -> Response:
     principal = admit(request, READ)
     refuse_filter(request)
-    coordinator = app_state(request).coordinator
+    state = app_state(request)
     chosen = selector(request, principal)
-    topic = await blocking.read(request, lambda: coordinator.instances(None, True, chosen))
-    found: dict[str, dict[str, None]] = {}
-    for inst in topic.payload.items:
-        found.setdefault(inst.reg.service, {}).update(dict.fromkeys(entries.consul_tags_of(inst)))
-    return json({name: list(tags) for name, tags in sorted(found.items())}, topic.index)
+    topic = await blocking.read(request, lambda: state.coordinator.instances(None, True, chosen))
+
+    def build(payload: Any) -> bytes:
+        found: dict[str, dict[str, None]] = {}
+        for inst in paced(payload.items):
+            found.setdefault(inst.reg.service, {}).update(dict.fromkeys(entries.consul_tags_of(inst)))
+        return orjson.dumps({name: list(tags) for name, tags in sorted(found.items())})
+    return await shaped(request, topic, ("consul-services",), build)
 
 
 async def catalog_service(request: Request) -> Response:
     node = node_of(request)
-    topic, rows = await named(request)
-    return json([entries.catalog(inst, node, match, topic.index) for inst, match in rows], topic.index)
+    topic, by_meaning, wanted = await named(request)
+
+    def build(payload: Any) -> bytes:
+        return orjson.dumps([entries.catalog(inst, node, match, topic.index)
+                             for inst, match in rows(payload, by_meaning, wanted, False)])
+    return await shaped(request, topic, ("consul-catalog", node, topic.index, wanted), build)
 
 
 async def health_service(request: Request) -> Response:
     node = node_of(request)
-    topic, rows = await named(request)
-    if request.query_params.get("passing") is not None and request.query_params["passing"] not in FALSE:
-        rows = [(inst, match) for inst, match in rows if entries.passing(inst)]
-    return json([entries.health(inst, node, match, topic.index) for inst, match in rows], topic.index)
+    topic, by_meaning, wanted = await named(request)
+    passing = request.query_params.get("passing") is not None and request.query_params["passing"] not in FALSE
+
+    def build(payload: Any) -> bytes:
+        return orjson.dumps([entries.health(inst, node, match, topic.index)
+                             for inst, match in rows(payload, by_meaning, wanted, passing)])
+    return await shaped(request, topic, ("consul-health", node, topic.index, wanted, passing), build)
 
 
 async def nodes(request: Request) -> Response:
@@ -71,21 +82,41 @@ async def peers(request: Request) -> Response:
     return json([node_of(request).peer], None)
 
 
-async def named(request: Request) -> tuple[Topic, list[tuple[Any, Any]]]:
-    """The read of a service name: its topic after any blocking, and its instances with their matches (None for
-    a name's own instances), filtered by `tag`."""
+async def named(request: Request) -> tuple[Topic, bool, tuple[str, ...]]:
+    """The read of a service name: its topic after any blocking, whether it answers by meaning (its payload then
+    a discovery's result, with each instance's match), and the tags asked for."""
     principal = admit(request, READ)
     refuse_filter(request)
     name = request.path_params["name"]
     topic_of, by_meaning = source(request, principal, name)
     topic = await blocking.read(request, topic_of)
-    payload = topic.payload
-    rows: list[tuple[Any, Any]] = list(zip(payload.members, payload.best)) if by_meaning \
-        else [(inst, None) for inst in payload.items]
-    wanted = request.query_params.getlist("tag")
-    if wanted:
-        rows = [(inst, m) for inst, m in rows if set(wanted) <= set(entries.consul_tags_of(inst))]
-    return topic, rows
+    return topic, by_meaning, tuple(sorted(set(request.query_params.getlist("tag"))))
+
+
+def rows(payload: Any, by_meaning: bool, wanted: tuple[str, ...], passing: bool) -> Iterator[tuple[Any, Any]]:
+    """The instances of a service name's answer, with their matches (None for a name's own instances): those
+    carrying every tag `wanted`, and only the passing ones if asked."""
+    found: Iterable[tuple[Any, Any]] = zip(payload.members, payload.best) if by_meaning \
+        else ((inst, None) for inst in payload.items)
+    for inst, match in paced(found):
+        if passing and not entries.passing(inst):
+            continue
+        if wanted and not set(wanted) <= set(entries.consul_tags_of(inst)):
+            continue
+        yield inst, match
+
+
+async def shaped(request: Request, topic: Topic, key: Hashable, build: Callable[[Any], bytes]) -> Response:
+    """The answer of `topic` in Consul's shape `key`, built once while the answer stands (`WatchHub.shaped`), and
+    compressed once too when the client asks for gzip (`semreg.consul.encoding`)."""
+    hub = app_state(request).coordinator.hub
+    content = await hub.shaped(topic, key, build)
+    if len(content) < encoding.MIN_BYTES or not encoding.accepts_gzip(request.headers.get("accept-encoding")):
+        return body(content, topic.index, vary=True)  # whether compressed or not, the answer depends on it
+    packed = await hub.shaped(topic, (key, encoding.GZIP), lambda payload: encoding.compressed(content))
+    response = body(packed, topic.index, vary=True)
+    response.headers["Content-Encoding"] = encoding.GZIP
+    return response
 
 
 def source(request: Request, principal: Principal, name: str) -> tuple[Callable[[], Awaitable[Topic]], bool]:
@@ -103,5 +134,11 @@ def source(request: Request, principal: Principal, name: str) -> tuple[Callable[
 
 
 def json(content: Any, index: int | None) -> Response:
-    return Response(orjson.dumps(content), media_type="application/json",
-                    headers=blocking.headers(index) if index is not None else None)
+    return body(orjson.dumps(content), index)
+
+
+def body(content: bytes, index: int | None, vary: bool = False) -> Response:
+    headers = blocking.headers(index) if index is not None else {}
+    if vary:
+        headers["Vary"] = "Accept-Encoding"
+    return Response(content, media_type="application/json", headers=headers)

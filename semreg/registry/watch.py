@@ -42,6 +42,7 @@ Render = Callable[[Any], bytes]  # payload → the JSON body
 MAX_IDLE_TOPICS = 4096  # topics kept without a waiter; a new question every request must not grow memory
 MAX_BODY_BYTES = 64 * 1024 * 1024  # rendered bodies kept; past it, idle topics go, least recent first
 RENDERED_AT_ONCE = 256  # instances or tags an answer names that are rendered at once; more, as request work
+MAX_SHAPES = 16  # other shapes of one topic's answer kept beside its body (Consul's views of it, say)
 _EVERYTHING = object()  # a change that may move every result (a new closure, members came or went)
 
 
@@ -56,6 +57,7 @@ class Topic:
     signature: Signature = None
     payload: Any = None
     body: bytes | None = None
+    shapes: dict[Hashable, bytes] = field(default_factory=dict)  # the answer in other shapes, dropped with the body
     membership_gen: int = -1
     view_gen: int = -1
     waiters: set[asyncio.Future[None]] = field(default_factory=set)
@@ -142,10 +144,34 @@ class WatchHub:
             return t.render(payload)
         return await self.lane.run(t.render, payload, what="this answer")
 
+    async def shaped(self, t: Topic, key: Hashable, build: Render) -> bytes:
+        """`t`'s answer in another shape (its payload rendered otherwise: Consul's entries of it, say), built once
+        for as long as its body is kept, and dropped with it when anything the answer shows changes. `t` is a
+        topic `topic()` just handed out; `key` names the shape and everything besides the payload it depends on.
+        A long answer is built as request work, in slices, as bodies are."""
+        hit = t.shapes.get(key)
+        if hit is not None:
+            return hit
+        payload = t.payload
+        size = len(getattr(payload, "members", None) or getattr(payload, "items", None) or ())
+        body = build(payload) if self.lane is None or size <= RENDERED_AT_ONCE \
+            else await self.lane.run(build, payload, what="this answer")
+        if t.payload is payload and t.body is not None and key not in t.shapes:  # else it changed meanwhile
+            if len(t.shapes) >= MAX_SHAPES:
+                self.body_bytes -= len(t.shapes.pop(next(iter(t.shapes))))
+            t.shapes[key] = body
+            self.body_bytes += len(body)
+            if self.body_bytes > MAX_BODY_BYTES:
+                self._evict(keep=t)
+        return body
+
     def _drop_body(self, t: Topic) -> None:
         if t.body is not None:
             self.body_bytes -= len(t.body)
             t.body = None
+        if t.shapes:
+            self.body_bytes -= sum(len(b) for b in t.shapes.values())
+            t.shapes.clear()
 
     async def _refresh(self, t: Topic, bump: bool, at_least: int = -1) -> bool:
         """Recompute `t`; True when its signature changed. Concurrent callers share one computation, unless it

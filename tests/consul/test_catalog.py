@@ -4,29 +4,6 @@ degree in each entry's Meta); `passing` and `tag` filter as Consul filters; a bl
 change and not on another service's, and times out on the fake clock."""
 from __future__ import annotations
 
-import pytest
-from support.inprocess import InProcess
-from support.paths import ONTOLOGIES
-
-
-@pytest.fixture
-def srv(in_process) -> InProcess:
-    srv = in_process(consul_listen="127.0.0.1:8500", node_id="n1")
-    c = srv.client()
-    assert c.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
-                 headers={"Content-Type": "text/turtle"}).status_code == 201
-    assert c.put("/v1/queries/obras-de-terror", json={"s": "ex:Obra", "p": "ex:temUmGenero",
-                                                      "o": "ex:Terror"}).status_code in (200, 201)
-    consul = srv.consul()
-    for sid, name, tags in [("livro-1", "livros", ["ex:Livro ex:temUmGenero ex:Terror", "blue"]),
-                            ("filme-1", "filmes", ["ex:Filme ex:temUmGenero ex:Terror", "red"]),
-                            ("pintura-1", "pinturas", ["ex:Pintura ex:temUmGenero ex:Drama", "blue"]),
-                            ("livro-2", "livros", ["ex:Livro ex:temUmGenero ex:Comedia", "green"])]:
-        assert consul.put("/v1/agent/service/register", json={
-            "ID": sid, "Name": name, "Tags": tags, "Address": "10.0.0.1", "Port": 9000,
-            "Check": {"TTL": "30s", "Status": "passing"}}).status_code == 200
-    return srv
-
 
 def ids(entries: list[dict]) -> set[str]:
     return {e["Service"]["ID"] for e in entries}
@@ -218,3 +195,30 @@ def test_the_consul_routes_are_counted_in_the_node_s_metrics(srv):
     metrics = srv.client().get("/metrics").text
     assert 'route="/v1/health/service/{name:path}"' in metrics
     assert 'route="/v1/agent/service/register"' in metrics
+
+
+def test_a_repeated_read_answers_what_changed_since_the_last_one(srv):
+    """The entries are built once while an answer stands: a check's status, a new instance and a drain each show
+    at the next read, by name and by meaning, in catalog and health alike."""
+    c = srv.consul()
+    paths = ["/v1/health/service/livros", "/v1/health/service/obras-de-terror", "/v1/catalog/service/livros",
+             "/v1/catalog/services"]
+    before = {p: c.get(p) for p in paths}
+    assert all(r.status_code == 200 for r in before.values())
+    assert {p: c.get(p).content for p in paths} == {p: r.content for p, r in before.items()}
+    assert c.put("/v1/agent/check/fail/service:livro-1").status_code == 200
+    status = {e["Service"]["ID"]: e["Checks"][1]["Status"] for e in c.get("/v1/health/service/livros").json()}
+    assert status == {"livro-1": "critical", "livro-2": "passing"}
+    assert ids(c.get("/v1/health/service/obras-de-terror", params={"passing": "1"}).json()) == {"filme-1"}
+    assert c.put("/v1/agent/service/register", json={
+        "ID": "livro-3", "Name": "livros", "Tags": ["ex:Livro ex:temUmGenero ex:Terror", "violet"],
+        "Address": "10.0.0.3", "Port": 9000}).status_code == 200
+    assert {e["ServiceID"] for e in c.get("/v1/catalog/service/livros").json()} == {"livro-1", "livro-2", "livro-3"}
+    assert "violet" in c.get("/v1/catalog/services").json()["livros"]
+    # by meaning, discovery answers: a critical instance is not among what it finds
+    assert ids(c.get("/v1/health/service/obras-de-terror").json()) == {"livro-3", "filme-1"}
+    assert c.put("/v1/agent/service/maintenance/livro-3", params={"enable": "true"}).status_code == 200
+    checks = next(e["Checks"] for e in c.get("/v1/health/service/livros").json() if e["Service"]["ID"] == "livro-3")
+    assert [ch["CheckID"] for ch in checks][-1] == "_service_maintenance:livro-3"
+    assert int(c.get("/v1/health/service/livros").headers["X-Consul-Index"]) \
+        > int(before["/v1/health/service/livros"].headers["X-Consul-Index"])

@@ -238,3 +238,36 @@ def test_a_change_during_a_computation_is_followed_by_another_computation():
         await hub.settle()
         assert calls == 2 and waiter.done() and t.payload == "b"
     run(go())
+
+
+def test_another_shape_of_an_answer_is_built_once_while_it_stands_and_dropped_with_its_body():
+    async def go():
+        hub = hub_at(10)
+        src, built = Source("a1"), []
+
+        def shape(payload):
+            built.append(payload)
+            return f"<{payload}>".encode()
+        t = await topic(hub, "a", src)
+        assert await hub.shaped(t, "angled", shape) == b"<a1>"
+        assert await hub.shaped(await topic(hub, "a", src), "angled", shape) == b"<a1>"
+        assert built == ["a1"] and hub.body_bytes == len(b"'a1'") + len(b"<a1>")
+        hub.changed(["y"], membership=False)  # a renewal: the views may show it, so every shape goes
+        assert await hub.shaped(await topic(hub, "a", src), "angled", shape) == b"<a1>"
+        assert built == ["a1", "a1"]
+        src.value = "a2"
+        hub.changed(["x"], membership=True)
+        assert await hub.shaped(await topic(hub, "a", src), "angled", shape) == b"<a2>"
+        assert hub.body_bytes == len(b"'a2'") + len(b"<a2>")
+    run(go())
+
+
+def test_the_shapes_of_one_answer_are_bounded():
+    async def go():
+        hub = hub_at(10)
+        t = await topic(hub, "a", Source("a1"))
+        for k in range(watch.MAX_SHAPES + 5):
+            await hub.shaped(t, k, lambda payload, k=k: b"x" * k)
+        assert list(t.shapes) == list(range(5, watch.MAX_SHAPES + 5))
+        assert hub.body_bytes == len(b"'a1'") + sum(range(5, watch.MAX_SHAPES + 5))
+    run(go())
