@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from semreg.access.tokens import READ, WRITE
-from semreg.consul import entries
+from semreg.consul import entries, filters
 from semreg.consul.access import admit, environment, selector
 from semreg.consul.registration import CHECK_STATUSES, CRITICAL, PASSING, WARNING, definition, folded
 from semreg.errors import BadRequest, NotFound
@@ -162,10 +162,11 @@ async def maintenance(request: Request) -> Response:
 
 async def services(request: Request) -> Response:
     principal = admit(request, READ)
-    refuse_filter(request)
+    chosen = filter_of(request, filters.AGENT_SERVICE)
     node = node_of(request)
     topic = await app_state(request).coordinator.instances(None, True, selector(request, principal))
-    return JSONResponse({i.id: entries.service(i, node.datacenter) for i in topic.payload.items})
+    found = {i.id: entries.service(i, node.datacenter) for i in topic.payload.items}
+    return JSONResponse(found if chosen is None else chosen.keep_values(found))
 
 
 async def service(request: Request) -> Response:
@@ -192,6 +193,13 @@ async def self_(request: Request) -> Response:
                                   "Meta": {}}), media_type="application/json")
 
 
-def refuse_filter(request: Request) -> None:
-    if request.query_params.get("filter"):
-        raise BadRequest("filter: semreg does not evaluate Consul's filter expressions; use tag, passing or ns.")
+def filter_of(request: Request, schema: dict[str, Any]) -> filters.Filter | None:
+    """The request's `filter`, checked against the endpoint's type (`schema`), or None without one; a 400 in
+    go-bexpr's words for one that does not parse or fit."""
+    text = request.query_params.get("filter")
+    if not text:
+        return None
+    try:
+        return filters.Filter(text, schema)
+    except filters.FilterError as exc:
+        raise BadRequest(str(exc)) from None

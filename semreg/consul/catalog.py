@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from semreg.access.tokens import READ, Principal
-from semreg.consul import blocking, entries
+from semreg.consul import blocking, entries, filters
 from semreg.consul.access import NAMESPACE_HEADER, admit, environment, selector
-from semreg.consul.agent import node_of, refuse_filter
+from semreg.consul.agent import filter_of, node_of
 from semreg.http.state import app_state
 from semreg.registry.watch import Topic
 
@@ -28,37 +28,41 @@ FALSE = ("0", "false", "False", "no")
 
 async def services(request: Request) -> Response:
     principal = admit(request, READ)
-    refuse_filter(request)
+    wanted = filter_of(request, filters.CATALOG_SERVICE)
     coordinator = app_state(request).coordinator
     chosen = selector(request, principal)
     topic = await blocking.read(request, lambda: coordinator.instances(None, True, chosen))
+    items = topic.payload.items
+    if wanted is not None:  # Consul filters the service's entries, then lists names and tags of those kept
+        node = node_of(request)
+        items = [inst for inst in items if wanted(entries.catalog(inst, node))]
     found: dict[str, dict[str, None]] = {}
-    for inst in topic.payload.items:
+    for inst in items:
         found.setdefault(inst.reg.service, {}).update(dict.fromkeys(entries.consul_tags_of(inst)))
     return json({name: list(tags) for name, tags in sorted(found.items())}, topic.index)
 
 
 async def catalog_service(request: Request) -> Response:
     node = node_of(request)
-    topic, rows = await named(request)
-    return json([entries.catalog(inst, node, match, topic.index) for inst, match in rows], topic.index)
+    topic, rows, wanted = await named(request, filters.CATALOG_SERVICE)
+    return json(kept(wanted, [entries.catalog(inst, node, match, topic.index) for inst, match in rows]), topic.index)
 
 
 async def health_service(request: Request) -> Response:
     node = node_of(request)
-    topic, rows = await named(request)
+    topic, rows, wanted = await named(request, filters.HEALTH_ENTRY)
     if request.query_params.get("passing") is not None and request.query_params["passing"] not in FALSE:
         rows = [(inst, match) for inst, match in rows if entries.passing(inst)]
-    return json([entries.health(inst, node, match, topic.index) for inst, match in rows], topic.index)
+    return json(kept(wanted, [entries.health(inst, node, match, topic.index) for inst, match in rows]), topic.index)
 
 
 async def nodes(request: Request) -> Response:
     principal = admit(request, READ)
-    refuse_filter(request)
+    wanted = filter_of(request, filters.NODE)
     coordinator = app_state(request).coordinator
     chosen = selector(request, principal)
     topic = await blocking.read(request, lambda: coordinator.instances(None, False, chosen))
-    return json([node_of(request).entry(topic.index)], topic.index)
+    return json(kept(wanted, [node_of(request).entry(topic.index)]), topic.index)
 
 
 async def leader(request: Request) -> Response:
@@ -71,21 +75,22 @@ async def peers(request: Request) -> Response:
     return json([node_of(request).peer], None)
 
 
-async def named(request: Request) -> tuple[Topic, list[tuple[Any, Any]]]:
+async def named(request: Request, schema: dict[str, Any]) -> tuple[Topic, list[tuple[Any, Any]], filters.Filter | None]:
     """The read of a service name: its topic after any blocking, and its instances with their matches (None for
-    a name's own instances), filtered by `tag`."""
+    a name's own instances), filtered by `tag`; and the request's `filter`, checked against `schema` before the
+    read blocks, for the caller to apply to the entries it builds."""
     principal = admit(request, READ)
-    refuse_filter(request)
+    chosen = filter_of(request, schema)
     name = request.path_params["name"]
     topic_of, by_meaning = source(request, principal, name)
     topic = await blocking.read(request, topic_of)
     payload = topic.payload
     rows: list[tuple[Any, Any]] = list(zip(payload.members, payload.best)) if by_meaning \
         else [(inst, None) for inst in payload.items]
-    wanted = request.query_params.getlist("tag")
-    if wanted:
-        rows = [(inst, m) for inst, m in rows if set(wanted) <= set(entries.consul_tags_of(inst))]
-    return topic, rows
+    tags = request.query_params.getlist("tag")
+    if tags:
+        rows = [(inst, m) for inst, m in rows if set(tags) <= set(entries.consul_tags_of(inst))]
+    return topic, rows, chosen
 
 
 def source(request: Request, principal: Principal, name: str) -> tuple[Callable[[], Awaitable[Topic]], bool]:
@@ -100,6 +105,10 @@ def source(request: Request, principal: Principal, name: str) -> tuple[Callable[
         return (lambda: state.coordinator.discover(q)), True
     chosen = selector(request, principal)
     return (lambda: state.coordinator.instances(name, True, chosen)), False
+
+
+def kept(wanted: filters.Filter | None, built: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return built if wanted is None else wanted.keep(built)
 
 
 def json(content: Any, index: int | None) -> Response:
