@@ -2,11 +2,18 @@
 (the redis services of its filtering page), each operator on each kind of field, nesting and the precedence of
 `and`, `or` and `not`, the quoting styles, and the refusals (a selector the endpoint's type lacks, an operator
 its field does not take, a value that is not of its type, a syntax error, a regular expression that does not
-compile) as 400s in plain text that say where and why. Then the grammar alone, as tables; and a blocking read
-with a filter, which wakes on its topic's change and answers the filtered view."""
+compile) as 400s in plain text that say where and why; a blocking read with a filter, which wakes on its topic's
+change and answers the filtered view; the grammar alone, as tables. Then two properties: no filter text or bytes
+gets a 500, and a well-formed random expression keeps exactly the services a plain reading of it keeps."""
 from __future__ import annotations
 
+import re
+from typing import Any
+from urllib.parse import quote_from_bytes
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.inprocess import InProcess
 from support.paths import ONTOLOGIES
 
@@ -290,3 +297,141 @@ def test_the_grammar(text, tree):
 def test_what_the_grammar_refuses(text):
     with pytest.raises(expressions.ExpressionError):
         expressions.parse(text)
+
+
+# Properties: no filter, however made, gets a 500; a well-formed one agrees with a plain reading of its meaning.
+
+PATHS = st.sampled_from(["/v1/agent/services", "/v1/health/service/redis", "/v1/catalog/service/livros",
+                         "/v1/catalog/services", "/v1/catalog/nodes", "/v1/health/service/obras-de-terror"])
+WORDS = st.sampled_from(["Service", "Service.Meta", "Meta", "Meta.env", "Tags", "Checks.Status", "Port", "ServiceTags",
+                         "Node.Meta", "ServicePort", "Weights.Passing", "not", "and", "or", "in", "is", "empty",
+                         "contains", "matches", "==", "!=", "(", ")", "[", "]", '"', "`", '"qa"', "`raw`", "1", "-2.5",
+                         "0x1", '"\\', '"\\u12"', '"(a|a)*b"', ".", "redis", '"^r"', "true", '["env"]'])
+SOUP = st.lists(WORDS, max_size=14).flatmap(
+    lambda words: st.lists(st.sampled_from(["", " ", "  ", "\t", "\n"]), min_size=len(words), max_size=len(words))
+    .map(lambda gaps: "".join(g + w for g, w in zip(gaps, words))))
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=PATHS, text=st.text(max_size=60) | SOUP)
+def test_no_filter_text_gets_a_500(srv, path, text):
+    r = srv.consul().get(path, params={"filter": text})
+    assert r.status_code in (200, 400), (path, text, r.text)
+    if r.status_code == 400:
+        assert r.headers["content-type"].startswith("text/plain") and r.text.startswith("Failed to create"), r.text
+
+
+@settings(max_examples=150, deadline=None)
+@given(path=PATHS, raw=st.binary(max_size=60))
+def test_no_filter_bytes_get_a_500(srv, path, raw):
+    r = srv.consul().get(f"{path}?filter={quote_from_bytes(raw, safe='')}")
+    assert r.status_code in (200, 400), (path, raw, r.text)
+
+
+STRING_FIELDS = ["ID", "Service", "Address", "Datacenter", "Namespace", "Meta.env", "Meta.foo", "Meta.none"]
+TEXTS = ["redis", "redis1", "redis3", "livros", "livro-1", "qa", "production", "bar", "10.0.0.1", "default", "", "e",
+         "1", "dc1", "semreg"]
+PATTERNS = ["^redis", "1$", "[23]", "e", "^$", "o-", "x", "^(qa|bar)$"]
+TAGS = ["primary", "secondary", "production", "qa", "blue", "nothing"]
+INTS = {"Port": [1234, 1235, 9000, 0], "Weights.Passing": [1, 10, 2]}
+
+
+@st.composite
+def leaves(draw) -> tuple[str, Any]:
+    """One match expression, as text (quoting and spacing drawn) and as what it means (a function of a service)."""
+    kind = draw(st.sampled_from(["string", "regex", "int", "bool", "tags", "meta-key", "empty"]))
+    op_neg = draw(st.booleans())
+    if kind == "string":
+        field, value = draw(st.sampled_from(STRING_FIELDS)), draw(st.sampled_from(TEXTS))
+        op = draw(st.sampled_from(["==", "contains", "in"]))
+        selector = field if "." not in field or draw(st.booleans()) else field.replace(".", '["', 1) + '"]'
+        quoted = quote(draw, value)
+        if op == "==":
+            text, test = f"{selector} {'!=' if op_neg else '=='} {quoted}", lambda s: text_of(s, field) == value
+        elif op == "contains":
+            text = f"{selector} {'not contains' if op_neg else 'contains'} {quoted}"
+            test = lambda s: value in text_of(s, field)  # noqa: E731
+        else:
+            text, test = f"{quoted} {'not in' if op_neg else 'in'} {selector}", lambda s: value in text_of(s, field)
+        present = lambda s: has(s, field)  # noqa: E731
+        return text, (lambda s: present(s) and test(s)) if not op_neg else (lambda s: not (present(s) and test(s)))
+    if kind == "regex":
+        field, pattern = draw(st.sampled_from(STRING_FIELDS)), draw(st.sampled_from(PATTERNS))
+        text = f"{field} {'not matches' if op_neg else 'matches'} {quote(draw, pattern)}"
+        hit = lambda s: has(s, field) and re.search(pattern, text_of(s, field)) is not None  # noqa: E731
+        return text, (lambda s: not hit(s)) if op_neg else hit
+    if kind == "int":
+        field = draw(st.sampled_from(sorted(INTS)))
+        number = draw(st.sampled_from(INTS[field]))
+        written = draw(st.sampled_from([str(number), f'"{number}"', f'"{hex(number)}"']))
+        top, _, sub = field.partition(".")
+        hit = lambda s: (s[top][sub] if sub else s[top]) == number  # noqa: E731
+        return f"{field} {'!=' if op_neg else '=='} {written}", (lambda s: not hit(s)) if op_neg else hit
+    if kind == "bool":
+        value = draw(st.booleans())
+        written = draw(st.sampled_from(["true", "True", "1", "t"] if value else ["false", "F", "0"]))
+        hit = lambda s: s["EnableTagOverride"] == value  # noqa: E731
+        return f"EnableTagOverride {'!=' if op_neg else '=='} {written}", (lambda s: not hit(s)) if op_neg else hit
+    if kind == "tags":
+        tag = draw(st.sampled_from(TAGS))
+        text = f"{quote(draw, tag)} {'not in' if op_neg else 'in'} Tags" if draw(st.booleans()) \
+            else f"Tags {'not contains' if op_neg else 'contains'} {quote(draw, tag)}"
+        return text, (lambda s: tag not in s["Tags"]) if op_neg else (lambda s: tag in s["Tags"])
+    if kind == "meta-key":
+        key = draw(st.sampled_from(["env", "foo", "none"]))
+        return f"{quote(draw, key)} {'not in' if op_neg else 'in'} Meta", \
+            (lambda s: key not in s["Meta"]) if op_neg else (lambda s: key in s["Meta"])
+    field = draw(st.sampled_from(["Tags", "Meta", "TaggedAddresses"]))
+    return f"{field} is {'not ' if op_neg else ''}empty", (lambda s: bool(s[field])) if op_neg else (lambda s: not s[field])
+
+
+def quote(draw, value: str) -> str:
+    bare = re.fullmatch(r"[a-zA-Z][a-zA-Z0-9_]*", value) is not None
+    return draw(st.sampled_from([f'"{value}"', f"`{value}`"] + ([value] if bare else [])))
+
+
+def has(service: dict, field: str) -> bool:
+    top, _, key = field.partition(".")
+    return not key or key in service[top]
+
+
+def text_of(service: dict, field: str) -> str:
+    top, _, key = field.partition(".")
+    return service[top].get(key, "") if key else service[top]
+
+
+PRECEDENCE = {"or": 1, "and": 2, "not": 3, "leaf": 4}
+
+
+@st.composite
+def expressions_of(draw, depth: int = 0) -> tuple[str, int, Any]:
+    """An expression's text (parenthesised where precedence needs it, and sometimes where it does not), its
+    precedence, and its meaning."""
+    form = "leaf" if depth >= 3 else draw(st.sampled_from(["leaf", "leaf", "and", "or", "not"]))
+    if form == "leaf":
+        text, test = draw(leaves())
+        return text, PRECEDENCE["leaf"], test
+    if form == "not":
+        text, prec, test = draw(expressions_of(depth + 1))
+        return f"not {wrap(draw, text, prec, PRECEDENCE['not'])}", PRECEDENCE["not"], lambda s: not test(s)
+    parts = [draw(expressions_of(depth + 1)) for _ in range(draw(st.integers(2, 3)))]
+    text = f" {form} ".join(wrap(draw, t, p, PRECEDENCE[form] + (0 if p == PRECEDENCE[form] else 1)) for t, p, _ in parts)
+    tests = [t for _, _, t in parts]
+    meaning = (lambda s: all(t(s) for t in tests)) if form == "and" else (lambda s: any(t(s) for t in tests))
+    return text, PRECEDENCE[form], meaning
+
+
+def wrap(draw, text: str, prec: int, needed: int) -> str:
+    if prec < needed or draw(st.integers(0, 5)) == 0:
+        return draw(st.sampled_from([f"({text})", f"( {text} )", f"(\n{text})"]))
+    return text
+
+
+@settings(max_examples=300, deadline=None)
+@given(expression=expressions_of())
+def test_a_well_formed_filter_keeps_what_its_meaning_keeps(srv, expression):
+    text, _, meaning = expression
+    every = srv.consul().get("/v1/agent/services").json()
+    r = srv.consul().get("/v1/agent/services", params={"filter": text})
+    assert r.status_code == 200, (text, r.text)
+    assert set(r.json()) == {sid for sid, service in every.items() if meaning(service)}, text
