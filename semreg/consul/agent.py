@@ -166,7 +166,9 @@ async def services(request: Request) -> Response:
     node = node_of(request)
     topic = await app_state(request).coordinator.instances(None, True, selector(request, principal))
     found = {i.id: entries.service(i, node.datacenter) for i in topic.payload.items}
-    return JSONResponse(found if chosen is None else chosen.keep_values(found))
+    if chosen is not None:
+        found = await app_state(request).lane.run(chosen.keep_values, found, what="this filter")
+    return JSONResponse(found)
 
 
 async def service(request: Request) -> Response:

@@ -35,7 +35,8 @@ async def services(request: Request) -> Response:
     items = topic.payload.items
     if wanted is not None:  # Consul filters the service's entries, then lists names and tags of those kept
         node = node_of(request)
-        items = [inst for inst in items if wanted(entries.catalog(inst, node))]
+        items = await app_state(request).lane.run(wanted.keep, items, lambda inst: entries.catalog(inst, node),
+                                                  what="this filter")
     found: dict[str, dict[str, None]] = {}
     for inst in items:
         found.setdefault(inst.reg.service, {}).update(dict.fromkeys(entries.consul_tags_of(inst)))
@@ -45,7 +46,8 @@ async def services(request: Request) -> Response:
 async def catalog_service(request: Request) -> Response:
     node = node_of(request)
     topic, rows, wanted = await named(request, filters.CATALOG_SERVICE)
-    return json(kept(wanted, [entries.catalog(inst, node, match, topic.index) for inst, match in rows]), topic.index)
+    built = [entries.catalog(inst, node, match, topic.index) for inst, match in rows]
+    return json(await kept(request, wanted, built), topic.index)
 
 
 async def health_service(request: Request) -> Response:
@@ -53,7 +55,8 @@ async def health_service(request: Request) -> Response:
     topic, rows, wanted = await named(request, filters.HEALTH_ENTRY)
     if request.query_params.get("passing") is not None and request.query_params["passing"] not in FALSE:
         rows = [(inst, match) for inst, match in rows if entries.passing(inst)]
-    return json(kept(wanted, [entries.health(inst, node, match, topic.index) for inst, match in rows]), topic.index)
+    built = [entries.health(inst, node, match, topic.index) for inst, match in rows]
+    return json(await kept(request, wanted, built), topic.index)
 
 
 async def nodes(request: Request) -> Response:
@@ -62,7 +65,7 @@ async def nodes(request: Request) -> Response:
     coordinator = app_state(request).coordinator
     chosen = selector(request, principal)
     topic = await blocking.read(request, lambda: coordinator.instances(None, False, chosen))
-    return json(kept(wanted, [node_of(request).entry(topic.index)]), topic.index)
+    return json(await kept(request, wanted, [node_of(request).entry(topic.index)]), topic.index)
 
 
 async def leader(request: Request) -> Response:
@@ -107,8 +110,9 @@ def source(request: Request, principal: Principal, name: str) -> tuple[Callable[
     return (lambda: state.coordinator.instances(name, True, chosen)), False
 
 
-def kept(wanted: filters.Filter | None, built: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return built if wanted is None else wanted.keep(built)
+async def kept(request: Request, wanted: filters.Filter | None, built: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries the request's filter keeps (all of them without one), found as request work."""
+    return built if wanted is None else await app_state(request).lane.run(wanted.keep, built, what="this filter")
 
 
 def json(content: Any, index: int | None) -> Response:

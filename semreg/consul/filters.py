@@ -21,16 +21,21 @@ What each kind of field takes (go-bexpr's table, which Consul's documentation li
 A missing map key is no value: `==`, `in`, `is not empty` and `matches` are false on it, their negations true.
 `matches` is RE2, the syntax and semantics of Go's `regexp` (google-re2, in linear time whatever the pattern),
 unanchored, on patterns of at most `MAX_PATTERN` characters.
+
+A filter's cost grows with its length and the entries: the longest (4,096 characters, ~100 regular expressions)
+took 0.75 s over 1,000 health entries. So a filter is applied as request work (`Filter.keep`, a checkpoint an
+entry) and never holds the loop that answers heartbeats; its time limit and shedding are the lane's.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import re2
 
 from semreg.consul import expressions as ex
+from semreg.work.lane import checkpoint
 
 MAX_PATTERN = 1024
 PREFIX = "Failed to create boolean expression evaluator: "
@@ -94,11 +99,19 @@ class Filter:
     def __call__(self, entry: Mapping[str, Any]) -> bool:
         return _evaluate(self.tree, entry)
 
-    def keep(self, entries: Iterable[T]) -> list[T]:
-        return [e for e in entries if self(e)]  # type: ignore[arg-type]
+    def keep(self, items: Iterable[T], entry_of: Callable[[T], Mapping[str, Any]] | None = None) -> list[T]:
+        """The items whose entries (`entry_of(item)`, or the items themselves) the filter keeps, with a checkpoint
+        before each: run as request work (`semreg.work.lane`), a long filter over many entries takes the event
+        loop a slice at a time."""
+        kept = []
+        for item in items:
+            checkpoint()
+            if self(entry_of(item) if entry_of is not None else item):  # type: ignore[arg-type]
+                kept.append(item)
+        return kept
 
     def keep_values(self, entries: Mapping[str, T]) -> dict[str, T]:
-        return {k: e for k, e in entries.items() if self(e)}  # type: ignore[arg-type]
+        return dict(self.keep(entries.items(), lambda kv: kv[1]))  # type: ignore[arg-type,return-value]
 
     def _check(self, node: Any) -> Any:
         if isinstance(node, ex.Not):

@@ -224,6 +224,25 @@ def test_an_empty_filter_is_no_filter(srv):
     assert agent_ids(srv, "") == {"redis1", "redis2", "redis3"}
 
 
+def jobs(srv: InProcess) -> float:
+    line = next(x for x in srv.client().get("/metrics").text.splitlines() if x.startswith("semreg_work_jobs_total "))
+    return float(line.split()[1])
+
+
+def test_a_filter_is_applied_as_request_work_in_slices(srv):
+    """Its cost grows with its length times the entries, so it runs in the lane, never holding the loop: one job
+    more than the same read without it."""
+    def jobs_of(params: dict) -> float:
+        before = jobs(srv)
+        assert srv.consul().get("/v1/agent/services", params=params).status_code == 200
+        return jobs(srv) - before
+
+    jobs_of({})  # the listing, once: later reads answer from what it found
+    plain = jobs_of({})
+    assert jobs_of({"filter": "Port == 1234 " + "or Port == 1234 " * 200}) == plain + 1
+    assert jobs_of({}) == plain
+
+
 def test_a_blocking_read_with_a_filter_wakes_on_its_topic_and_answers_the_filtered_view(in_process):
     srv = in_process(consul_listen="127.0.0.1:8500", node_id="n1")
     register(srv)
