@@ -4,7 +4,8 @@ distance in its `Meta`): a saved query's name wins, since it was chosen for this
 on the registry's topic of that same read (`semreg.consul.blocking`), so it wakes when its own answer changes.
 
 `?passing` keeps the instances whose checks all pass (`up`), `?tag=` (repeatable) those carrying every tag
-named, by exact text, as Consul compares tags.
+named, by exact text, as Consul compares tags; then `?filter=` the entries built for the answer
+(`semreg.consul.filters`), checked before the read blocks and applied as request work.
 """
 from __future__ import annotations
 

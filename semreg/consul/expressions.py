@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from semreg.consul.strconv import unquote
+
 MAX_LENGTH = 4096
 MAX_DEPTH = 32
 
@@ -350,7 +352,7 @@ class _Parser:
             raise self.error(pos, "Unterminated string literal")
         body = text[pos + 1:end]
         try:
-            return (body.replace("\r", "") if quote == "`" else go_unquote(body)), end + 1
+            return (body.replace("\r", "") if quote == "`" else unquote(body)), end + 1
         except ValueError as exc:
             raise self.error(pos, f"invalid string literal: {exc}") from None
 
@@ -368,52 +370,3 @@ class _Depth:
 
     def __exit__(self, *exc: object) -> None:
         self.parser.depth -= 1
-
-
-_SIMPLE = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", '"': '"'}
-_HEX = frozenset("0123456789abcdefABCDEF")
-
-
-def go_unquote(body: str) -> str:
-    """The text of a Go double-quoted literal's `body` (strconv.Unquote): Go's escapes, no newline. Bytes written
-    as `\\xHH` or octal that are not UTF-8 read as U+FFFD."""
-    if "\n" in body:
-        raise ValueError("a newline inside a double-quoted string")
-    if "\\" not in body:
-        return body
-    out = bytearray()
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c != "\\":
-            out += c.encode("utf-8", "surrogatepass")
-            i += 1
-            continue
-        if i + 1 >= len(body):
-            raise ValueError("a backslash at the end")
-        e = body[i + 1]
-        if e in _SIMPLE:
-            out += _SIMPLE[e].encode()
-            i += 2
-        elif e in "xuU":
-            width = {"x": 2, "u": 4, "U": 8}[e]
-            digits = body[i + 2:i + 2 + width]
-            if len(digits) != width or not set(digits) <= _HEX:
-                raise ValueError(f"\\{e} takes {width} hexadecimal digits")
-            code = int(digits, 16)
-            if e == "x":
-                out.append(code)
-            elif code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
-                raise ValueError(f"\\{e}{digits} is not a character")
-            else:
-                out += chr(code).encode()
-            i += 2 + width
-        elif e in "01234567":
-            digits = body[i + 1:i + 4]
-            if len(digits) != 3 or not set(digits) <= set("01234567") or int(digits, 8) > 255:
-                raise ValueError("an octal escape takes three digits, at most \\377")
-            out.append(int(digits, 8))
-            i += 4
-        else:
-            raise ValueError(f"unknown escape \\{e}")
-    return out.decode("utf-8", "replace")

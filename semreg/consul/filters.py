@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 import re2
 
 from semreg.consul import expressions as ex
+from semreg.consul.strconv import parse_bool, parse_int
 from semreg.work.lane import checkpoint
 
 MAX_PATTERN = 1024
@@ -66,8 +67,6 @@ _REGEX = (ex.MATCHES, ex.NOT_MATCHES)
 # the operators that are true of a missing map key (go-bexpr's NotPresentDisposition)
 _TRUE_WHEN_MISSING = frozenset({ex.NOT_EQUAL, ex.NOT_IN, ex.IS_EMPTY, ex.NOT_MATCHES})
 _NEGATED = {ex.NOT_EQUAL: ex.EQUAL, ex.NOT_IN: ex.IN, ex.IS_NOT_EMPTY: ex.IS_EMPTY, ex.NOT_MATCHES: ex.MATCHES}
-_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
 
@@ -169,31 +168,10 @@ def _operators(kind: Any) -> tuple[str, ...]:
 
 def _coerce(kind: Any, raw: str) -> Any:
     if kind == INT:
-        return go_parse_int(raw)
+        return parse_int(raw)
     if kind == BOOL:
-        if raw in _GO_TRUE:
-            return True
-        if raw in _GO_FALSE:
-            return False
-        raise ValueError("not a boolean (true, false, 1, 0, t, f, ...)")
+        return parse_bool(raw)
     return raw
-
-
-def go_parse_int(raw: str) -> int:
-    """Go's strconv.ParseInt(raw, 0, 64): a sign, then decimal, `0x`, `0o`, `0b` or a leading-0 octal, with `_`
-    between digits."""
-    body = raw.lstrip("+-")
-    if not raw.isascii() or len(raw) - len(body) > 1 or not body or body != body.strip():
-        raise ValueError("not a whole number")
-    sign = -1 if raw.startswith("-") else 1
-    legacy_octal = len(body) > 1 and body[0] == "0" and body[1] not in "xXoObB"
-    try:
-        value = int("0o" + body[1:] if legacy_octal else body, 0)
-    except ValueError:
-        raise ValueError("not a whole number") from None
-    if not -(2**63) <= sign * value < 2**63:
-        raise ValueError("out of range of a 64-bit whole number")
-    return sign * value
 
 
 def _regex(pattern: str) -> Any:
