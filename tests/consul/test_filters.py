@@ -14,8 +14,8 @@ from urllib.parse import quote_from_bytes
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.case_study import horror_by_meaning
 from support.inprocess import InProcess
-from support.paths import ONTOLOGIES
 
 from semreg.consul import expressions, filters
 from semreg.consul.expressions import And, Match, Not, Or
@@ -27,11 +27,7 @@ REDIS = [("redis1", ["primary", "production"], {"env": "production", "foo": "bar
 
 
 def register(srv: InProcess) -> None:
-    c = srv.client()
-    assert c.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
-                 headers={"Content-Type": "text/turtle"}).status_code == 201
-    assert c.put("/v1/queries/obras-de-terror", json={"s": "ex:Obra", "p": "ex:temUmGenero",
-                                                      "o": "ex:Terror"}).status_code in (200, 201)
+    horror_by_meaning(srv.client())
     consul = srv.consul()
     for sid, tags, meta, port, weight in REDIS:
         assert consul.put("/v1/agent/service/register", json={
