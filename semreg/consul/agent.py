@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from semreg.access.tokens import READ, WRITE
-from semreg.consul import entries
+from semreg.consul import entries, filters, strconv
 from semreg.consul.access import admit, environment, selector
 from semreg.consul.registration import CHECK_STATUSES, CRITICAL, PASSING, WARNING, definition, folded
 from semreg.errors import BadRequest, NotFound
@@ -132,10 +132,6 @@ async def _report(request: Request, status: str, admitted: bool = False) -> Resp
     return Response(status_code=200)
 
 
-# Go's strconv.ParseBool, which Consul reads `enable` with: py-consul sends `True` and `False`
-_TRUE, _FALSE = frozenset({"1", "t", "T", "TRUE", "true", "True"}), frozenset({"0", "f", "F", "FALSE", "false", "False"})
-
-
 async def maintenance(request: Request) -> Response:
     """Consul's maintenance mode is semreg's drain: listed, out of `?passing`, no new routes. It changes the status
     alone, never the lease (a lapsed instance stays critical), and only a status it may stand for: it drains an
@@ -146,12 +142,12 @@ async def maintenance(request: Request) -> Response:
     given = request.query_params.get("enable")
     if given is None or given == "":
         raise BadRequest("Missing value for enable")
-    if given not in _TRUE | _FALSE:
+    if given not in strconv.TRUE | strconv.FALSE:
         raise BadRequest(f'Invalid value for enable: "{given[:40]}"')
     unknown = f'Unknown service ID "{iid}"'
     try:
         await check_owner(request, iid)
-        if given in _TRUE:
+        if given in strconv.TRUE:  # Go's ParseBool: py-consul sends `True` and `False`
             await app_state(request).coordinator.set_status(iid, DRAINING, (UP, BLOCKED))
         else:
             await app_state(request).coordinator.set_status(iid, UP, (DRAINING,))
@@ -162,10 +158,13 @@ async def maintenance(request: Request) -> Response:
 
 async def services(request: Request) -> Response:
     principal = admit(request, READ)
-    refuse_filter(request)
+    chosen = filter_of(request, filters.AGENT_SERVICE)
     node = node_of(request)
     topic = await app_state(request).coordinator.instances(None, True, selector(request, principal))
-    return JSONResponse({i.id: entries.service(i, node.datacenter) for i in topic.payload.items})
+    found = {i.id: entries.service(i, node.datacenter) for i in topic.payload.items}
+    if chosen is not None:
+        found = await app_state(request).lane.run(chosen.keep_values, found, what="this filter")
+    return JSONResponse(found)
 
 
 async def service(request: Request) -> Response:
@@ -192,6 +191,13 @@ async def self_(request: Request) -> Response:
                                   "Meta": {}}), media_type="application/json")
 
 
-def refuse_filter(request: Request) -> None:
-    if request.query_params.get("filter"):
-        raise BadRequest("filter: semreg does not evaluate Consul's filter expressions; use tag, passing or ns.")
+def filter_of(request: Request, schema: dict[str, Any]) -> filters.Filter | None:
+    """The request's `filter`, checked against the endpoint's type (`schema`), or None without one; a 400 in
+    go-bexpr's words for one that does not parse or fit."""
+    text = request.query_params.get("filter")
+    if not text:
+        return None
+    try:
+        return filters.Filter(text, schema)
+    except filters.FilterError as exc:
+        raise BadRequest(str(exc)) from None

@@ -4,7 +4,11 @@ distance in its `Meta`): a saved query's name wins, since it was chosen for this
 on the registry's topic of that same read (`semreg.consul.blocking`), so it wakes when its own answer changes.
 
 `?passing` keeps the instances whose checks all pass (`up`), `?tag=` (repeatable) those carrying every tag
-named, by exact text, as Consul compares tags.
+named, by exact text, as Consul compares tags; then `?filter=` the entries built for the answer
+(`semreg.consul.filters`), checked before the read blocks and applied as request work.
+
+Each answer is built once while it stands, for each shape asked of it (endpoint, `passing`, `tag`, `filter`,
+gzip or not), and kept beside the registry's own body of it (`WatchHub.shaped`): a repeated read sends bytes.
 """
 from __future__ import annotations
 
@@ -17,9 +21,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from semreg.access.tokens import READ, Principal
-from semreg.consul import blocking, encoding, entries
+from semreg.consul import blocking, encoding, entries, filters
 from semreg.consul.access import NAMESPACE_HEADER, admit, environment, selector
-from semreg.consul.agent import node_of, refuse_filter
+from semreg.consul.agent import filter_of, node_of
 from semreg.http.state import app_state
 from semreg.registry.watch import Topic
 from semreg.work.lane import paced
@@ -29,47 +33,53 @@ FALSE = ("0", "false", "False", "no")
 
 async def services(request: Request) -> Response:
     principal = admit(request, READ)
-    refuse_filter(request)
+    wanted = filter_of(request, filters.CATALOG_SERVICE)
     state = app_state(request)
     chosen = selector(request, principal)
     topic = await blocking.read(request, lambda: state.coordinator.instances(None, True, chosen))
+    node = node_of(request)
 
     def build(payload: Any) -> bytes:
+        items = payload.items
+        if wanted is not None:  # Consul filters the services' entries, then lists the names and tags of those kept
+            items = wanted.keep(items, lambda inst: entries.catalog(inst, node))
         found: dict[str, dict[str, None]] = {}
-        for inst in paced(payload.items):
+        for inst in paced(items):
             found.setdefault(inst.reg.service, {}).update(dict.fromkeys(entries.consul_tags_of(inst)))
         return orjson.dumps({name: list(tags) for name, tags in sorted(found.items())})
-    return await shaped(request, topic, ("consul-services",), build)
+    return await shaped(request, topic, ("consul-services", text_of(wanted)), build, wanted)
 
 
 async def catalog_service(request: Request) -> Response:
     node = node_of(request)
-    topic, by_meaning, wanted = await named(request)
+    topic, by_meaning, tags, wanted = await named(request, filters.CATALOG_SERVICE)
 
     def build(payload: Any) -> bytes:
-        return orjson.dumps([entries.catalog(inst, node, match, topic.index)
-                             for inst, match in rows(payload, by_meaning, wanted, False)])
-    return await shaped(request, topic, ("consul-catalog", node, topic.index, wanted), build)
+        built = [entries.catalog(inst, node, match, topic.index) for inst, match in rows(payload, by_meaning, tags, False)]
+        return orjson.dumps(built if wanted is None else wanted.keep(built))
+    return await shaped(request, topic, ("consul-catalog", node, topic.index, tags, text_of(wanted)), build, wanted)
 
 
 async def health_service(request: Request) -> Response:
     node = node_of(request)
-    topic, by_meaning, wanted = await named(request)
+    topic, by_meaning, tags, wanted = await named(request, filters.HEALTH_ENTRY)
     passing = request.query_params.get("passing") is not None and request.query_params["passing"] not in FALSE
 
     def build(payload: Any) -> bytes:
-        return orjson.dumps([entries.health(inst, node, match, topic.index)
-                             for inst, match in rows(payload, by_meaning, wanted, passing)])
-    return await shaped(request, topic, ("consul-health", node, topic.index, wanted, passing), build)
+        built = [entries.health(inst, node, match, topic.index) for inst, match in rows(payload, by_meaning, tags, passing)]
+        return orjson.dumps(built if wanted is None else wanted.keep(built))
+    return await shaped(request, topic, ("consul-health", node, topic.index, tags, passing, text_of(wanted)), build,
+                        wanted)
 
 
 async def nodes(request: Request) -> Response:
     principal = admit(request, READ)
-    refuse_filter(request)
+    wanted = filter_of(request, filters.NODE)
     coordinator = app_state(request).coordinator
     chosen = selector(request, principal)
     topic = await blocking.read(request, lambda: coordinator.instances(None, False, chosen))
-    return json([node_of(request).entry(topic.index)], topic.index)
+    found = [node_of(request).entry(topic.index)]
+    return json(found if wanted is None else wanted.keep(found), topic.index)
 
 
 async def leader(request: Request) -> Response:
@@ -82,15 +92,17 @@ async def peers(request: Request) -> Response:
     return json([node_of(request).peer], None)
 
 
-async def named(request: Request) -> tuple[Topic, bool, tuple[str, ...]]:
+async def named(request: Request, schema: dict[str, Any]) \
+        -> tuple[Topic, bool, tuple[str, ...], filters.Filter | None]:
     """The read of a service name: its topic after any blocking, whether it answers by meaning (its payload then
-    a discovery's result, with each instance's match), and the tags asked for."""
+    a discovery's result, with each instance's match), the tags asked for, and the request's `filter`, checked
+    against `schema` before the read blocks."""
     principal = admit(request, READ)
-    refuse_filter(request)
+    wanted = filter_of(request, schema)
     name = request.path_params["name"]
     topic_of, by_meaning = source(request, principal, name)
     topic = await blocking.read(request, topic_of)
-    return topic, by_meaning, tuple(sorted(set(request.query_params.getlist("tag"))))
+    return topic, by_meaning, tuple(sorted(set(request.query_params.getlist("tag")))), wanted
 
 
 def rows(payload: Any, by_meaning: bool, wanted: tuple[str, ...], passing: bool) -> Iterator[tuple[Any, Any]]:
@@ -106,11 +118,17 @@ def rows(payload: Any, by_meaning: bool, wanted: tuple[str, ...], passing: bool)
         yield inst, match
 
 
-async def shaped(request: Request, topic: Topic, key: Hashable, build: Callable[[Any], bytes]) -> Response:
+def text_of(wanted: filters.Filter | None) -> str | None:
+    return None if wanted is None else wanted.text
+
+
+async def shaped(request: Request, topic: Topic, key: Hashable, build: Callable[[Any], bytes],
+                 wanted: filters.Filter | None = None) -> Response:
     """The answer of `topic` in Consul's shape `key`, built once while the answer stands (`WatchHub.shaped`), and
-    compressed once too when the client asks for gzip (`semreg.consul.encoding`)."""
+    compressed once too when the client asks for gzip (`semreg.consul.encoding`). A filter's cost grows with its
+    length as well as the entries, so an answer built with one is always built as request work."""
     hub = app_state(request).coordinator.hub
-    content = await hub.shaped(topic, key, build)
+    content = await hub.shaped(topic, key, build, as_work=wanted is not None)
     if len(content) < encoding.MIN_BYTES or not encoding.accepts_gzip(request.headers.get("accept-encoding")):
         return body(content, topic.index, vary=True)  # whether compressed or not, the answer depends on it
     packed = await hub.shaped(topic, (key, encoding.GZIP), lambda payload: encoding.compressed(content))

@@ -144,17 +144,18 @@ class WatchHub:
             return t.render(payload)
         return await self.lane.run(t.render, payload, what="this answer")
 
-    async def shaped(self, t: Topic, key: Hashable, build: Render) -> bytes:
+    async def shaped(self, t: Topic, key: Hashable, build: Render, as_work: bool = False) -> bytes:
         """`t`'s answer in another shape (its payload rendered otherwise: Consul's entries of it, say), built once
         for as long as its body is kept, and dropped with it when anything the answer shows changes. `t` is a
         topic `topic()` just handed out; `key` names the shape and everything besides the payload it depends on.
-        A long answer is built as request work, in slices, as bodies are."""
+        A long answer is built as request work, in slices, as bodies are; so is any when `as_work` (a shape whose
+        cost grows with more than the answer)."""
         hit = t.shapes.get(key)
         if hit is not None:
             return hit
         payload = t.payload
         size = len(getattr(payload, "members", None) or getattr(payload, "items", None) or ())
-        body = build(payload) if self.lane is None or size <= RENDERED_AT_ONCE \
+        body = build(payload) if self.lane is None or (size <= RENDERED_AT_ONCE and not as_work) \
             else await self.lane.run(build, payload, what="this answer")
         if t.payload is payload and t.body is not None and key not in t.shapes:  # else it changed meanwhile
             if len(t.shapes) >= MAX_SHAPES:

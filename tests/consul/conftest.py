@@ -3,18 +3,14 @@ of them tagged with horror by meaning, and a saved query that finds those two.""
 from __future__ import annotations
 
 import pytest
+from support.case_study import horror_by_meaning
 from support.inprocess import InProcess
-from support.paths import ONTOLOGIES
 
 
 @pytest.fixture
 def srv(in_process) -> InProcess:
     srv = in_process(consul_listen="127.0.0.1:8500", node_id="n1")
-    c = srv.client()
-    assert c.put("/v1/ontologies/obras", content=(ONTOLOGIES / "obras.ttl").read_bytes(),
-                 headers={"Content-Type": "text/turtle"}).status_code == 201
-    assert c.put("/v1/queries/obras-de-terror", json={"s": "ex:Obra", "p": "ex:temUmGenero",
-                                                      "o": "ex:Terror"}).status_code in (200, 201)
+    horror_by_meaning(srv.client())
     consul = srv.consul()
     for sid, name, tags in [("livro-1", "livros", ["ex:Livro ex:temUmGenero ex:Terror", "blue"]),
                             ("filme-1", "filmes", ["ex:Filme ex:temUmGenero ex:Terror", "red"]),

@@ -1,8 +1,8 @@
 """`semreg serve --consul-listen` in its own process, driven by a real Consul client (py-consul): it registers with
 pattern and plain tags and a TTL check, passes and fails the check, reads back through the catalog and health
-APIs, finds a saved query's name answered by meaning, puts a service in maintenance and takes it out, and holds
-a blocking read that wakes on its own change. The blocking read's waiting is the thread's join, with a deadline,
-never a sleep."""
+APIs, finds a saved query's name answered by meaning, narrows its reads with filter expressions, puts a service in
+maintenance and takes it out, and holds a blocking read that wakes on its own change. The blocking read's waiting is
+the thread's join, with a deadline, never a sleep."""
 from __future__ import annotations
 
 import threading
@@ -89,6 +89,24 @@ def test_py_consul_s_maintenance_drains_a_service_and_ends_the_drain(server):
     assert c.agent.service.maintenance("livro-1", False)
     _, passing = c.health.service("obras-de-terror", passing=True)
     assert [e["Service"]["ID"] for e in passing] == ["livro-1"]
+
+
+def test_py_consul_s_filter_expressions_narrow_its_reads_and_a_bad_one_is_its_bad_request(server):
+    _, c = server
+    for sid, tags, version in [("livro-1", ["ex:Livro ex:temUmGenero ex:Terror", "blue"], "1"),
+                               ("livro-2", ["ex:Livro ex:temUmGenero ex:Comedia"], "2")]:
+        assert c.agent.service.register("livros", service_id=sid, address="127.0.0.1", port=9000, tags=tags,
+                                        meta={"version": version}, check=consul.Check.ttl("30s"))
+    assert c.agent.check.ttl_pass("service:livro-1")  # livro-2's check stays critical, as it started
+    _, found = c.health.service("livros", filter_expr='Service.Meta.version == "2" or "blue" in Service.Tags')
+    assert {e["Service"]["ID"] for e in found} == {"livro-1", "livro-2"}
+    _, found = c.health.service("livros", filter_expr="Checks.Status == critical")
+    assert [e["Service"]["ID"] for e in found] == ["livro-2"]
+    _, found = c.health.service("obras-de-terror", filter_expr='Service.Meta["semreg-degree"] == narrower')
+    assert [e["Service"]["ID"] for e in found] == ["livro-1"]
+    assert set(c.agent.services(filter_expr="Meta.version != 1")) == {"livro-2"}
+    with pytest.raises(consul.ConsulException, match='Selector "Service.Version" is not valid'):
+        c.health.service("livros", filter_expr="Service.Version == 2")
 
 
 @pytest.mark.parametrize("value, says", [("8500", "give HOST:PORT"), ("127.0.0.1:70000", "give HOST:PORT"),
