@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from semreg.access.tokens import OPEN, Principal
+from semreg.access.tokens import OPEN, READ, Principal
 from semreg.errors import BadRequest, Forbidden, Unauthorized
 from semreg.http.gate import over_rate
 from semreg.http.state import app_state
@@ -20,12 +20,17 @@ from semreg.work.lane import CALLER
 
 TOKEN_HEADER = "x-consul-token"
 NAMESPACE_HEADER = "x-consul-namespace"
+ADMITTED = "semreg.consul.admitted"  # the caller a read was admitted as
 
 
 def admit(request: Request, scope: str | None) -> Principal:
     """The caller, once it may make a request needing `scope` (None: open to anyone, as Consul's status is):
     kept on the request for the handlers' checks of ownership and environments. A request naming another
-    datacenter is refused once the caller is known."""
+    datacenter is refused once the caller is known. A request is admitted once: a second call answers the
+    caller the first found (its rate counted once)."""
+    admitted = request.scope.get(ADMITTED)
+    if admitted is not None and scope == READ:
+        return admitted
     state = app_state(request)
     principal = OPEN
     client = request.client.host if request.client else "unknown"
@@ -43,6 +48,8 @@ def admit(request: Request, scope: str | None) -> Principal:
             if refusal is not None:
                 raise refusal
     request.state.principal = principal
+    if scope == READ:
+        request.scope[ADMITTED] = principal
     # who asks, for the log line of request work refused (`semreg.work.lane`), as the public port says it
     CALLER.set(f"{principal.name}@{client}" if principal is not OPEN else client)
     check_datacenter(request, state.settings.cluster)
@@ -68,6 +75,9 @@ def selector(request: Request, principal: Principal) -> Selector:
 
 def check_datacenter(request: Request, datacenter: str) -> None:
     """A `dc` naming another datacenter is refused: this node answers for its own ring only."""
+    raw = request.scope["query_string"]
+    if b"dc" not in raw and b"%" not in raw:  # no `dc` among the parameters: nothing to parse (the hot reads)
+        return
     dc = request.query_params.get("dc")
     if dc and dc != datacenter:
         raise BadRequest(f"No path to datacenter: this is the datacenter {datacenter}, not {dc[:64]}.")

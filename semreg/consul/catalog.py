@@ -29,6 +29,7 @@ from semreg.registry.watch import Topic
 from semreg.work.lane import paced
 
 FALSE = ("0", "false", "False", "no")
+PLAN = "semreg.consul.plan"  # where a read leaves which topic answered it and in which shape (`short_path`)
 
 
 async def services(request: Request) -> Response:
@@ -129,12 +130,11 @@ async def shaped(request: Request, topic: Topic, key: Hashable, build: Callable[
     length as well as the entries, so an answer built with one is always built as request work."""
     hub = app_state(request).coordinator.hub
     content = await hub.shaped(topic, key, build, as_work=wanted is not None)
+    request.scope[PLAN] = (topic.key, key)
     if len(content) < encoding.MIN_BYTES or not encoding.accepts_gzip(request.headers.get("accept-encoding")):
-        return body(content, topic.index, vary=True)  # whether compressed or not, the answer depends on it
+        return Answer(content, topic.index)
     packed = await hub.shaped(topic, (key, encoding.GZIP), lambda payload: encoding.compressed(content))
-    response = body(packed, topic.index, vary=True)
-    response.headers["Content-Encoding"] = encoding.GZIP
-    return response
+    return Answer(packed, topic.index, gzipped=True)
 
 
 def source(request: Request, principal: Principal, name: str) -> tuple[Callable[[], Awaitable[Topic]], bool]:
@@ -155,8 +155,25 @@ def json(content: Any, index: int | None) -> Response:
     return body(orjson.dumps(content), index)
 
 
-def body(content: bytes, index: int | None, vary: bool = False) -> Response:
-    headers = blocking.headers(index) if index is not None else {}
-    if vary:
-        headers["Vary"] = "Accept-Encoding"
-    return Response(content, media_type="application/json", headers=headers)
+def body(content: bytes, index: int | None) -> Response:
+    return Response(content, media_type="application/json",
+                    headers=blocking.headers(index) if index is not None else None)
+
+
+_ANSWER_HEADERS = [(b"content-type", b"application/json"), (b"vary", b"Accept-Encoding"),
+                   *((k.lower().encode(), v.encode()) for k, v in blocking.headers(0).items() if k != "X-Consul-Index")]
+
+
+class Answer(Response):
+    """A kept answer of a read of services, sent as it is: its headers are written once here, not checked and
+    encoded a request at a time (what a repeated read is left spending its time on). It varies by
+    `Accept-Encoding` whether compressed or not: a cache between must not hand one client's form to another."""
+
+    def __init__(self, content: bytes, index: int, gzipped: bool = False) -> None:
+        self.status_code = 200
+        self.background = None
+        self.body = content
+        self.raw_headers = [(b"content-length", str(len(content)).encode()), (b"x-consul-index", str(index).encode()),
+                            *_ANSWER_HEADERS]
+        if gzipped:
+            self.raw_headers.append((b"content-encoding", b"gzip"))
