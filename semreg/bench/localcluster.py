@@ -23,11 +23,12 @@ SECRET = "local-cluster-secret-0123456789abcdef"
 
 class ClusterNode:
     def __init__(self, name: str, port: int, data_dir: Path, log_path: Path, argv: list[str],
-                 cluster_port: int = 0) -> None:
+                 cluster_port: int = 0, consul_port: int = 0) -> None:
         self.name = name
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.cluster_url = f"http://127.0.0.1:{cluster_port}"  # the node-to-node listener
+        self.consul_url = f"http://127.0.0.1:{consul_port}" if consul_port else None  # the Consul listener, if any
         self.data_dir = data_dir
         self.log_path = log_path
         self.argv = argv
@@ -89,8 +90,9 @@ class LocalCluster:
     """etcd plus nodes. `add()` starts a node that joins; `nodes` keeps every node ever added."""
 
     def __init__(self, workdir: Path, *, replicas: int = 2, lease_s: int = 2, extra: tuple[str, ...] = (),
-                 name: str = "local") -> None:
+                 name: str = "local", consul: bool = False) -> None:
         self.workdir = workdir
+        self.consul = consul  # each node with a Consul listener of its own
         self.replicas = replicas
         self.lease_s = lease_s
         self.extra = extra
@@ -109,15 +111,16 @@ class LocalCluster:
     def add(self, *extra: str, ready: bool = True) -> ClusterNode:
         assert self.etcd is not None, "start() first"
         name = f"n{len(self.nodes) + 1}"
-        port, cluster_port = free_ports(2)
+        ports = free_ports(3 if self.consul else 2)
+        port, cluster_port, consul_port = ports[0], ports[1], ports[2] if self.consul else 0
         base = self.workdir / name
         base.mkdir(parents=True, exist_ok=True)
         argv = [sys.executable, "-m", "semreg", "serve", "--host", "127.0.0.1", "--port", str(port),
                 "--data-dir", str(base / "data"), "--etcd", self.etcd.url, "--cluster", self.name,
                 "--node-id", name, "--cluster-secret", str(self.secret), "--replicas", str(self.replicas),
                 "--member-lease", str(self.lease_s), "--cluster-listen", f"127.0.0.1:{cluster_port}",
-                *self.extra, *extra]
-        node = ClusterNode(name, port, base / "data", base / "semreg.log", argv, cluster_port)
+                *(("--consul-listen", f"127.0.0.1:{consul_port}") if consul_port else ()), *self.extra, *extra]
+        node = ClusterNode(name, port, base / "data", base / "semreg.log", argv, cluster_port, consul_port)
         self.nodes.append(node)
         return node.start(ready=ready)
 

@@ -4,7 +4,9 @@ ones through random live nodes while faults drawn from a seed hit the ring: a no
 restarted, a node SIGSTOPped past its lease, two nodes SIGKILLed at once, etcd stopped (never more than
 two nodes down). Then everything heals, and every node must hold what was acknowledged: nothing lost, no
 acknowledged removal listed, discovered or counted by SPARQL, every node listing the same set, no node
-exiting on its own, no 5xx but 503. The whole run is bounded (about 90 s).
+exiting on its own, no 5xx but 503; and every node's Consul listener answering for the whole ring as its
+public API does (each instance under its service with the status the listing says, a saved query's name what
+its discovery finds). The whole run is bounded (about 90 s).
 
 One seed runs by default; `SEMREG_FAULT_SEEDS=1,2,3` runs one test per seed. The seed and the faults it
 drew are printed first; a failure prints the evidence (see `support/invariants.py`).
@@ -18,7 +20,17 @@ from pathlib import Path
 import pytest
 from support.churn import Churn, Ledger
 from support.faults import Chaos, plan, ready
-from support.invariants import error_lines, evidence, heal_wait, read, stale_copies_gone, summary, violations
+from support.invariants import (
+    DISCOVERY,
+    SAVED_QUERY,
+    error_lines,
+    evidence,
+    heal_wait,
+    read,
+    stale_copies_gone,
+    summary,
+    violations,
+)
 from support.ring import upload
 from support.server import wait_for
 
@@ -37,13 +49,16 @@ RUN_S = 90.0  # the whole run, start-up included
 
 def start(workdir: Path) -> LocalCluster:
     """etcd, then five nodes started together (each on its own port and data directory)."""
-    cluster = LocalCluster(workdir, replicas=REPLICAS, lease_s=LEASE_S)
+    cluster = LocalCluster(workdir, replicas=REPLICAS, lease_s=LEASE_S, consul=True)
     try:
         cluster.start(0)
         for _ in range(NODES):
             cluster.add(ready=False)
         wait_for(lambda: all(ready(n) for n in cluster.nodes) and cluster.converged(), 40, "five nodes on one ring")
         upload(cluster.nodes[0])
+        with cluster.nodes[0].client() as c:  # the question every node's Consul listener answers as a name
+            question = {k: v for k, v in DISCOVERY.items() if k in ("s", "p")}
+            assert c.put(f"/v1/queries/{SAVED_QUERY}", json=question).status_code in (200, 201)
     except BaseException:
         cluster.close()
         raise

@@ -25,6 +25,10 @@ from support.churn import Ledger
 DISCOVERY = {"s": "ex:Obra", "p": "ex:temUmGenero", "status": "any", "tags": "false"}
 SPARQL_IDS = "PREFIX sr: <https://w3id.org/semreg#>\nSELECT ?id WHERE { ?i a sr:Instance ; sr:id ?id }"
 SPARQL_COUNT = "PREFIX sr: <https://w3id.org/semreg#>\nSELECT (COUNT(?i) AS ?n) WHERE { ?i a sr:Instance }"
+SAVED_QUERY = "obras"  # DISCOVERY saved, which a node's Consul listener answers as a service name
+# the status a listing says → (the Consul status of the instance's own check, whether it has a maintenance check)
+CONSUL_STATUS = {"up": ("passing", False), "draining": ("passing", True), "blocked": ("warning", False),
+                 "critical": ("critical", False)}
 
 
 def unhealed(cluster: LocalCluster) -> list[str]:
@@ -72,6 +76,11 @@ class Reading:
     # its answers carried (id → revision), for the evidence
     shard: dict[str, int] = field(default_factory=dict)
     removed: dict[str, int] = field(default_factory=dict)
+    # through the node's Consul listener, when it has one: every service's instances with (status, maintenance),
+    # the saved query's name's instances, and what the public API's discovery of that saved query found
+    consul: dict[str, tuple[str, bool]] | None = None
+    consul_by_meaning: list[str] = field(default_factory=list)
+    saved_discovered: list[str] = field(default_factory=list)
 
 
 PATIENCE_S = 15.0  # how long a read refused with 503 and Retry-After (a node shedding) is sent again
@@ -111,9 +120,31 @@ def read(node: ClusterNode) -> Reading:
                 out.notes.append(f"/v1/discover {r.status_code} missing={found.get('missing')}")
             out.sparql = [b["id"]["value"] for b in sparql(c, SPARQL_IDS)]
             out.sparql_count = int(sparql(c, SPARQL_COUNT)[0]["n"]["value"])
+            if node.consul_url is not None:
+                read_consul(node.consul_url, c, out)
     except (httpx.HTTPError, ValueError, KeyError, IndexError) as exc:
         out.notes.append(f"read failed: {type(exc).__name__}: {exc}")
     return out
+
+
+def read_consul(url: str, public: httpx.Client, out: Reading) -> None:
+    """The node's answers through its Consul listener, as a Consul client reads them: each service of the
+    catalog's list with its instances' checks, and the saved query's name; and the saved query's own discovery
+    on the public API, which that name must answer alike."""
+    with httpx.Client(base_url=url, timeout=30.0) as consul:
+        names = patient(lambda: consul.get("/v1/catalog/services")).json()
+        out.consul = {}
+        for name in names:
+            for entry in patient(lambda name=name: consul.get(f"/v1/health/service/{name}")).json():
+                sid = entry["Service"]["ID"]
+                own = next(ch["Status"] for ch in entry["Checks"] if ch["CheckID"] == f"service:{sid}")
+                out.consul[sid] = (own, any(ch["CheckID"].startswith("_service_maintenance:") for ch in entry["Checks"]))
+        r = patient(lambda: consul.get(f"/v1/health/service/{SAVED_QUERY}"))
+        out.consul_by_meaning = [e["Service"]["ID"] for e in r.json()]
+    r = patient(lambda: public.get(f"/v1/queries/{SAVED_QUERY}/discover", params={"tags": "false"}))
+    out.saved_discovered = [i["id"] for i in r.json().get("instances", [])] if r.status_code == 200 else []
+    if r.status_code != 200 or r.json().get("partial"):
+        out.notes.append(f"/v1/queries/{SAVED_QUERY}/discover {r.status_code}")
 
 
 def sparql(client: httpx.Client, query: str) -> list[dict[str, Any]]:
@@ -153,6 +184,12 @@ def violations(ledger: Ledger, readings: dict[str, Reading]) -> dict[str, dict[s
         bad("SPARQL and listing differ on the node", name, listed ^ seen)
         if r.sparql_count != len(listed):
             bad("SPARQL count is not the number listed", name, [f"COUNT {r.sparql_count}, listed {len(listed)}"])
+        if r.consul is not None:
+            bad("Consul's services and the listing differ on the node", name, set(r.consul) ^ listed)
+            bad("Consul's checks do not say the listed status", name,
+                {i for i, said in r.consul.items() if i in r.statuses and CONSUL_STATUS.get(r.statuses[i]) != said})
+            bad("the saved query's name and its discovery differ on the node", name,
+                set(r.consul_by_meaning) ^ set(r.saved_discovered))
         bad("acknowledged drain not listed draining", name,
             {i for i in sets["drained"] if i in r.statuses and r.statuses[i] != "draining"})
         bad("instance never drained not listed up", name, {i for i in sets["up"] if i in r.statuses and r.statuses[i] != "up"})
