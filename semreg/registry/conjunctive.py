@@ -30,7 +30,7 @@ at its newest copy's combined match.
 """
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -44,15 +44,17 @@ from semreg.reasoning.matching import (
     RANK,
     SIMILAR,
     Relations,
+    by_score,
     component_match,
     floor_of,
     similarity_of,
     tag_match,
 )
 from semreg.reasoning.reasoner import Hierarchy
-from semreg.registry import discovery
+from semreg.reasoning.similarity import Signals, index_of
+from semreg.registry import discovery, matchmaker
 from semreg.registry.catalogue import Catalogue, Match
-from semreg.registry.closeness import Pairs, provided_closeness, tag_similarity
+from semreg.registry.closeness import Pairs, provided_closeness, stands_for, tag_similarity
 from semreg.registry.discovery import DiscoverQuery, DiscoverResult, Member, Part
 from semreg.registry.instances import UP, Instance
 from semreg.registry.registry import Change
@@ -60,6 +62,9 @@ from semreg.registry.selector import Selector
 from semreg.work.lane import checkpoint, paced
 
 MAX_PATTERNS = 64  # patterns in `all`, and tags in `provided`
+# `combine`'s: the model, the patterns' signals, whether `provided` covers, the needed tags' signals
+Scoring = tuple[matchmaker.Model, Sequence[Signals], bool | None, Sequence[Signals]]
+Features = matchmaker.Features
 
 
 class Combined(NamedTuple):
@@ -74,6 +79,13 @@ class Combined(NamedTuple):
     patterns: tuple[Match, ...]
     similarity: float | None = None
     provided: float | None = None
+    score: float | None = None  # the learned matchmaker's (`semreg.registry.matchmaker`), with `similar` asked
+    signals: Features | None = None  # what it scored, in the order of `matchmaker.FEATURES`
+
+    @property
+    def ranking(self) -> float:
+        """What ranks the instances of one degree: the matchmaker's score when it scored, else the closeness."""
+        return self.closeness if self.score is None else self.score
 
     @property
     def closeness(self) -> float:
@@ -85,20 +97,36 @@ class Combined(NamedTuple):
 
 
 def combine(matches: Sequence[Match], similarities: Sequence[float] | None = None,
-            provided: float | None = None) -> Combined:
+            provided: float | None = None, scored: Scoring | None = None) -> Combined:
     """One match per pattern → the conjunction's: worst degree, summed distance (the one place they combine).
     A similar match's distance holds its similarity (`semreg.reasoning.matching`), not a path: it adds nothing
-    to the sum. `similarities`: each pattern's closeness, when `similar` is asked."""
+    to the sum. `similarities`: each pattern's closeness, when `similar` is asked; `scored`: the matchmaker's
+    model and what it reads besides degree and distance (each pattern's signals, whether `provided` covers)."""
     worst = max(matches, key=lambda m: (RANK[m[1]], m[2]))  # the first of equals: max keeps it
     distance = sum(m[2] for m in matches if m[1] != SIMILAR)
     similarity = None if similarities is None else round(sum(similarities) / len(similarities), 3)
-    return Combined(worst[0], worst[1], distance, tuple(matches), similarity, provided)
+    if scored is None:
+        return Combined(worst[0], worst[1], distance, tuple(matches), similarity, provided)
+    model, signals, is_covered, inputs = scored
+    x = matchmaker.features(worst[1], distance, signals, provided, is_covered, inputs)
+    return Combined(worst[0], worst[1], distance, tuple(matches), similarity, provided, model.score(x),
+                    tuple(round(v, 4) for v in x))
 
 
 def rank(m: Combined) -> tuple[int, float, int, Tag, tuple[Match, ...]]:
-    """Degree, closeness descending (with `similar` asked; measured on OWLS-TC, docs/design/benchmarks.md), distance, the worst
-    tag's text, then the patterns' tags: the order of `semreg.reasoning.matching`, made total."""
-    return RANK[m.degree], -m.closeness, m.distance, m.tag, m.patterns
+    """Degree, the matchmaker's score descending (with `similar` asked; measured on OWLS-TC,
+    docs/design/benchmarks.md), distance, the worst tag's text, then the patterns' tags: the order of
+    `semreg.reasoning.matching`, made total."""
+    return RANK[m.degree], -m.ranking, m.distance, m.tag, m.patterns
+
+
+def rank_by_score(m: Combined) -> tuple[float, int, int, Tag, tuple[Match, ...]]:
+    """`rank=score`: the matchmaker's score descending, the degrees mixed; then as `rank`."""
+    return -m.ranking, RANK[m.degree], m.distance, m.tag, m.patterns
+
+
+def ranking(q: ConjunctiveQuery) -> Callable[[Combined], tuple[Any, ...]]:
+    return rank_by_score if by_score(q.match) else rank
 
 
 @dataclass(frozen=True)
@@ -187,7 +215,8 @@ def part(catalogue: Catalogue, instances: Mapping[str, Instance], q: Conjunctive
         m = combined([firsts[iid] for firsts in best], inst.reg.tags)
         if m is not None:
             groups.setdefault(m, []).append(inst)
-    return Part(sorted(groups.items(), key=lambda g: rank(g[0])), frozenset(matched), excluded, removed or {})
+    key = ranking(q)
+    return Part(sorted(groups.items(), key=lambda g: key(g[0])), frozenset(matched), excluded, removed or {})
 
 
 class _Combiner:
@@ -199,6 +228,9 @@ class _Combiner:
         self.covered: dict[Tag, bool] = {}
         self.pairs: Pairs = {}
         self.near: dict[tuple[Tag, Tag], float] = {}
+        self.signals: dict[tuple[Tag, Tag], Signals] = {}
+        self.needs: dict[Tag, Signals | None] = {}  # a tag's `matchmaker.needed_signals`, None when not needed
+        self.model = matchmaker.shipped() if self.floor is not None else None
 
     def __call__(self, matches: list[Match], tags: Iterable[Tag]) -> Combined | None:
         q, h, floor = self.q, self.h, self.floor
@@ -206,8 +238,29 @@ class _Combiner:
             if q.provided is not None and not covered(tags, q.provided, h, self.covered):
                 return None
             return combine(matches)
-        provided = None if q.provided is None else provided_closeness(h, tags, q.provided, floor, self.pairs)
-        return combine(matches, [self._similarity(m, pattern) for m, pattern in zip(matches, q.patterns)], provided)
+        assert self.model is not None
+        tags = tuple(tags)
+        provided, is_covered, inputs = None, None, []
+        if q.provided is not None:
+            provided = provided_closeness(h, tags, q.provided, floor, self.pairs)
+            is_covered = covered(tags, q.provided, h, self.covered)
+            for tag in tags:
+                if tag not in self.needs:
+                    standing = [given for given in q.provided if stands_for(given, tag, h)]
+                    self.needs[tag] = matchmaker.needed_signals(index_of(h), [tag], standing)[0] if standing else None
+                need = self.needs[tag]
+                if need is not None:
+                    inputs.append(need)
+        signals = [self._signals(m[0], pattern) for m, pattern in zip(matches, q.patterns)]
+        return combine(matches, [self._similarity(m, pattern) for m, pattern in zip(matches, q.patterns)], provided,
+                       (self.model, signals, is_covered, inputs))
+
+    def _signals(self, tag: Tag, pattern: Tag) -> Signals:
+        key = (tag, pattern)
+        found = self.signals.get(key)
+        if found is None:
+            found = self.signals[key] = matchmaker.tag_signals(index_of(self.h), tag, pattern)
+        return found
 
     def _similarity(self, m: Match, pattern: Tag) -> float:
         """A pattern's match's closeness: a similar match's own, a logical match's computed."""
@@ -301,7 +354,8 @@ def merge(q: ConjunctiveQuery, parts: Sequence[Part], widened: bool = False) -> 
         if iid not in left_out and (q.any_status or inst.status == UP):
             groups.setdefault(m, []).append(inst)
     matched = frozenset().union(*(p.matched_tags for p in parts))
-    return discovery.ranked(q, sorted(groups.items(), key=lambda g: rank(g[0])), matched, match_json)
+    key = ranking(q)
+    return discovery.ranked(q, sorted(groups.items(), key=lambda g: key(g[0])), matched, match_json)
 
 
 def match_json(m: Combined) -> bytes:
@@ -313,6 +367,9 @@ def match_json(m: Combined) -> bytes:
         head += b',"similarity":' + orjson.dumps(m.similarity)
     if m.provided is not None:
         head += b',"provided":' + orjson.dumps(m.provided)
+    if m.score is not None and m.signals is not None:
+        head += b',"score":' + orjson.dumps(m.score) + b',"signals":' + orjson.dumps(dict(zip(matchmaker.FEATURES,
+                                                                                            m.signals)))
     return head + b',"patterns":[' + b",".join(discovery.match_json(p) for p in m.patterns) + b"]}"
 
 

@@ -1,6 +1,8 @@
 """Reading OWLS-TC 3 on the real files (`semreg.bench.owlstc`), and the retrieval measures as tables."""
 from __future__ import annotations
 
+import math
+
 import pyoxigraph as ox
 import pytest
 from support.paths import DATA
@@ -58,9 +60,11 @@ def test_binary_measures(ranked, relevant, expected):
 
 
 @pytest.mark.parametrize("ranked, grades, expected", [
-    (["a", "b"], {"a": 3, "b": 1}, {"P": 4 / 6, "R": 1.0, "AP": 1.0}),           # the ideal order
-    (["b", "a"], {"a": 3, "b": 1}, {"P": 4 / 6, "R": 1.0, "AP": (1 + 4 / 2) / (3 + 4 / 2)}),
-    (["x"], {"a": 2}, {"P": 0.0, "R": 0.0, "AP": 0.0}),
+    (["a", "b"], {"a": 3, "b": 1}, {"P": 4 / 6, "R": 1.0, "AP": 1.0, "nDCG": 1.0}),           # the ideal order
+    (["b", "a"], {"a": 3, "b": 1}, {"P": 4 / 6, "R": 1.0, "AP": (1 + 4 / 2) / (3 + 4 / 2),
+                                    "nDCG": (1 + 7 / math.log2(3)) / (7 + 1 / math.log2(3))}),
+    (["x", "a"], {"a": 2}, {"P": 2 / 6, "R": 1.0, "AP": 0.5, "nDCG": 3 / math.log2(3) / 3}),  # a miss first
+    (["x"], {"a": 2}, {"P": 0.0, "R": 0.0, "AP": 0.0, "nDCG": 0.0}),
 ])
 def test_graded_measures(ranked, grades, expected):
     assert retrieval.graded(ranked, grades) == pytest.approx(expected)
