@@ -219,8 +219,8 @@ def part_from_bytes(data: bytes, tags: bool) -> discovery.Part:
         if patterns:  # a conjunction's
             each = tuple((Tag(ps, pp, po), pd, pn) for ps, pp, po, pd, pn in patterns[0])
             matched += [e[0] for e in each]
-            score, signals = (patterns[3:5] + [None, None])[:2]  # a node before the matchmaker sends neither
-            m = Combined(tag, degree, distance, each, *patterns[1:3], score,
+            similarity, provided, score, signals = (*patterns[1:5], None, None)[:4]  # a node before the matchmaker
+            m = Combined(tag, degree, distance, each, similarity, provided, score,  # sends no score nor signals
                          None if signals is None else tuple(signals))
         matches.append((m, [members[i] for i in refs]))
     matched += [Tag(*t) for t in head["matched_only"]]

@@ -230,6 +230,7 @@ class _Combiner:
         self.near: dict[tuple[Tag, Tag], float] = {}
         self.signals: dict[tuple[Tag, Tag], Signals] = {}
         self.needs: dict[Tag, Signals | None] = {}  # a tag's `matchmaker.needed_signals`, None when not needed
+        self.combined: dict[tuple[tuple[Match, ...], tuple[Tag, ...]], Combined] = {}
         self.model = matchmaker.shipped() if self.floor is not None else None
 
     def __call__(self, matches: list[Match], tags: Iterable[Tag]) -> Combined | None:
@@ -240,20 +241,33 @@ class _Combiner:
             return combine(matches)
         assert self.model is not None
         tags = tuple(tags)
-        provided, is_covered, inputs = None, None, []
-        if q.provided is not None:
-            provided = provided_closeness(h, tags, q.provided, floor, self.pairs)
-            is_covered = covered(tags, q.provided, h, self.covered)
-            for tag in tags:
-                if tag not in self.needs:
-                    standing = [given for given in q.provided if stands_for(given, tag, h)]
-                    self.needs[tag] = matchmaker.needed_signals(index_of(h), [tag], standing)[0] if standing else None
-                need = self.needs[tag]
-                if need is not None:
-                    inputs.append(need)
-        signals = [self._signals(m[0], pattern) for m, pattern in zip(matches, q.patterns)]
-        return combine(matches, [self._similarity(m, pattern) for m, pattern in zip(matches, q.patterns)], provided,
-                       (self.model, signals, is_covered, inputs))
+        key = (tuple(matches), tags)  # instances of the same tags (and so the same matches) score alike
+        found = self.combined.get(key)
+        if found is None:
+            provided, is_covered, inputs = self._fit(tags)
+            signals = [self._signals(m[0], pattern) for m, pattern in zip(matches, q.patterns)]
+            found = self.combined[key] = combine(
+                matches, [self._similarity(m, pattern) for m, pattern in zip(matches, q.patterns)], provided,
+                (self.model, signals, is_covered, inputs))
+        return found
+
+    def _fit(self, tags: tuple[Tag, ...]) -> tuple[float | None, bool | None, list[Signals]]:
+        """How `provided` fits an instance of these tags: its closeness, whether it covers them, the needed tags'
+        signals (`matchmaker.needed_signals`)."""
+        q, h = self.q, self.h
+        if q.provided is None:
+            return None, None, []
+        assert self.floor is not None
+        inputs = []
+        for tag in tags:
+            if tag not in self.needs:
+                standing = [given for given in q.provided if stands_for(given, tag, h)]
+                self.needs[tag] = matchmaker.needed_signals(index_of(h), [tag], standing)[0] if standing else None
+            need = self.needs[tag]
+            if need is not None:
+                inputs.append(need)
+        return (provided_closeness(h, tags, q.provided, self.floor, self.pairs),
+                covered(tags, q.provided, h, self.covered), inputs)
 
     def _signals(self, tag: Tag, pattern: Tag) -> Signals:
         key = (tag, pattern)

@@ -99,7 +99,7 @@ def ask_all(collection: Collection, registry: Registry, floor: float | None) -> 
         q = question(request, VARIANT, floor)
         result = conjunctive.merge(q, [conjunctive.part(registry.catalogue, registry.instances, q)])
         candidates = tuple(Candidate(by_id[inst.id], m, target(request.grades.get(by_id[inst.id], 0)))
-                           for inst, m in result.ranked)
+                           for inst, m in zip(result.members, result.best) if isinstance(m, Combined))
         out.append(Asked(request.service.file, candidates, request.relevant, request.grades))
     return out
 
