@@ -91,24 +91,6 @@ class Explanation:
                 "shared_words": list(self.shared_words), "common_ancestor": self.common_ancestor}
 
 
-@dataclass(frozen=True, slots=True)
-class Signals:
-    """What the learned matchmaker (`semreg.registry.matchmaker`) reads of a registered term against a queried one,
-    each in [0, 1]: the two parts of the similarity, and the approximated subsumption, how much of the
-    queried concept's definition (the concept and its ancestors) the registered one lacks (`given_up`: what must
-    be given up of the query for the registered term to be below it) and how much of the registered concept's the
-    query lacks (`assumed`: what must be assumed of the query for it to be below the registered term). A concept
-    below the query gives up nothing; one above it assumes nothing; equivalent terms are (1, 1, 0, 0)."""
-
-    text: float
-    structure: float
-    given_up: float
-    assumed: float
-
-
-SAME = Signals(1.0, 1.0, 0.0, 0.0)
-
-
 class SimilarityIndex:
     def __init__(self, hierarchy: Hierarchy, basis: SimilarityIndex | None = None) -> None:
         self.hierarchy = hierarchy
@@ -257,25 +239,23 @@ class SimilarityIndex:
             return 1.0
         return round(TEXT_WEIGHT * self.text(a, b) + (1 - TEXT_WEIGHT) * self.structure(a, b)[0], 3)
 
-    def signals(self, queried: str, registered: str) -> Signals:
-        """The matchmaker's signals of `registered` against `queried` (`Signals`)."""
+    def subsumption(self, queried: str, registered: str) -> tuple[float, float]:
+        """The approximated subsumption of `registered` against `queried`: the share of the queried concept's
+        definition (the concept and its ancestors) that the registered one lacks (given up) and the share of the
+        registered one's that the queried one lacks (assumed); (0, 0) for equivalent terms."""
         if queried == ANY or registered == ANY or self.hierarchy.is_equivalent(queried, registered):
-            return SAME
+            return 0.0, 0.0
         above_q, above_r = self._up(queried), self._up(registered)
-        common = above_q & above_r
-        structure = 0.0
-        if common:
-            structure = 2 * max(map(self._depth, common)) / (len(above_q) + len(above_r))
-        return Signals(self.text(queried, registered), structure, 1 - len(common) / len(above_q),
-                       1 - len(common) / len(above_r))
+        common = len(above_q & above_r)
+        return 1 - common / len(above_q), 1 - common / len(above_r)
 
     def explain(self, a: str, b: str) -> Explanation:
         va, vb = self.vector(a), self.vector(b)
         shared = sorted((w for w in va if w in vb), key=lambda w: (-va[w] * vb[w], w))
         structure, ancestor = self.structure(a, b)
-        found = self.signals(a, b)
+        given_up, assumed = self.subsumption(a, b)
         return Explanation(self.similarity(a, b), round(self.text(a, b), 3), round(structure, 3), tuple(shared[:8]),
-                           ancestor, round(found.given_up, 3), round(found.assumed, 3))
+                           ancestor, round(given_up, 3), round(assumed, 3))
 
     # -- the candidates ------------------------------------------------------------------------------------
     def nearest(self, term: str, within: Collection[str], floor: float, version: Hashable = 0,

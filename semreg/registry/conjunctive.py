@@ -51,10 +51,11 @@ from semreg.reasoning.matching import (
     tag_match,
 )
 from semreg.reasoning.reasoner import Hierarchy
-from semreg.reasoning.similarity import Signals, index_of
+from semreg.reasoning.signals import Signals
+from semreg.reasoning.similarity import index_of
 from semreg.registry import discovery, matchmaker
 from semreg.registry.catalogue import Catalogue, Match
-from semreg.registry.closeness import Pairs, provided_closeness, stands_for, tag_similarity
+from semreg.registry.closeness import Pairs, provided_closeness, tag_similarity
 from semreg.registry.discovery import DiscoverQuery, DiscoverResult, Member, Part
 from semreg.registry.instances import UP, Instance
 from semreg.registry.registry import Change
@@ -108,9 +109,8 @@ def combine(matches: Sequence[Match], similarities: Sequence[float] | None = Non
     if scored is None:
         return Combined(worst[0], worst[1], distance, tuple(matches), similarity, provided)
     model, signals, is_covered, inputs = scored
-    x = matchmaker.features(worst[1], distance, signals, provided, is_covered, inputs)
-    return Combined(worst[0], worst[1], distance, tuple(matches), similarity, provided, model.score(x),
-                    tuple(round(v, 4) for v in x))
+    x = tuple(round(v, 4) for v in matchmaker.features(worst[1], distance, signals, provided, is_covered, inputs))
+    return Combined(worst[0], worst[1], distance, tuple(matches), similarity, provided, model.score(x), x)
 
 
 def rank(m: Combined) -> tuple[int, float, int, Tag, tuple[Match, ...]]:
@@ -229,7 +229,7 @@ class _Combiner:
         self.pairs: Pairs = {}
         self.near: dict[tuple[Tag, Tag], float] = {}
         self.signals: dict[tuple[Tag, Tag], Signals] = {}
-        self.needs: dict[Tag, Signals | None] = {}  # a tag's `matchmaker.needed_signals`, None when not needed
+        self.needs: dict[Tag, Signals | None] = {}  # a tag's `matchmaker.need`, None when not needed
         self.combined: dict[tuple[tuple[Match, ...], tuple[Tag, ...]], Combined] = {}
         self.model = matchmaker.shipped() if self.floor is not None else None
 
@@ -253,19 +253,16 @@ class _Combiner:
 
     def _fit(self, tags: tuple[Tag, ...]) -> tuple[float | None, bool | None, list[Signals]]:
         """How `provided` fits an instance of these tags: its closeness, whether it covers them, the needed tags'
-        signals (`matchmaker.needed_signals`)."""
+        signals (`matchmaker.need`)."""
         q, h = self.q, self.h
         if q.provided is None:
             return None, None, []
         assert self.floor is not None
-        inputs = []
+        needs = self.needs
         for tag in tags:
-            if tag not in self.needs:
-                standing = [given for given in q.provided if stands_for(given, tag, h)]
-                self.needs[tag] = matchmaker.needed_signals(index_of(h), [tag], standing)[0] if standing else None
-            need = self.needs[tag]
-            if need is not None:
-                inputs.append(need)
+            if tag not in needs:
+                needs[tag] = matchmaker.need(index_of(h), tag, q.provided)
+        inputs = [n for n in map(needs.__getitem__, tags) if n is not None]
         return (provided_closeness(h, tags, q.provided, self.floor, self.pairs),
                 covered(tags, q.provided, h, self.covered), inputs)
 

@@ -5,7 +5,7 @@ signals, and a logistic model fitted offline on OWLS-TC 3's graded judgements tu
 [0, 1] that ranks the instances within a degree (`semreg.registry.conjunctive.rank`):
 - the logical degree of the conjunction (its worst: narrower, broader, overlap or similar, one-hot; exact is
   the reference) and its summed distance (as log(1 + distance / patterns));
-- per pattern, the signals of its matched tag against it (`semreg.reasoning.similarity.Signals`: text
+- per pattern, the signals of its matched tag against it (`semreg.reasoning.signals`: text
   similarity of the unfolded definitions, structural similarity over the closure, and the approximated
   subsumption, what of either concept's definition is given up or assumed), averaged over the patterns; a
   tag's are its components' weakest (the least text and structure, the most given up and assumed);
@@ -14,8 +14,8 @@ signals, and a logistic model fitted offline on OWLS-TC 3's graded judgements tu
   `provided` has 1 for both (a constant within a question changes no ranking).
 The weights are data shipped in the package (`matchmaker.json`, written by `python -m semreg.tune.matchmaker`,
 which fits them on the development half only and reports the leave-one-request-out cross-validation of the
-fit); nothing is fetched at run time. `contributions` says which signals made a score, for the answer's
-`signals`.
+fit); nothing is fetched at run time. An answer's match carries its `score` and the `signals` it was scored on
+(each times its weight is its part of the score's logit).
 """
 from __future__ import annotations
 
@@ -28,7 +28,9 @@ from importlib import resources
 
 from semreg.rdf.terms import Tag
 from semreg.reasoning.matching import BROADER, NARROWER, OVERLAP, SIMILAR
-from semreg.reasoning.similarity import SAME, Signals, SimilarityIndex
+from semreg.reasoning.signals import SAME, Signals, signals
+from semreg.reasoning.similarity import SimilarityIndex
+from semreg.registry.closeness import stands_for
 
 DEGREE_FEATURES = (NARROWER, BROADER, OVERLAP, SIMILAR)
 SIGNALS = ("text", "structure", "given_up", "assumed")
@@ -53,10 +55,6 @@ class Model:
         z = self.bias + sum(w * v for w, v in zip(self.weights, x))
         return round(1 / (1 + math.exp(-max(-60.0, min(60.0, z)))), 4)
 
-    def contributions(self, x: Features) -> dict[str, float]:
-        """Each signal's part of the score's logit (weight · value), the ones that count (non-zero)."""
-        return {name: round(w * v, 3) for name, w, v in zip(FEATURES, self.weights, x) if round(w * v, 3)}
-
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> Model:
         weights = data["weights"]
@@ -80,21 +78,19 @@ def shipped() -> Model:
 
 def tag_signals(index: SimilarityIndex, tag: Tag, pattern: Tag) -> Signals:
     """A registered tag's signals against a pattern: its components' weakest."""
-    found = [index.signals(q, r) for r, q in zip(tag, pattern) if r != q]
+    found = [signals(index, q, r) for r, q in zip(tag, pattern) if r != q]
     if not found:
         return SAME
     return Signals(min(s.text for s in found), min(s.structure for s in found), max(s.given_up for s in found),
                    max(s.assumed for s in found))
 
 
-def needed_signals(index: SimilarityIndex, needed: Sequence[Tag], provided: Sequence[Tag]) -> list[Signals]:
-    """Per tag the instance needs (one a provided tag stands for), the signals of the provided tag that fits it
-    best (the most text and structure): the need is asked, the provided tag answers."""
-    out = []
-    for tag in needed:
-        found = [tag_signals(index, given, tag) for given in provided]
-        out.append(max(found, key=lambda s: (s.text + s.structure, -s.given_up)) if found else SAME)
-    return out
+def need(index: SimilarityIndex, tag: Tag, provided: Sequence[Tag]) -> Signals | None:
+    """When an instance's tag is needed (a provided tag stands for it, `semreg.registry.closeness.stands_for`),
+    the signals of the provided tag that fits it best (the most text and structure): the need is asked, the
+    provided tag answers; None when it is not needed."""
+    found = [tag_signals(index, given, tag) for given in provided if stands_for(given, tag, index.hierarchy)]
+    return max(found, key=lambda s: (s.text + s.structure, -s.given_up)) if found else None
 
 
 def _mean(signals: Sequence[Signals]) -> tuple[float, float, float, float]:
@@ -109,7 +105,7 @@ def features(degree: str, distance: int, signals: Sequence[Signals], provided: f
              covered: bool | None, inputs: Sequence[Signals] = ()) -> Features:
     """A candidate's features: its conjunction's degree and distance, its patterns' signals (one per pattern),
     how `provided` fits it (None: the question has no `provided`) and the signals of what it needs against what
-    is provided (`needed_signals`; none: nothing needed, or no `provided`)."""
+    is provided (`need`; none: nothing needed, or no `provided`)."""
     n = len(signals)
     return (*(1.0 if degree == d else 0.0 for d in DEGREE_FEATURES), math.log1p(distance / n), *_mean(signals),
             1.0 if provided is None else provided, 1.0 if covered is None or covered else 0.0, *_mean(inputs))
