@@ -21,8 +21,10 @@ its own match); a similar match's distance holds its similarity (`semreg.reasoni
 nothing to the summed distance, which stays the logical patterns' path length. The conjunction then carries
 its patterns' mean `similarity` (a logical match's computed too, `semreg.registry.closeness`) and, with
 `provided`, how well the caller's tags fit the instance's needs: `provided` grades instead of filtering (a
-near miss is what was asked for). Within a degree, the instances rank by the mean of those two (the
-signature's closeness), then by distance: measured on OWLS-TC 3 (docs/design/benchmarks.md).
+near miss is what was asked for). The learned matchmaker (`semreg.registry.matchmaker`) scores each
+conjunction from its signals; within a degree the instances rank by that score, then by distance; with
+`rank=score` (`semreg.reasoning.matching.with_ranking`) by the score alone, the degrees mixed: measured on
+OWLS-TC 3 (docs/design/benchmarks.md).
 
 A shard's part (`part`) evaluates the conjunction over its own instances (an instance and all its tags live
 on each of its owners); `merge` combines the parts as `semreg.registry.discovery.merge` does, each instance
