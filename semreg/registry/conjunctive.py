@@ -57,7 +57,7 @@ from semreg.reasoning.signals import Signals
 from semreg.reasoning.similarity import index_of
 from semreg.registry import discovery, matchmaker
 from semreg.registry.catalogue import Catalogue, Match
-from semreg.registry.closeness import Pairs, provided_closeness, tag_similarity
+from semreg.registry.closeness import Pairs, provided_closeness
 from semreg.registry.discovery import DiscoverQuery, DiscoverResult, Member, Part
 from semreg.registry.instances import UP, Instance
 from semreg.registry.registry import Change
@@ -229,8 +229,7 @@ class _Combiner:
         self.h, self.q, self.floor = h, q, floor_of(q.match)
         self.covered: dict[Tag, bool] = {}
         self.pairs: Pairs = {}
-        self.near: dict[tuple[Tag, Tag], float] = {}
-        self.signals: dict[tuple[Tag, Tag], Signals] = {}
+        self.signals: dict[tuple[Tag, Tag], tuple[Signals, float]] = {}  # a pair's `matchmaker.reading`
         self.needs: dict[Tag, Signals | None] = {}  # a tag's `matchmaker.need`, None when not needed
         self.combined: dict[tuple[tuple[Match, ...], tuple[Tag, ...]], Combined] = {}
         self.model = matchmaker.shipped() if self.floor is not None else None
@@ -268,22 +267,19 @@ class _Combiner:
         return (provided_closeness(h, tags, q.provided, self.floor, self.pairs),
                 covered(tags, q.provided, h, self.covered), inputs)
 
-    def _signals(self, tag: Tag, pattern: Tag) -> Signals:
+    def _reading(self, tag: Tag, pattern: Tag) -> tuple[Signals, float]:
         key = (tag, pattern)
         found = self.signals.get(key)
         if found is None:
-            found = self.signals[key] = matchmaker.tag_signals(index_of(self.h), tag, pattern)
+            found = self.signals[key] = matchmaker.reading(index_of(self.h), tag, pattern)
         return found
 
+    def _signals(self, tag: Tag, pattern: Tag) -> Signals:
+        return self._reading(tag, pattern)[0]
+
     def _similarity(self, m: Match, pattern: Tag) -> float:
-        """A pattern's match's closeness: a similar match's own, a logical match's computed."""
-        if m[1] == SIMILAR:
-            return similarity_of(m[2])
-        key = (m[0], pattern)
-        found = self.near.get(key)
-        if found is None:
-            found = self.near[key] = tag_similarity(self.h, m[0], pattern)
-        return found
+        """A pattern's match's closeness: a similar match's own, a logical match's computed (with its signals)."""
+        return similarity_of(m[2]) if m[1] == SIMILAR else self._reading(m[0], pattern)[1]
 
 
 Best = list[dict[str, Match]]  # per pattern, each instance's best match

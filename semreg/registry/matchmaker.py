@@ -29,7 +29,7 @@ from importlib import resources
 from semreg.rdf.terms import Tag
 from semreg.reasoning.matching import BROADER, NARROWER, OVERLAP, SIMILAR
 from semreg.reasoning.signals import SAME, Signals, signals
-from semreg.reasoning.similarity import SimilarityIndex
+from semreg.reasoning.similarity import TEXT_WEIGHT, SimilarityIndex
 from semreg.registry.closeness import stands_for
 
 DEGREE_FEATURES = (NARROWER, BROADER, OVERLAP, SIMILAR)
@@ -78,11 +78,18 @@ def shipped() -> Model:
 
 def tag_signals(index: SimilarityIndex, tag: Tag, pattern: Tag) -> Signals:
     """A registered tag's signals against a pattern: its components' weakest."""
+    return reading(index, tag, pattern)[0]
+
+
+def reading(index: SimilarityIndex, tag: Tag, pattern: Tag) -> tuple[Signals, float]:
+    """A registered tag's signals against a pattern (`tag_signals`) and its similarity, the least of its
+    components' (`semreg.registry.closeness.tag_similarity`), from the same figures."""
     found = [signals(index, q, r) for r, q in zip(tag, pattern) if r != q]
     if not found:
-        return SAME
-    return Signals(min(s.text for s in found), min(s.structure for s in found), max(s.given_up for s in found),
-                   max(s.assumed for s in found))
+        return SAME, 1.0
+    return (Signals(min(s.text for s in found), min(s.structure for s in found), max(s.given_up for s in found),
+                    max(s.assumed for s in found)),
+            min(1.0 if s is SAME else round(TEXT_WEIGHT * s.text + (1 - TEXT_WEIGHT) * s.structure, 3) for s in found))
 
 
 def need(index: SimilarityIndex, tag: Tag, provided: Sequence[Tag]) -> Signals | None:
