@@ -127,8 +127,9 @@ class SimilarityIndex:
         h = self.hierarchy
         doc: dict[str, float] = {}
         label = h.labels.get(term)
+        # ancestors in IRI order: one order of words whatever hierarchy made it, so sums over it agree to the last bit
         parts = [(local_name(term), 1.0), *(((label, LABEL_WEIGHT),) if label else ()),
-                 *((local_name(a), 1.0) for a in h.ancestors(term) if a != THING)]
+                 *((local_name(a), 1.0) for a in sorted(h.ancestors(term)) if a != THING)]
         for text, weight in parts:
             for w in words(text):
                 doc[w] = doc.get(w, 0.0) + weight
