@@ -111,7 +111,7 @@ def combine(matches: Sequence[Match], similarities: Sequence[float] | None = Non
     if scored is None:
         return Combined(worst[0], worst[1], distance, tuple(matches), similarity, provided)
     model, signals, is_covered, inputs = scored
-    x = tuple(round(v, 4) for v in matchmaker.features(worst[1], distance, signals, provided, is_covered, inputs))
+    x = tuple([round(v, 4) for v in matchmaker.features(worst[1], distance, signals, provided, is_covered, inputs)])
     return Combined(worst[0], worst[1], distance, tuple(matches), similarity, provided, model.score(x), x)
 
 

@@ -102,10 +102,13 @@ def need(index: SimilarityIndex, tag: Tag, provided: Sequence[Tag]) -> Signals |
 
 def _mean(signals: Sequence[Signals]) -> tuple[float, float, float, float]:
     n = len(signals)
+    if n == 1:
+        s = signals[0]
+        return s.text, s.structure, s.given_up, s.assumed
     if not n:
         return 1.0, 1.0, 0.0, 0.0
-    return (sum(s.text for s in signals) / n, sum(s.structure for s in signals) / n,
-            sum(s.given_up for s in signals) / n, sum(s.assumed for s in signals) / n)
+    return (sum([s.text for s in signals]) / n, sum([s.structure for s in signals]) / n,
+            sum([s.given_up for s in signals]) / n, sum([s.assumed for s in signals]) / n)
 
 
 def features(degree: str, distance: int, signals: Sequence[Signals], provided: float | None,
