@@ -54,9 +54,10 @@ class ConjunctiveMatch(BestMatch):
         "with similar asked: the learned matchmaker's score in [0, 1], what ranks the instances of a degree (or "
         "every instance, with rank=score)"))
     signals: dict[str, float] | None = Field(default=None, description=(
-        "with similar asked: what the matchmaker scored: the degree (one-hot), the distance, the patterns' text "
-        "and structural similarity and approximated subsumption (given_up, assumed), how provided fits (provided, "
-        "covered) and the needed tags' signals against what is provided (input_*)"))
+        "with similar asked, in matches (not on the instances' views): what the matchmaker scored: the degree "
+        "(one-hot), the distance, the patterns' text and structural similarity and approximated subsumption "
+        "(given_up, assumed), how provided fits (provided, covered) and the needed tags' signals against what is "
+        "provided (input_*)"))
 
 
 class ConjunctiveMatchView(ConjunctiveMatch):

@@ -67,7 +67,6 @@ from semreg.work.lane import checkpoint, paced
 MAX_PATTERNS = 64  # patterns in `all`, and tags in `provided`
 # `combine`'s: the model, the patterns' signals, whether `provided` covers, the needed tags' signals
 Scoring = tuple[matchmaker.Model, Sequence[Signals], bool | None, Sequence[Signals]]
-Features = matchmaker.Features
 
 
 class Combined(NamedTuple):
@@ -83,7 +82,7 @@ class Combined(NamedTuple):
     similarity: float | None = None
     provided: float | None = None
     score: float | None = None  # the learned matchmaker's (`semreg.registry.matchmaker`), with `similar` asked
-    signals: Features | None = None  # what it scored, in the order of `matchmaker.FEATURES`
+    signals: matchmaker.Features | None = None  # what it scored, in the order of `matchmaker.FEATURES`
 
     @property
     def ranking(self) -> float:
@@ -246,7 +245,7 @@ class _Combiner:
         found = self.combined.get(key)
         if found is None:
             provided, is_covered, inputs = self._fit(tags)
-            signals = [self._signals(m[0], pattern) for m, pattern in zip(matches, q.patterns)]
+            signals = [self._reading(m[0], pattern)[0] for m, pattern in zip(matches, q.patterns)]
             found = self.combined[key] = combine(
                 matches, [self._similarity(m, pattern) for m, pattern in zip(matches, q.patterns)], provided,
                 (self.model, signals, is_covered, inputs))
@@ -273,9 +272,6 @@ class _Combiner:
         if found is None:
             found = self.signals[key] = matchmaker.reading(index_of(self.h), tag, pattern)
         return found
-
-    def _signals(self, tag: Tag, pattern: Tag) -> Signals:
-        return self._reading(tag, pattern)[0]
 
     def _similarity(self, m: Match, pattern: Tag) -> float:
         """A pattern's match's closeness: a similar match's own, a logical match's computed (with its signals)."""
@@ -367,25 +363,27 @@ def merge(q: ConjunctiveQuery, parts: Sequence[Part], widened: bool = False) -> 
     return discovery.ranked(q, sorted(groups.items(), key=lambda g: key(g[0])), matched, match_json)
 
 
-def match_json(m: Combined) -> bytes:
+def match_json(m: Combined, signals: bool = True) -> bytes:
     """`{"tag", "degree", "distance", "patterns": [{"tag", "degree", "distance"}, ...]}`, and with `similar` asked
-    the conjunction's `similarity` (and `provided`, when the question has it)."""
+    the conjunction's `similarity` (and `provided`, when the question has it), its `score` and (`signals`: in the
+    answer's `matches`, not on each instance's view, which would grow the answer by half) what it scored."""
     head = b"".join((b'{"tag":', orjson.dumps(m.tag.as_json()), b',"degree":"', m.degree.encode(), b'","distance":',
                      str(m.distance).encode()))
     if m.similarity is not None:
         head += b',"similarity":' + orjson.dumps(m.similarity)
     if m.provided is not None:
         head += b',"provided":' + orjson.dumps(m.provided)
-    if m.score is not None and m.signals is not None:
-        head += b',"score":' + orjson.dumps(m.score) + b',"signals":' + orjson.dumps(dict(zip(matchmaker.FEATURES,
-                                                                                            m.signals)))
+    if m.score is not None:
+        head += b',"score":' + orjson.dumps(m.score)
+    if signals and m.signals is not None:
+        head += b',"signals":' + orjson.dumps(dict(zip(matchmaker.FEATURES, m.signals)))
     return head + b',"patterns":[' + b",".join(discovery.match_json(p) for p in m.patterns) + b"]}"
 
 
 def body(result: DiscoverResult) -> bytes:
     """The answer, shaped as `GET /v1/discover`'s: `query` holds `all` (and `provided`), each match its
     `patterns`."""
-    return discovery.body(result, orjson.dumps(result.query.as_json()), match_json)
+    return discovery.body(result, orjson.dumps(result.query.as_json()), lambda m: match_json(m, False))
 
 
 def relevant(hierarchy: Hierarchy, q: ConjunctiveQuery, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:

@@ -136,8 +136,11 @@ def test_with_similar_each_match_is_scored_and_ranked_by_its_score_within_its_de
         assert m.score == model.score(m.signals)  # what the answer shows is what was scored
         assert dict(zip(FEATURES, m.signals))[m.degree if m.degree != "exact" else "narrower"] in (0.0, 1.0)
     # the answer says what each match was scored on
-    view = orjson.loads(conjunctive.match_json(ranked[0][1]))
-    assert set(view["signals"]) == set(FEATURES) and view["score"] == ranked[0][1].score
+    listed = orjson.loads(conjunctive.match_json(ranked[0][1]))
+    assert set(listed["signals"]) == set(FEATURES) and listed["score"] == ranked[0][1].score
+    body = orjson.loads(result.rendered())
+    assert body["matches"][0]["signals"] == listed["signals"]
+    assert body["instances"][0]["match"]["score"] == listed["score"] and "signals" not in body["instances"][0]["match"]
 
 
 def test_rank_score_mixes_the_degrees_by_score(registry):
