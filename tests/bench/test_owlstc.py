@@ -9,6 +9,7 @@ from support.paths import DATA
 
 from semreg.bench import retrieval
 from semreg.bench.owlstc import ONTOLOGY_BASE, ontology_ntriples, read_collection, read_service
+from semreg.bench.scenarios import owlstc as scenario
 
 OWLSTC = DATA / "owls-tc3"
 ONT = "http://127.0.0.1/ontology/"
@@ -72,3 +73,17 @@ def test_graded_measures(ranked, grades, expected):
 
 def test_macro_is_the_mean_per_measure():
     assert retrieval.macro([{"P": 1.0, "AP": 0.5}, {"P": 0.0, "AP": 0.25}]) == {"P": 0.5, "AP": 0.375}
+
+
+def test_each_request_is_asked_as_the_variants_say(collection):
+    no_outputs = next(r for r in collection.requests if not r.service.outputs)
+    for variant in scenario.VARIANTS:
+        body = scenario.question(no_outputs, variant)
+        # which services its inputs can feed: any service taking an input, its inputs as provided, in every variant
+        assert body["all"] == [{"s": scenario.ANY, "p": scenario.INPUT}]
+        assert body["provided"] == [{"s": i, "p": scenario.INPUT} for i in no_outputs.service.inputs]
+    both = next(r for r in collection.requests if r.service.outputs and r.service.inputs)
+    assert "provided" not in scenario.question(both, "similar")
+    scored = scenario.question(both, "similar, provided, by score")
+    assert scored["rank"] == "score" and scored["match"] == "all,similar" and "provided" in scored
+    assert "rank" not in scenario.question(both, "similar, provided")
