@@ -4,7 +4,8 @@ Services register what they handle as RDF triple patterns; consumers ask in onto
 server's reasoner expands the question over the class and property hierarchies.
 
 The rooms, each saying in its docstring what lives there and what it may import, from the top down as
-pyproject.toml's import contracts layer them: `cli` (the `semreg` command), `bench` (`semreg bench`), `node`
+pyproject.toml's import contracts layer them: `cli` (the `semreg` command), `tune` (data fitted offline on measured
+collections, shipped in the package), `bench` (`semreg bench`), `node`
 (below), `consul` (the Consul-compatible API of `--consul-listen`, over the HTTP edge's state), `http` (the HTTP
 edge), `sparql`, `cluster` and `dns` (the SPARQL endpoint's processes, the ring,
 DNS for saved queries), `access` (tokens, rate limits, failed authentications), `registry` (instances,

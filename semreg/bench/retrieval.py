@@ -6,10 +6,13 @@ Graded (grades 0-3): precision is the retrieved grades' sum over the most they c
 the retrieved grades' sum over every judged grade's sum, and AP is Kishida's generalised average
 precision: Σ over retrieved relevant ranks i of (Σ_{k≤i} g_k) / i, divided by the same sum over the
 ideal ranking (every judged item, best grades first).
+nDCG (graded): the discounted cumulated gain Σ (2^g_i − 1) / log2(i + 1) of the ranking over that of the ideal
+ranking, both over every rank (Järvelin and Kekäläinen, with the exponential gain that rewards the top grades).
 Macro averages are means over the requests.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from statistics import fmean
 
@@ -29,12 +32,17 @@ def binary(ranked: Sequence[str], relevant: frozenset[str] | set[str]) -> dict[s
 
 
 def graded(ranked: Sequence[str], grades: Mapping[str, int]) -> dict[str, float]:
-    """Graded P, R and generalised AP of `ranked` against grades 0-`TOP_GRADE` (an unjudged item is 0)."""
+    """Graded P, R, generalised AP and nDCG of `ranked` against grades 0-`TOP_GRADE` (an unjudged item is 0)."""
     gains = [grades.get(item, 0) for item in ranked]
     total = sum(grades.values())
     return {"P": sum(gains) / (TOP_GRADE * len(ranked)) if ranked else 0.0,
             "R": sum(gains) / total if total else 0.0,
-            "AP": _cumulated(gains) / _cumulated(sorted(grades.values(), reverse=True)) if total else 0.0}
+            "AP": _cumulated(gains) / _cumulated(sorted(grades.values(), reverse=True)) if total else 0.0,
+            "nDCG": _dcg(gains) / _dcg(sorted(grades.values(), reverse=True)) if total else 0.0}
+
+
+def _dcg(gains: Sequence[int]) -> float:
+    return sum((2**gain - 1) / math.log2(rank + 1) for rank, gain in enumerate(gains, 1))
 
 
 def _cumulated(gains: Sequence[int]) -> float:

@@ -57,11 +57,11 @@ def run_instances(args: argparse.Namespace) -> int:
 def run_discover(args: argparse.Namespace) -> int:
     client = client_for(args)
     s, p, o = pattern(args)
-    if args.also or args.provided:  # several patterns at once: POST /v1/discover
+    if args.also or args.provided or args.rank == "score":  # several patterns at once (or scored): POST /v1/discover
         first = " ".join(t for t in (s, p, o) if t)
         result = client.discover_all([first, *(args.also or ())], provided=args.provided, match=args.match,
                                      service=args.service, status=args.status, limit=args.limit, tags=args.tags,
-                                     min_similarity=args.min_similarity)
+                                     min_similarity=args.min_similarity, rank=args.rank)
     else:
         result = client.discover(s, p, o, match=args.match, service=args.service, status=args.status,
                                  limit=args.limit, tags=args.tags, min_similarity=args.min_similarity)
@@ -182,6 +182,9 @@ def add_parser(sub: argparse._SubParsersAction, env: Mapping[str, str] = os.envi
     p.add_argument("--provided", action="append", metavar="TAG",
                    help="a tag the caller can supply, 'S P O': an instance's tags on its predicate must each be "
                         "covered by one (repeatable)")
+    p.add_argument("--rank", choices=["degree", "score"],
+                   help="with 'similar' in --match: score ranks by the learned matchmaker's score alone, the degrees "
+                        "mixed (POST /v1/discover; default degree)")
 
     p = command(sub, "route", common, "print the URL of the instance the registry routes a pattern to", run_route)
     add_pattern(p)

@@ -177,17 +177,18 @@ class ClientBase(abc.ABC):
     def discover_all(self, patterns: Iterable[Any], provided: Iterable[Any] | None = None,
                      match: str | Iterable[str] | None = None, service: str | None = None, status: str | None = None,
                      limit: int | None = None, tags: bool = False, environment: str | None = None,
-                     meta: Mapping[str, str] | None = None, min_similarity: float | None = None
-                     ) -> Steps[dict[str, Any]]:
+                     meta: Mapping[str, str] | None = None, min_similarity: float | None = None,
+                     rank: str | None = None) -> Steps[dict[str, Any]]:
         """Instances whose tags match every one of `patterns` (tags: strings of one or three terms, or
         `{"s", "p", "o"}`), by `POST /v1/discover`: each ranked view's `match` is its worst pattern's, with
         the summed distance and each pattern's own match in `patterns`. With `provided` (tags the caller can
-        supply), only instances whose tags on those predicates are each covered by one of them. Not cached:
-        each call asks the registry."""
+        supply), only instances whose tags on those predicates are each covered by one of them. `rank="score"`
+        (with `similar` in `match`): by the matchmaker's score alone, the degrees mixed. Not cached: each call
+        asks the registry."""
         body = {"all": list(patterns), "provided": None if provided is None else list(provided),
                 "match": match if match is None or isinstance(match, str) else ",".join(match), "service": service,
                 "status": status, "limit": limit, "tags": tags or None, "environment": environment or self.environment,
-                "meta": dict(meta) if meta else None, "min_similarity": min_similarity}
+                "meta": dict(meta) if meta else None, "min_similarity": min_similarity, "rank": rank}
         resp = yield Call("POST", "/v1/discover", json={k: v for k, v in body.items() if v is not None},
                           idempotent=True)
         result = resp.json()

@@ -25,14 +25,15 @@ class SavedQueryCalls:
                   match: str | Iterable[str] | None = None, environment: str | None = None,
                   meta: Mapping[str, str] | None = None, limit: int | None = None,
                   all: Iterable[Any] | None = None, provided: Iterable[Any] | None = None,
-                  min_similarity: float | None = None) -> Steps[dict[str, Any]]:
+                  min_similarity: float | None = None, rank: str | None = None) -> Steps[dict[str, Any]]:
         """Save a discovery query under `name` (a DNS label): the stored query, with `warnings` if any. One
-        pattern (`s`, `p`, `o`), or several (`all`, with `provided`: as `discover_all`). `min_similarity`: with
-        `similar` in `match`, the floor of a near miss's similarity."""
+        pattern (`s`, `p`, `o`), or several (`all`, with `provided` and `rank`: as `discover_all`).
+        `min_similarity`: with `similar` in `match`, the floor of a near miss's similarity."""
         body = {"s": s, "p": p, "o": o, "match": match if match is None or isinstance(match, str) else ",".join(match),
                 "environment": environment, "meta": dict(meta) if meta else None, "limit": limit,
                 "all": list(all) if all is not None else None,
-                "provided": list(provided) if provided is not None else None, "min_similarity": min_similarity}
+                "provided": list(provided) if provided is not None else None, "min_similarity": min_similarity,
+                "rank": rank}
         resp = yield Call("PUT", f"/v1/queries/{quote(name, safe='')}", json={k: v for k, v in body.items()
                                                                                if v is not None})
         result = resp.json()

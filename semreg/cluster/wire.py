@@ -196,7 +196,7 @@ def part_bytes(part: discovery.Part, tags: bool) -> bytes:
         if isinstance(m, Combined):  # a conjunction's: each pattern's match too
             in_matches.update(p[0] for p in m.patterns)
             matches.append([*tag, degree, distance, refs, [[*p[0], p[1], p[2]] for p in m.patterns], m.similarity,
-                            m.provided])
+                            m.provided, m.score, None if m.signals is None else list(m.signals)])
         else:
             matches.append([*tag, degree, distance, refs])
     head = {"matches": matches, "members": members,
@@ -219,7 +219,9 @@ def part_from_bytes(data: bytes, tags: bool) -> discovery.Part:
         if patterns:  # a conjunction's
             each = tuple((Tag(ps, pp, po), pd, pn) for ps, pp, po, pd, pn in patterns[0])
             matched += [e[0] for e in each]
-            m = Combined(tag, degree, distance, each, *patterns[1:3])
+            similarity, provided, score, signals = (*patterns[1:5], None, None)[:4]  # a node before the matchmaker
+            m = Combined(tag, degree, distance, each, similarity, provided, score,  # sends no score nor signals
+                         None if signals is None else tuple(signals))
         matches.append((m, [members[i] for i in refs]))
     matched += [Tag(*t) for t in head["matched_only"]]
     return discovery.Part(matches, frozenset(matched), {str(i): int(r) for i, r in head.get("excluded", {}).items()},

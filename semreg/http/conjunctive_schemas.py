@@ -25,6 +25,9 @@ class ConjunctiveBody(BaseModel):
     match: str | list[str] | None = MATCH
     min_similarity: float | None = Field(default=None, description=(
         "with similar in match: the floor of a similar match's similarity, in [0, 1] (default 0.3)"))
+    rank: Literal["degree", "score"] | None = Field(default=None, description=(
+        "degree (the default): by degree, then, with similar asked, the matchmaker's score; score (with similar "
+        "only): by the learned matchmaker's score alone, the degrees mixed"))
     limit: int | None = Field(default=None, description="at most this many instances")
     environment: str | None = Field(default=None, max_length=256, description="default 'default'; '*' for all")
     meta: dict[str, str] = Field(default_factory=dict, description="KEY: VALUE filters, all of which must hold")
@@ -47,6 +50,14 @@ class ConjunctiveMatch(BestMatch):
     provided: float | None = Field(default=None, description=(
         "with similar asked and provided given: how nearly the provided tags cover the instance's needed tags, "
         "in [0, 1] (provided then ranks instead of filtering)"))
+    score: float | None = Field(default=None, description=(
+        "with similar asked: the learned matchmaker's score in [0, 1], what ranks the instances of a degree (or "
+        "every instance, with rank=score)"))
+    signals: dict[str, float] | None = Field(default=None, description=(
+        "with similar asked, in matches (not on the instances' views): what the matchmaker scored: the degree "
+        "(one-hot), the distance, the patterns' text and structural similarity and approximated subsumption "
+        "(given_up, assumed), how provided fits (provided, covered) and the needed tags' signals against what is "
+        "provided (input_*)"))
 
 
 class ConjunctiveMatchView(ConjunctiveMatch):

@@ -56,6 +56,8 @@ class SavedQuery:
             shown = {k: self.query.get(k) for k in FIELDS}
         if self.query.get("min_similarity") is not None:  # only a query naming similar has one
             shown["min_similarity"] = self.query["min_similarity"]
+        if self.query.get("rank") is not None:  # only a conjunctive query ranked by score has one
+            shown["rank"] = self.query["rank"]
         return {"name": self.name, **shown, **({"owner": self.owner} if self.owner is not None else {})}
 
 

@@ -16,7 +16,8 @@ whose components are each at least `min_similarity` close to the query's; its di
 match stays a (tag, degree, distance) triple everywhere (a cluster's parts carry it unchanged); it is shown
 as `"distance": 0` with its `similarity`, and a conjunction leaves it out of its summed distance
 (`semreg.registry.conjunctive.combine`). The floor travels in the match set as one more element,
-`similar>=0.300` (always three places, so one floor is one key of the caches and of the wire).
+`similar>=0.300` (always three places, so one floor is one key of the caches and of the wire). A conjunctive
+question's `rank=score` travels the same way (`BY_SCORE`).
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ RANK[SIMILAR] = len(DEGREES)
 SIMILARITY_SCALE = 1000
 FLOOR_PREFIX = SIMILAR + ">="
 DEFAULT_FLOOR = 0.3
+BY_SCORE = "rank=score"  # in a match set: rank a conjunction by the matchmaker's score (`with_ranking`)
 
 
 class Relations(Protocol):
@@ -155,6 +157,24 @@ def parse_match(value: str | None, min_similarity: str | None = None) -> frozens
         raise BadRequest(f"min_similarity must be a number between 0 and 1, not '{min_similarity[:40]}'.",
                          field="min_similarity")
     return match | {f"{FLOOR_PREFIX}{floor:.3f}"}
+
+
+def with_ranking(match: frozenset[str], rank: str | None) -> frozenset[str]:
+    """`rank=` of a conjunctive question: `degree` (the default: the contract's order, degree first) or `score`
+    (with `similar` only: by the learned matchmaker's score alone, the degrees mixed), kept in the match set as
+    one more element (`BY_SCORE`) so that it travels with it, as the floor does."""
+    if rank is None or rank.strip() == "" or rank.strip().lower() == "degree":
+        return match
+    if rank.strip().lower() != "score":
+        raise BadRequest(f"rank takes degree (the default) or score, not '{rank[:40]}'.", field="rank")
+    if SIMILAR not in match:
+        raise BadRequest("rank=score ranks by the matchmaker's score, which scores only with similar: add similar to "
+                         "match.", field="rank")
+    return match | {BY_SCORE}
+
+
+def by_score(match: frozenset[str]) -> bool:
+    return BY_SCORE in match
 
 
 def needs_directions(match: frozenset[str]) -> tuple[bool, bool]:

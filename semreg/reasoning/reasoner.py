@@ -28,7 +28,7 @@ import pyoxigraph as ox
 
 from semreg.rdf.terms import RDFS
 from semreg.reasoning import hierarchy as _hierarchy
-from semreg.reasoning import reindex
+from semreg.reasoning import reindex, similarity
 from semreg.reasoning.closure import SYSTEM, Closure
 from semreg.reasoning.hierarchy import EMPTY, HIERARCHY_PREDICATES, Hierarchy, is_meta
 from semreg.reasoning.rules.triggers import EQC, EQP, LABEL, SAME, SCO, SPO, Fact, T
@@ -135,6 +135,7 @@ class Reasoner:
                 index = reindex.update(self._hierarchy, rows, changed, relabelled)
         if index is None:
             index = _hierarchy.index(hierarchy_rows(closure), labels(closure))
+        similarity.follow(self._hierarchy, index)
         self._hierarchy = index
         timings["index"] = _ms(t)
 
@@ -150,7 +151,9 @@ class Reasoner:
         self._closure = closure
         timings = {"closure": _ms(started)}
         t = time.perf_counter()
-        self._hierarchy = _hierarchy.index(hierarchy_rows(closure), labels(closure))
+        index = _hierarchy.index(hierarchy_rows(closure), labels(closure))
+        similarity.follow(self._hierarchy, index)
+        self._hierarchy = index
         timings["index"] = _ms(t)
         t = time.perf_counter()
         user, kinds = closure.user_asserted(), self._terms.kinds

@@ -82,15 +82,23 @@ class Explanation:
     structure: float
     shared_words: tuple[str, ...]
     common_ancestor: str | None
+    given_up: float = 0.0
+    assumed: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
         return {"similarity": self.similarity, "text": self.text, "structure": self.structure,
+                "given_up": self.given_up, "assumed": self.assumed,
                 "shared_words": list(self.shared_words), "common_ancestor": self.common_ancestor}
 
 
 class SimilarityIndex:
-    def __init__(self, hierarchy: Hierarchy) -> None:
+    def __init__(self, hierarchy: Hierarchy, basis: SimilarityIndex | None = None) -> None:
         self.hierarchy = hierarchy
+        # a built index of an earlier hierarchy, whose documents, ancestor sets and vectors the build reuses where
+        # they cannot have changed (`_build`); dropped once built
+        self._basis = basis
+        self._docs: dict[str, dict[str, float]] = {}
+        self._df: Counter[str] = Counter()
         self._vectors: dict[str, Vector] | None = None
         self._idf: dict[str, float] = {}
         self._cache: OrderedDict[tuple[str, Hashable, float], list[tuple[str, float]]] = OrderedDict()
@@ -119,8 +127,9 @@ class SimilarityIndex:
         h = self.hierarchy
         doc: dict[str, float] = {}
         label = h.labels.get(term)
+        # ancestors in IRI order: one order of words whatever hierarchy made it, so sums over it agree to the last bit
         parts = [(local_name(term), 1.0), *(((label, LABEL_WEIGHT),) if label else ()),
-                 *((local_name(a), 1.0) for a in h.ancestors(term) if a != THING)]
+                 *((local_name(a), 1.0) for a in sorted(h.ancestors(term)) if a != THING)]
         for text, weight in parts:
             for w in words(text):
                 doc[w] = doc.get(w, 0.0) + weight
@@ -128,11 +137,73 @@ class SimilarityIndex:
 
     def _build(self) -> dict[str, Vector]:
         h = self.hierarchy
-        docs = {t: self._document(t) for t in set(h.kinds) | set(h.rep)}
-        df: Counter[str] = Counter(w for d in docs.values() for w in d)
-        n = len(docs)
-        self._idf = {w: math.log((1 + n) / (1 + k)) for w, k in df.items()}
-        return {t: _normalised({w: tf * self._idf[w] for w, tf in d.items()}) for t, d in docs.items()}
+        basis, self._basis = self._basis, None
+        terms = set(h.kinds) | set(h.rep)
+        if basis is None or basis._vectors is None:
+            docs = {t: self._document(t) for t in terms}
+            df: Counter[str] = Counter(w for d in docs.values() for w in d)
+            n = len(docs)
+            self._idf = {w: math.log((1 + n) / (1 + k)) for w, k in df.items()}
+            self._docs, self._df = docs, df
+            return {t: _normalised({w: tf * self._idf[w] for w, tf in d.items()}) for t, d in docs.items()}
+        return self._build_from(basis, terms)
+
+    def _build_from(self, basis: SimilarityIndex, terms: set[str]) -> dict[str, Vector]:
+        """What `_build` builds, from an index of an earlier hierarchy: a term's document (and the set of it and
+        its ancestors) is the earlier one when its label, its class's representative and the classes above it
+        (with their members) are the same; its vector is the earlier one when, besides, the number of terms and
+        the document frequency of each of its words are the same. Everything else is computed as `_build` does,
+        so the result is exactly a rebuild's (tests/reasoning/test_similarity.py checks it)."""
+        h, old = self.hierarchy, basis.hierarchy
+        assert basis._vectors is not None
+        regrouped = {r for r in h.members.keys() | old.members.keys()
+                     if (m := h.members.get(r)) is not (m0 := old.members.get(r)) and m != m0}
+        old_docs, old_above = basis._docs, basis._above
+        docs: dict[str, dict[str, float]] = {}
+        df = Counter(basis._df)
+        same: set[str] = set()
+        for t in terms:
+            found = old_docs.get(t)
+            if found is not None and self._as_before(t, old, regrouped):
+                docs[t] = found
+                same.add(t)
+                above = old_above.get(t)
+                if above is not None:
+                    self._above[t] = above
+                continue
+            if found is not None:
+                df.subtract(found.keys())
+            docs[t] = found = self._document(t)
+            df.update(found.keys())
+        for t in old_docs.keys() - terms:
+            df.subtract(old_docs[t].keys())
+        df = +df  # the words no document has any more go
+        n, n_before = len(docs), len(old_docs)
+        changed_words = {w for w in df.keys() | basis._df.keys() if df.get(w) != basis._df.get(w)}
+        idf = self._idf = {w: basis._idf[w] if n == n_before and w not in changed_words else
+                           math.log((1 + n) / (1 + k)) for w, k in df.items()}
+        self._docs, self._df = docs, df
+        vectors: dict[str, Vector] = {}
+        for t, d in docs.items():
+            if n == n_before and t in same and changed_words.isdisjoint(d):
+                vectors[t] = basis._vectors[t]
+            else:
+                vectors[t] = _normalised({w: tf * idf[w] for w, tf in d.items()})
+        return vectors
+
+    def _as_before(self, term: str, old: Hierarchy, regrouped: set[str]) -> bool:
+        """Whether `term`'s document is what it was in `old` (its label, representative and the classes above it,
+        none of them `regrouped`: of other members now)."""
+        h = self.hierarchy
+        if h.labels.get(term) != old.labels.get(term):
+            return False
+        r = h.canon(term)
+        if r != old.canon(term):
+            return False
+        up, up_before = h.up.get(r), old.up.get(r)
+        if up is not up_before and up != up_before:
+            return False
+        return not up or regrouped.isdisjoint(up)
 
     def vector(self, term: str) -> Vector:
         found = self.vectors().get(term)
@@ -169,12 +240,23 @@ class SimilarityIndex:
             return 1.0
         return round(TEXT_WEIGHT * self.text(a, b) + (1 - TEXT_WEIGHT) * self.structure(a, b)[0], 3)
 
+    def subsumption(self, queried: str, registered: str) -> tuple[float, float]:
+        """The approximated subsumption of `registered` against `queried`: the share of the queried concept's
+        definition (the concept and its ancestors) that the registered one lacks (given up) and the share of the
+        registered one's that the queried one lacks (assumed); (0, 0) for equivalent terms."""
+        if queried == ANY or registered == ANY or self.hierarchy.is_equivalent(queried, registered):
+            return 0.0, 0.0
+        above_q, above_r = self._up(queried), self._up(registered)
+        common = len(above_q & above_r)
+        return 1 - common / len(above_q), 1 - common / len(above_r)
+
     def explain(self, a: str, b: str) -> Explanation:
         va, vb = self.vector(a), self.vector(b)
         shared = sorted((w for w in va if w in vb), key=lambda w: (-va[w] * vb[w], w))
         structure, ancestor = self.structure(a, b)
+        given_up, assumed = self.subsumption(a, b)
         return Explanation(self.similarity(a, b), round(self.text(a, b), 3), round(structure, 3), tuple(shared[:8]),
-                           ancestor)
+                           ancestor, round(given_up, 3), round(assumed, 3))
 
     # -- the candidates ------------------------------------------------------------------------------------
     def nearest(self, term: str, within: Collection[str], floor: float, version: Hashable = 0,
@@ -297,6 +379,20 @@ def index_of(hierarchy: Hierarchy) -> SimilarityIndex:
     if found is None:
         found = hierarchy.__dict__["_similarity"] = SimilarityIndex(hierarchy)
     return found
+
+
+def follow(before: Hierarchy, after: Hierarchy) -> None:
+    """`after` replaces `before` (an ontology changed): its index, when it is built, starts from `before`'s (or
+    from the index that one would have started from, when it was never built), and computes again only what
+    the change reaches (`SimilarityIndex._build_from`) instead of every document."""
+    if after is before or "_similarity" in after.__dict__:
+        return
+    earlier = before.__dict__.get("_similarity")
+    if earlier is None:
+        return
+    basis = earlier if earlier._vectors is not None else earlier._basis
+    if basis is not None:
+        after.__dict__["_similarity"] = SimilarityIndex(after, basis)
 
 
 def _normalised(v: Vector) -> Vector:

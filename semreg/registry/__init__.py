@@ -11,6 +11,8 @@ routing, and the coordinator over the shards that hold them.
 - `similar`: the registered tags that match a query as `similar`: logically not, but close in each component.
 - `conjunctive`: several patterns at once (`"all"`, `"provided"`): the combination, a shard's part and the merge.
 - `closeness`: how close an instance is to a conjunctive question asked with `similar`, to rank within a degree.
+- `matchmaker`: the learned matchmaker: a conjunction's signals weighed into the score that ranks it (weights
+  shipped as data, `matchmaker.json`).
 - `questions`: a discovery question of either form (one pattern or several), by one name; each form does what is
   done with a question through the methods of `discovery.Query`.
 - `saved`: a saved query as the discovery it stands for: its checked, stored form and the question it asks.

@@ -22,7 +22,8 @@ from semreg.reasoning.hierarchy import Hierarchy
 from semreg.reasoning.matching import EXACT, NARROWER, component_match, tag_match
 from semreg.reasoning.similarity import index_of
 
-Pairs = dict[tuple[Tag, Tag], float]  # (instance's tag, provided tag) → closeness, remembered within a question
+# (instance's tag, provided tag) → closeness (-1: the provided tag does not stand for it), within a question
+Pairs = dict[tuple[Tag, Tag], float]
 
 
 def tag_similarity(h: Hierarchy, tag: Tag, pattern: Tag) -> float:
@@ -45,8 +46,8 @@ def provided_closeness(h: Hierarchy, tags: Iterable[Tag], provided: Sequence[Tag
     for given in provided:
         best = 0.0
         for tag in tags:
-            if stands_for(given, tag, h):
-                figure = _pair(h, tag, given, floor, pairs)
+            figure = _pair(h, tag, given, floor, pairs)
+            if figure >= 0:  # the provided tag stands for it
                 best = max(best, figure)
                 best_needed[tag] = max(best_needed.get(tag, 0.0), figure)
         offered += best
@@ -55,10 +56,13 @@ def provided_closeness(h: Hierarchy, tags: Iterable[Tag], provided: Sequence[Tag
 
 
 def _pair(h: Hierarchy, tag: Tag, given: Tag, floor: float, pairs: Pairs) -> float:
+    """The closeness of a pair, or -1 when the provided tag does not stand for the instance's."""
     key = (tag, given)
     found = pairs.get(key)
     if found is None:
-        if tag_match(tag, given, h) is not None:
+        if not stands_for(given, tag, h):
+            found = -1.0
+        elif tag_match(tag, given, h) is not None:
             found = 1.0
         else:
             s = tag_similarity(h, tag, given)

@@ -21,8 +21,10 @@ its own match); a similar match's distance holds its similarity (`semreg.reasoni
 nothing to the summed distance, which stays the logical patterns' path length. The conjunction then carries
 its patterns' mean `similarity` (a logical match's computed too, `semreg.registry.closeness`) and, with
 `provided`, how well the caller's tags fit the instance's needs: `provided` grades instead of filtering (a
-near miss is what was asked for). Within a degree, the instances rank by the mean of those two (the
-signature's closeness), then by distance: measured on OWLS-TC 3 (docs/design/benchmarks.md).
+near miss is what was asked for). The learned matchmaker (`semreg.registry.matchmaker`) scores each
+conjunction from its signals; within a degree the instances rank by that score, then by distance; with
+`rank=score` (`semreg.reasoning.matching.with_ranking`) by the score alone, the degrees mixed: measured on
+OWLS-TC 3 (docs/design/benchmarks.md).
 
 A shard's part (`part`) evaluates the conjunction over its own instances (an instance and all its tags live
 on each of its owners); `merge` combines the parts as `semreg.registry.discovery.merge` does, each instance
@@ -30,7 +32,7 @@ at its newest copy's combined match.
 """
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -44,15 +46,18 @@ from semreg.reasoning.matching import (
     RANK,
     SIMILAR,
     Relations,
+    by_score,
     component_match,
     floor_of,
     similarity_of,
     tag_match,
 )
 from semreg.reasoning.reasoner import Hierarchy
-from semreg.registry import discovery
+from semreg.reasoning.signals import Signals
+from semreg.reasoning.similarity import index_of
+from semreg.registry import discovery, matchmaker
 from semreg.registry.catalogue import Catalogue, Match
-from semreg.registry.closeness import Pairs, provided_closeness, tag_similarity
+from semreg.registry.closeness import Pairs, provided_closeness
 from semreg.registry.discovery import DiscoverQuery, DiscoverResult, Member, Part
 from semreg.registry.instances import UP, Instance
 from semreg.registry.registry import Change
@@ -60,6 +65,8 @@ from semreg.registry.selector import Selector
 from semreg.work.lane import checkpoint, paced
 
 MAX_PATTERNS = 64  # patterns in `all`, and tags in `provided`
+# `combine`'s: the model, the patterns' signals, whether `provided` covers, the needed tags' signals
+Scoring = tuple[matchmaker.Model, Sequence[Signals], bool | None, Sequence[Signals]]
 
 
 class Combined(NamedTuple):
@@ -74,6 +81,13 @@ class Combined(NamedTuple):
     patterns: tuple[Match, ...]
     similarity: float | None = None
     provided: float | None = None
+    score: float | None = None  # the learned matchmaker's (`semreg.registry.matchmaker`), with `similar` asked
+    signals: matchmaker.Features | None = None  # what it scored, in the order of `matchmaker.FEATURES`
+
+    @property
+    def ranking(self) -> float:
+        """What ranks the instances of one degree: the matchmaker's score when it scored, else the closeness."""
+        return self.closeness if self.score is None else self.score
 
     @property
     def closeness(self) -> float:
@@ -85,20 +99,35 @@ class Combined(NamedTuple):
 
 
 def combine(matches: Sequence[Match], similarities: Sequence[float] | None = None,
-            provided: float | None = None) -> Combined:
+            provided: float | None = None, scored: Scoring | None = None) -> Combined:
     """One match per pattern → the conjunction's: worst degree, summed distance (the one place they combine).
     A similar match's distance holds its similarity (`semreg.reasoning.matching`), not a path: it adds nothing
-    to the sum. `similarities`: each pattern's closeness, when `similar` is asked."""
+    to the sum. `similarities`: each pattern's closeness, when `similar` is asked; `scored`: the matchmaker's
+    model and what it reads besides degree and distance (each pattern's signals, whether `provided` covers)."""
     worst = max(matches, key=lambda m: (RANK[m[1]], m[2]))  # the first of equals: max keeps it
     distance = sum(m[2] for m in matches if m[1] != SIMILAR)
     similarity = None if similarities is None else round(sum(similarities) / len(similarities), 3)
-    return Combined(worst[0], worst[1], distance, tuple(matches), similarity, provided)
+    if scored is None:
+        return Combined(worst[0], worst[1], distance, tuple(matches), similarity, provided)
+    model, signals, is_covered, inputs = scored
+    x = tuple([round(v, 4) for v in matchmaker.features(worst[1], distance, signals, provided, is_covered, inputs)])
+    return Combined(worst[0], worst[1], distance, tuple(matches), similarity, provided, model.score(x), x)
 
 
 def rank(m: Combined) -> tuple[int, float, int, Tag, tuple[Match, ...]]:
-    """Degree, closeness descending (with `similar` asked; measured on OWLS-TC, docs/design/benchmarks.md), distance, the worst
-    tag's text, then the patterns' tags: the order of `semreg.reasoning.matching`, made total."""
-    return RANK[m.degree], -m.closeness, m.distance, m.tag, m.patterns
+    """Degree, the matchmaker's score descending (with `similar` asked; measured on OWLS-TC,
+    docs/design/benchmarks.md), distance, the worst tag's text, then the patterns' tags: the order of
+    `semreg.reasoning.matching`, made total."""
+    return RANK[m.degree], -m.ranking, m.distance, m.tag, m.patterns
+
+
+def rank_by_score(m: Combined) -> tuple[float, int, int, Tag, tuple[Match, ...]]:
+    """`rank=score`: the matchmaker's score descending, the degrees mixed; then as `rank`."""
+    return -m.ranking, RANK[m.degree], m.distance, m.tag, m.patterns
+
+
+def ranking(q: ConjunctiveQuery) -> Callable[[Combined], tuple[Any, ...]]:
+    return rank_by_score if by_score(q.match) else rank
 
 
 @dataclass(frozen=True)
@@ -187,7 +216,8 @@ def part(catalogue: Catalogue, instances: Mapping[str, Instance], q: Conjunctive
         m = combined([firsts[iid] for firsts in best], inst.reg.tags)
         if m is not None:
             groups.setdefault(m, []).append(inst)
-    return Part(sorted(groups.items(), key=lambda g: rank(g[0])), frozenset(matched), excluded, removed or {})
+    key = ranking(q)
+    return Part(sorted(groups.items(), key=lambda g: key(g[0])), frozenset(matched), excluded, removed or {})
 
 
 class _Combiner:
@@ -198,7 +228,10 @@ class _Combiner:
         self.h, self.q, self.floor = h, q, floor_of(q.match)
         self.covered: dict[Tag, bool] = {}
         self.pairs: Pairs = {}
-        self.near: dict[tuple[Tag, Tag], float] = {}
+        self.signals: dict[tuple[Tag, Tag], tuple[Signals, float]] = {}  # a pair's `matchmaker.reading`
+        self.needs: dict[Tag, Signals | None] = {}  # a tag's `matchmaker.need`, None when not needed
+        self.combined: dict[tuple[tuple[Match, ...], tuple[Tag, ...]], Combined] = {}
+        self.model = matchmaker.shipped() if self.floor is not None else None
 
     def __call__(self, matches: list[Match], tags: Iterable[Tag]) -> Combined | None:
         q, h, floor = self.q, self.h, self.floor
@@ -206,18 +239,43 @@ class _Combiner:
             if q.provided is not None and not covered(tags, q.provided, h, self.covered):
                 return None
             return combine(matches)
-        provided = None if q.provided is None else provided_closeness(h, tags, q.provided, floor, self.pairs)
-        return combine(matches, [self._similarity(m, pattern) for m, pattern in zip(matches, q.patterns)], provided)
+        assert self.model is not None
+        tags = tuple(tags)
+        key = (tuple(matches), tags)  # instances of the same tags (and so the same matches) score alike
+        found = self.combined.get(key)
+        if found is None:
+            provided, is_covered, inputs = self._fit(tags)
+            signals = [self._reading(m[0], pattern)[0] for m, pattern in zip(matches, q.patterns)]
+            found = self.combined[key] = combine(
+                matches, [self._similarity(m, pattern) for m, pattern in zip(matches, q.patterns)], provided,
+                (self.model, signals, is_covered, inputs))
+        return found
+
+    def _fit(self, tags: tuple[Tag, ...]) -> tuple[float | None, bool | None, list[Signals]]:
+        """How `provided` fits an instance of these tags: its closeness, whether it covers them, the needed tags'
+        signals (`matchmaker.need`)."""
+        q, h = self.q, self.h
+        if q.provided is None:
+            return None, None, []
+        assert self.floor is not None
+        needs = self.needs
+        for tag in tags:
+            if tag not in needs:
+                needs[tag] = matchmaker.need(index_of(h), tag, q.provided)
+        inputs = [n for n in map(needs.__getitem__, tags) if n is not None]
+        return (provided_closeness(h, tags, q.provided, self.floor, self.pairs),
+                covered(tags, q.provided, h, self.covered), inputs)
+
+    def _reading(self, tag: Tag, pattern: Tag) -> tuple[Signals, float]:
+        key = (tag, pattern)
+        found = self.signals.get(key)
+        if found is None:
+            found = self.signals[key] = matchmaker.reading(index_of(self.h), tag, pattern)
+        return found
 
     def _similarity(self, m: Match, pattern: Tag) -> float:
-        """A pattern's match's closeness: a similar match's own, a logical match's computed."""
-        if m[1] == SIMILAR:
-            return similarity_of(m[2])
-        key = (m[0], pattern)
-        found = self.near.get(key)
-        if found is None:
-            found = self.near[key] = tag_similarity(self.h, m[0], pattern)
-        return found
+        """A pattern's match's closeness: a similar match's own, a logical match's computed (with its signals)."""
+        return similarity_of(m[2]) if m[1] == SIMILAR else self._reading(m[0], pattern)[1]
 
 
 Best = list[dict[str, Match]]  # per pattern, each instance's best match
@@ -301,25 +359,31 @@ def merge(q: ConjunctiveQuery, parts: Sequence[Part], widened: bool = False) -> 
         if iid not in left_out and (q.any_status or inst.status == UP):
             groups.setdefault(m, []).append(inst)
     matched = frozenset().union(*(p.matched_tags for p in parts))
-    return discovery.ranked(q, sorted(groups.items(), key=lambda g: rank(g[0])), matched, match_json)
+    key = ranking(q)
+    return discovery.ranked(q, sorted(groups.items(), key=lambda g: key(g[0])), matched, match_json)
 
 
-def match_json(m: Combined) -> bytes:
+def match_json(m: Combined, signals: bool = True) -> bytes:
     """`{"tag", "degree", "distance", "patterns": [{"tag", "degree", "distance"}, ...]}`, and with `similar` asked
-    the conjunction's `similarity` (and `provided`, when the question has it)."""
+    the conjunction's `similarity` (and `provided`, when the question has it), its `score` and (`signals`: in the
+    answer's `matches`, not on each instance's view, which would grow the answer by half) what it scored."""
     head = b"".join((b'{"tag":', orjson.dumps(m.tag.as_json()), b',"degree":"', m.degree.encode(), b'","distance":',
                      str(m.distance).encode()))
     if m.similarity is not None:
         head += b',"similarity":' + orjson.dumps(m.similarity)
     if m.provided is not None:
         head += b',"provided":' + orjson.dumps(m.provided)
+    if m.score is not None:
+        head += b',"score":' + orjson.dumps(m.score)
+    if signals and m.signals is not None:
+        head += b',"signals":' + orjson.dumps(dict(zip(matchmaker.FEATURES, m.signals)))
     return head + b',"patterns":[' + b",".join(discovery.match_json(p) for p in m.patterns) + b"]}"
 
 
 def body(result: DiscoverResult) -> bytes:
     """The answer, shaped as `GET /v1/discover`'s: `query` holds `all` (and `provided`), each match its
     `patterns`."""
-    return discovery.body(result, orjson.dumps(result.query.as_json()), match_json)
+    return discovery.body(result, orjson.dumps(result.query.as_json()), lambda m: match_json(m, False))
 
 
 def relevant(hierarchy: Hierarchy, q: ConjunctiveQuery, matched: frozenset[Tag], changes: Iterable[Change]) -> bool:

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from semreg.errors import BadRequest
 from semreg.rdf.terms import ANY, PrefixMap, Tag, parse_component, parse_tag
-from semreg.reasoning.matching import parse_match
+from semreg.reasoning.matching import parse_match, with_ranking
 from semreg.registry.conjunctive import MAX_PATTERNS, ConjunctiveQuery
 from semreg.registry.discovery import DiscoverQuery
 from semreg.registry.selector import Selector, parse_selector
@@ -123,6 +123,8 @@ def conjunctive_query(fields: Mapping[str, Any], prefixes: PrefixMap) -> Conjunc
                   if k in ("match", "min_similarity", "limit", "status", "service") and v is not None)
     q = discover_query(Pairs([("s", ANY), *pairs.pairs]), prefixes)
     selector = parse_selector(fields.get("environment"), sorted((fields.get("meta") or {}).items()))
+    rank = fields.get("rank")
+    match = with_ranking(q.match, None if rank is None else str(rank))
     return ConjunctiveQuery(patterns_of(fields.get("all"), "all", prefixes),
-                            q.match, None if provided is None else patterns_of(provided, "provided", prefixes, True),
+                            match, None if provided is None else patterns_of(provided, "provided", prefixes, True),
                             q.service, q.any_status, q.limit, bool(fields.get("tags")), selector)

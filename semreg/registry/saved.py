@@ -16,7 +16,7 @@ from semreg.errors import BadRequest
 from semreg.knowledge.knowledge import Knowledge
 from semreg.knowledge.queries import SavedQuery
 from semreg.rdf.terms import PrefixMap
-from semreg.reasoning.matching import floor_of, match_text
+from semreg.reasoning.matching import by_score, floor_of, match_text
 from semreg.registry.query_params import META, Pairs, conjunctive_query, discover_query
 from semreg.registry.questions import Question
 from semreg.registry.selector import parse_selector
@@ -53,12 +53,17 @@ def checked(body: Mapping[str, Any], prefixes: PrefixMap) -> tuple[dict[str, Any
         if body.get("provided") is not None:
             raise BadRequest("provided goes with all (the conjunctive form): a saved query of one pattern has no "
                              "provided tags.", field="provided")
+        if body.get("rank") is not None:
+            raise BadRequest("rank goes with all (the conjunctive form): a saved query of one pattern ranks as "
+                             "GET /v1/discover does.", field="rank")
         q = discover_query(pairs_of(body), prefixes)
         shape = {"s": q.tag.s, "p": q.tag.p, "o": q.tag.o}
     stored = {**shape, "match": match_text(q.match), "environment": q.selector.environment,
               "meta": dict(q.selector.meta), "limit": q.limit}
     if body.get("min_similarity") is not None:
         stored["min_similarity"] = floor_of(q.match)
+    if by_score(q.match):
+        stored["rank"] = "score"
     return stored, q
 
 

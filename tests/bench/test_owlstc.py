@@ -1,12 +1,15 @@
 """Reading OWLS-TC 3 on the real files (`semreg.bench.owlstc`), and the retrieval measures as tables."""
 from __future__ import annotations
 
+import math
+
 import pyoxigraph as ox
 import pytest
 from support.paths import DATA
 
 from semreg.bench import retrieval
 from semreg.bench.owlstc import ONTOLOGY_BASE, ontology_ntriples, read_collection, read_service
+from semreg.bench.scenarios import owlstc as scenario
 
 OWLSTC = DATA / "owls-tc3"
 ONT = "http://127.0.0.1/ontology/"
@@ -58,9 +61,11 @@ def test_binary_measures(ranked, relevant, expected):
 
 
 @pytest.mark.parametrize("ranked, grades, expected", [
-    (["a", "b"], {"a": 3, "b": 1}, {"P": 4 / 6, "R": 1.0, "AP": 1.0}),           # the ideal order
-    (["b", "a"], {"a": 3, "b": 1}, {"P": 4 / 6, "R": 1.0, "AP": (1 + 4 / 2) / (3 + 4 / 2)}),
-    (["x"], {"a": 2}, {"P": 0.0, "R": 0.0, "AP": 0.0}),
+    (["a", "b"], {"a": 3, "b": 1}, {"P": 4 / 6, "R": 1.0, "AP": 1.0, "nDCG": 1.0}),           # the ideal order
+    (["b", "a"], {"a": 3, "b": 1}, {"P": 4 / 6, "R": 1.0, "AP": (1 + 4 / 2) / (3 + 4 / 2),
+                                    "nDCG": (1 + 7 / math.log2(3)) / (7 + 1 / math.log2(3))}),
+    (["x", "a"], {"a": 2}, {"P": 2 / 6, "R": 1.0, "AP": 0.5, "nDCG": 3 / math.log2(3) / 3}),  # a miss first
+    (["x"], {"a": 2}, {"P": 0.0, "R": 0.0, "AP": 0.0, "nDCG": 0.0}),
 ])
 def test_graded_measures(ranked, grades, expected):
     assert retrieval.graded(ranked, grades) == pytest.approx(expected)
@@ -68,3 +73,17 @@ def test_graded_measures(ranked, grades, expected):
 
 def test_macro_is_the_mean_per_measure():
     assert retrieval.macro([{"P": 1.0, "AP": 0.5}, {"P": 0.0, "AP": 0.25}]) == {"P": 0.5, "AP": 0.375}
+
+
+def test_each_request_is_asked_as_the_variants_say(collection):
+    no_outputs = next(r for r in collection.requests if not r.service.outputs)
+    for variant in scenario.VARIANTS:
+        body = scenario.question(no_outputs, variant)
+        # which services its inputs can feed: any service taking an input, its inputs as provided, in every variant
+        assert body["all"] == [{"s": scenario.ANY, "p": scenario.INPUT}]
+        assert body["provided"] == [{"s": i, "p": scenario.INPUT} for i in no_outputs.service.inputs]
+    both = next(r for r in collection.requests if r.service.outputs and r.service.inputs)
+    assert "provided" not in scenario.question(both, "similar")
+    scored = scenario.question(both, "similar, provided, by score")
+    assert scored["rank"] == "score" and scored["match"] == "all,similar" and "provided" in scored
+    assert "rank" not in scenario.question(both, "similar, provided")

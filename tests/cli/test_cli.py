@@ -234,6 +234,9 @@ def test_discover_takes_min_similarity_and_its_help_names_similar(srv):
     helped = ok(semreg("discover", "--help")).stdout
     match_help = re.search(r"\n\s+--match MATCH\s+(.*?)\n\s+-", helped, re.S)
     assert match_help and "similar" in match_help.group(1) and "--min-similarity X" in helped
+    scored = js(semreg(*asked, "--rank", "score", url=srv.url))  # the learned matchmaker's score ranks
+    assert [i["id"] for i in scored["instances"]] == [i["id"] for i in near["instances"]]
+    assert 0 <= scored["instances"][0]["match"]["score"] <= 1
 
 
 def test_discover_table_uses_curies_and_json_is_the_servers(srv):

@@ -71,6 +71,11 @@ def test_a_client_asks_several_patterns_at_once_and_saves_them(url):
         assert len(saved["all"]) == 2 and "s" not in saved
         assert client.saved("both").discover() == both
         client.delete_query("both")
+        scored = client.discover_all(["ex:Obra ex:temUmGenero ex:Terror"], match="all,similar", rank="score")
+        scores = [i["match"]["score"] for i in scored["instances"]]
+        assert scores and scores == sorted(scores, reverse=True)
+        assert client.put_query("scored", all=["ex:Obra"], match="all,similar", rank="score")["rank"] == "score"
+        client.delete_query("scored")
 
     async def asked() -> dict:
         async with AsyncClient(url, cache_ttl_s=0) as aclient:

@@ -146,3 +146,47 @@ def test_one_term_asked_at_two_positions_is_answered(client):
     r = client.post("/v1/discover", json={"all": [{"s": EX + "ComedyFilm", "o": EX + "ComedyFilm"}],
                                           "match": "all,similar"})
     assert r.status_code == 200, r.text
+
+
+# -- the learned matchmaker: score, signals, rank=score --------------------------------------------------------
+def test_with_similar_each_match_says_its_score_and_what_it_was_scored_on(client):
+    body = ask(client, match="all,similar", provided=[tag("Camera", "in")])
+    for match in body["matches"]:
+        assert 0 <= match["score"] <= 1
+        assert {"text", "structure", "given_up", "assumed", "provided", "covered", "similar"} <= set(match["signals"])
+    scores = {m["score"] for m in body["matches"]}
+    for view in body["instances"]:  # each view says its score; what it scored is said once, in matches
+        assert view["match"]["score"] in scores and "signals" not in view["match"]
+    plain = ask(client, match="all")  # without similar: nothing scored, nothing said
+    assert all("score" not in v["match"] and "signals" not in v["match"] for v in plain["instances"])
+
+
+def test_rank_score_ranks_by_the_score_alone_and_rank_degree_is_the_default(client):
+    provided = [tag("Camera", "in")]
+    by_score = ask(client, match="all,similar", provided=provided, rank="score")
+    scores = [v["match"]["score"] for v in by_score["instances"]]
+    assert scores == sorted(scores, reverse=True)
+    by_degree = ask(client, match="all,similar", provided=provided)
+    assert ask(client, match="all,similar", provided=provided, rank="degree") == by_degree
+    assert {v["id"] for v in by_score["instances"]} == {v["id"] for v in by_degree["instances"]}
+    degrees = [v["match"]["degree"] for v in by_degree["instances"]]
+    assert degrees == sorted(degrees, key=("exact", "narrower", "broader", "overlap", "similar").index)
+
+
+@pytest.mark.parametrize("body", [{"match": "all", "rank": "score"}, {"rank": "score"},
+                                  {"match": "all,similar", "rank": "best"}, {"match": "all,similar", "rank": 1}])
+def test_rank_score_without_similar_or_another_rank_is_a_400(client, body):
+    r = client.post("/v1/discover", json={**QUESTION, **body})
+    assert r.status_code == 400, r.text
+    assert r.json()["field"] == "rank"
+
+
+def test_a_saved_conjunctive_query_keeps_rank_score(client):
+    r = client.put("/v1/queries/scored-comedies", json={**QUESTION, "match": "all,similar", "rank": "score"})
+    assert r.status_code == 201, r.text
+    assert r.json()["rank"] == "score"
+    saved = client.get("/v1/queries/scored-comedies/discover")
+    assert saved.status_code == 200, saved.text
+    assert saved.json()["instances"] == ask(client, match="all,similar", rank="score")["instances"]
+    r = client.put("/v1/queries/one-scored", json={"s": EX + "ComedyFilm", "match": "similar", "rank": "score"})
+    assert r.status_code == 400 and r.json()["field"] == "rank"

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.hierarchies import EX, hierarchy
+from support.owlrl_reference import ontologies
 
 from semreg.bench.dataset import Dataset
+from semreg.rdf import parsing
 from semreg.rdf.terms import ANY
+from semreg.reasoning.reasoner import Reasoner
+from semreg.reasoning.signals import SAME, signals
 from semreg.reasoning.similarity import TOP_K, SimilarityIndex, index_of, known, name_words, words
 
 ONTOLOGY = """
@@ -165,3 +169,92 @@ def test_the_work_is_reported_and_can_be_stopped(index):
     with pytest.raises(Stop):
         index.nearest(EX + "ComedyFilm", within, 0.011, version=object(), outsiders=outsider_index(index, within),
                       spend=spend)
+
+
+# -- the matchmaker's signals ------------------------------------------------------------------------------
+@pytest.mark.parametrize("queried, registered, given_up, assumed", [
+    ("Film", "ComedyFilm", 0.0, 1 / 3),     # below the query: nothing given up, its own name assumed
+    ("ComedyFilm", "Film", 1 / 3, 0.0),     # above it: the query's own name given up, nothing assumed
+    ("ComedyFilm", "ActionFilm", 1 / 3, 1 / 3),  # siblings: each lacks the other's name
+    ("VideoMedia", "ComedyFilm", 1 / 2, 2 / 3),  # cousins: only Media in common
+    ("Price", "Camera", 1.0, 1.0),          # nothing in common
+    ("Cinema", "Kino", 0.0, 0.0),           # equivalent
+])
+def test_approximated_subsumption_is_what_either_definition_lacks(index, queried, registered, given_up, assumed):
+    found = signals(index, EX + queried, EX + registered)
+    assert (found.given_up, found.assumed) == pytest.approx((given_up, assumed))
+
+
+def test_signals_are_the_parts_of_the_similarity(index):
+    a, b = EX + "ComedyFilm", EX + "ActionFilm"
+    found = signals(index, a, b)
+    assert found.text == pytest.approx(index.text(a, b))
+    assert found.structure == pytest.approx(index.structure(a, b)[0])
+    assert signals(index, ANY, a) == signals(index, a, a) == SAME
+    why = index.explain(a, b)  # and the explanation says them
+    assert (why.given_up, why.assumed) == (round(found.given_up, 3), round(found.assumed, 3))
+    assert {"given_up", "assumed"} <= set(why.as_json())
+
+
+# -- the index after an ontology change: exactly a rebuild ------------------------------------------------
+NAMES = ["Film", "ComedyFilm", "ActionFilm", "Media", "VideoMedia", "Price", "EuroPrice", "Camera", "Kino", "Cinema"]
+PREFIX = f"@prefix : <{EX}> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> . " \
+         "@prefix owl: <http://www.w3.org/2002/07/owl#> .\n"
+name = st.sampled_from(NAMES)
+statement = st.one_of(
+    st.tuples(name, name).map(lambda t: f":{t[0]} rdfs:subClassOf :{t[1]} ."),
+    st.tuples(name, name).map(lambda t: f":{t[0]} owl:equivalentClass :{t[1]} ."),
+    st.tuples(name, st.sampled_from(["picture palace", "moving picture", "cost"])).map(
+        lambda t: f':{t[0]} rdfs:label "{t[1]}" .'),
+    name.map(lambda n: f":{n} a owl:Class ."),
+)
+graphs = st.lists(statement, min_size=1, max_size=8).map(lambda lines: PREFIX + "\n".join(lines))
+steps = st.lists(st.tuples(st.sampled_from("ab"), st.one_of(st.none(), graphs, ontologies(terms=(5, 12))),
+                           st.booleans()), min_size=1, max_size=6)
+
+
+def same_index(a: SimilarityIndex, b: SimilarityIndex) -> None:
+    def postings(p):
+        return {k: sorted(v) for k, v in p.items()}
+
+    assert a.vectors() == b.vectors()
+    assert a._idf == b._idf
+    a.prepare(), b.prepare()
+    assert postings(a._words) == postings(b._words) and postings(a._below) == postings(b._below)
+    assert a._depths == b._depths and a._heaviest == b._heaviest
+    for t in a.vectors():
+        assert a._up(t) == b._up(t)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(steps)
+@example([("a", PREFIX + ":VideoMedia owl:equivalentClass :Media .", True)])  # Film's ancestor class gains a member
+def test_the_index_after_a_change_is_the_rebuilt_one(changes):
+    """Built from the index before a change (`similarity.follow`), the index is exactly a fresh one: vectors,
+    IDF, postings, ancestor sets; also when the indexes between were never built (`asked` false)."""
+    reasoner = Reasoner(reindex_share=float("inf"))
+    reasoner.put("base", parsing.parse((PREFIX + ":Film rdfs:subClassOf :Media .").encode(), "text/turtle").triples)
+    index_of(reasoner.hierarchy).prepare()
+    for graph, text, asked in changes:
+        if text is None:
+            reasoner.delete(graph)
+        else:
+            reasoner.put(graph, parsing.parse(text.encode(), "text/turtle").triples)
+        if asked:
+            same_index(index_of(reasoner.hierarchy), SimilarityIndex(reasoner.hierarchy))
+    same_index(index_of(reasoner.hierarchy), SimilarityIndex(reasoner.hierarchy))
+
+
+def test_an_upload_starts_the_new_index_from_the_built_one():
+    reasoner = Reasoner()
+    reasoner.put("a", parsing.parse((PREFIX + ":ComedyFilm rdfs:subClassOf :Film .").encode(), "text/turtle").triples)
+    before = index_of(reasoner.hierarchy)
+    before.prepare()
+    reasoner.put("b", parsing.parse((PREFIX + ":Camera a owl:Class .").encode(), "text/turtle").triples)
+    after = index_of(reasoner.hierarchy)
+    assert after is not before and after._basis is before
+    after.prepare()
+    assert after._basis is None  # the earlier index is let go once built
+    assert after._docs[EX + "ComedyFilm"] is before._docs[EX + "ComedyFilm"]  # the document the change missed
+    same_index(after, SimilarityIndex(reasoner.hierarchy))

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from semreg.clock import FakeClock
 from semreg.cluster import wire
 from semreg.rdf.terms import ANY, Tag
-from semreg.reasoning.matching import DEFAULT_MATCH, DEGREES, RANK, SIMILAR, tag_match
+from semreg.reasoning.matching import BY_SCORE, DEFAULT_MATCH, DEGREES, RANK, SIMILAR, tag_match
 from semreg.reasoning.reasoner import build_hierarchy, compute_closure
 from semreg.registry import conjunctive, discovery
 from semreg.registry.conjunctive import Combined, ConjunctiveQuery, combine, covered
@@ -208,15 +208,17 @@ def wired(q, r: Registry) -> discovery.Part:
        provided=st.one_of(st.none(), st.lists(st.tuples(st.sampled_from(TERMS), st.sampled_from(PROPS[:3]),
                                                         st.sampled_from(TERMS + [ANY])), min_size=1, max_size=2)),
        match=st.sets(st.sampled_from([*DEGREES, SIMILAR]), min_size=1), limit=st.one_of(st.none(), st.integers(1, 5)),
-       over_the_wire=st.booleans())
+       over_the_wire=st.booleans(), by_score=st.booleans())
 def test_any_partition_answers_as_one_shard(hierarchy, instances, shards, copies, seed, asked, provided, match, limit,
-                                            over_the_wire):
+                                            over_the_wire, by_score):
     regs = [reg(f"i{n}", *(Tag(*x) for x in ts)) for n, ts in enumerate(instances)]
     rng = random.Random(seed)
     spread: list[list[Registration]] = [[] for _ in range(shards)]
     for r in regs:
         for k in rng.sample(range(shards), min(copies, shards)):
             spread[k].append(r)
+    if by_score and SIMILAR in match:  # rank=score: the matchmaker's score, which travels with each match
+        match = {*match, BY_SCORE}
     q = ConjunctiveQuery(tuple(Tag(*x) for x in asked), frozenset(match),
                          None if provided is None else tuple(Tag(*x) for x in provided), limit=limit)
     whole = resolve(q, registry(hierarchy, regs))

@@ -11,6 +11,7 @@ would: only its environments' tags count.
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
@@ -62,6 +63,8 @@ class SavedQueryBody(BaseModel):
                                        "patterns, each of which an instance must match (as POST /v1/discover)")
     provided: list[TagInput] | None = Field(default=None, description="with all: the tags the caller can supply "
                                             "(as POST /v1/discover)")
+    rank: Literal["degree", "score"] | None = Field(default=None, description="with all and similar: degree (the "
+                                                    "default) or score (as POST /v1/discover)")
 
 
 class SavedQueryView(BaseModel):
@@ -74,6 +77,8 @@ class SavedQueryView(BaseModel):
     provided: list[TagView] | None = Field(default=None, description="a conjunctive query's provided tags")
     match: str
     min_similarity: float | None = Field(default=None, description="the floor of the similar degree, when given")
+    rank: str | None = Field(default=None, description="score when a conjunctive query ranks by the matchmaker's "
+                                                       "score alone")
     environment: str
     meta: dict[str, str]
     limit: int | None = None
