@@ -55,7 +55,10 @@ def block(srv: InProcess) -> list[tuple[str, Future]]:
         if n % 5 == 0:
             params["passing"] = "1"  # Prometheus reads without it, consul-template and Fabio with it
         reads.append((name, c.submit("GET", path, params=params)))
-    srv.settle()
+    for _ in range(20):  # each settle lets the loop run what is pending: the last reads reach the hub
+        srv.settle()
+        if hub_counts(srv)[0] == READS:
+            break
     assert hub_counts(srv)[0] == READS
     return reads
 
