@@ -107,13 +107,14 @@ class BenchContext:
         return self._peer("semreg", self.peers.semreg)
 
     @contextlib.contextmanager
-    def own_semreg(self) -> Iterator[str]:
-        """A fresh semreg server for one scenario, stopped after it (the external one with --semreg-url)."""
+    def own_semreg(self, *extra: str) -> Iterator[str]:
+        """A fresh semreg server for one scenario, started with the flags `extra` and stopped after it (the
+        external one with --semreg-url)."""
         if self.settings.semreg_url:
             yield self.settings.semreg_url
             return
-        with self.ui.step("starting a fresh semreg"):
-            peer = self.peers.semreg()
+        with self.ui.step(f"starting a fresh semreg {' '.join(extra)}".rstrip()):
+            peer = self.peers.semreg(*extra)
         try:
             yield peer.url
         finally:

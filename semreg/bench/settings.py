@@ -39,6 +39,8 @@ class BenchSettings:
     watches: int = 10_000  # blocking reads held at once (scenario watches)
     watch_groups: int = 100  # distinct queries they are spread over
     watch_wait_s: int = 120  # the `wait` of each blocking read: longer than the scenario needs them
+    consul_watches: int = 1000  # blocked Consul reads held at once (scenario consul-watches)
+    churn_s: int = 60  # seconds of churn on other services beside them (scenario consul-watches)
     checked_instances: int = 1000  # instances with an active HTTP check (scenario health-checks)
     check_interval_s: int = 1
     heartbeat_instances: int = 5000  # instances heartbeating (scenario heartbeat-load)
@@ -74,7 +76,8 @@ class BenchSettings:
 # Sizes a `--quick` smoke run uses; any flag given explicitly still wins.
 QUICK = {"instances": 1000, "classes": 300, "duration_s": 2, "warmup_s": 0, "rounds": 1,
          "register_repeats": 5, "register_replacements": 2, "closure_rounds": 2,
-         "watches": 300, "watch_groups": 10, "checked_instances": 50, "heartbeat_instances": 200,
+         "watches": 300, "watch_groups": 10, "consul_watches": 200, "churn_s": 10, "checked_instances": 50,
+         "heartbeat_instances": 200,
          "storage_instances": 5000, "minutes": 1, "adversary_s": 8}
 
 # flag, settings field, type, help
@@ -93,6 +96,10 @@ _SIZES = (
      "3) (default 3; quick 2)"),
     ("--watches", "watches", int, "blocking reads held at once (default 10000; quick 300)"),
     ("--watch-groups", "watch_groups", int, "distinct queries the blocking reads spread over (default 100; quick 10)"),
+    ("--consul-watches", "consul_watches", int, "blocked Consul reads held at once by consul-watches (default 1000; "
+     "quick 200)"),
+    ("--churn-s", "churn_s", int, "seconds of churn on other services beside the blocked Consul reads (default 60; "
+     "quick 10)"),
     ("--checked-instances", "checked_instances", int, "instances with an active HTTP check, each probed once a "
      "second (default 1000; quick 50)"),
     ("--heartbeat-instances", "heartbeat_instances", int, "instances heartbeating every 5 s (default 5000; quick 200)"),
@@ -113,7 +120,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run only these scenarios (as --only): `semreg bench cluster` runs the thesis's tables")
     parser.add_argument("--only", metavar="NAME[,NAME]", default="",
                         help="run only these scenarios (comma list of discovery, many-tags, cold-discovery, "
-                             "sparql, register-1000-tags, closure, storage, watches, health-checks, heartbeat-load, ring, "
+                             "sparql, register-1000-tags, closure, storage, watches, consul-watches, health-checks, "
+                             "heartbeat-load, ring, "
                              "paused-owner, dns, cluster, soak, scale, scale-ring, owlstc, no-sparql, noisy-neighbour, "
                              "noisy-neighbour-ring; an unknown name lists every scenario; soak, scale, scale-ring, "
                              "no-sparql and the noisy-neighbour ones run only when named)")

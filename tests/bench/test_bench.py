@@ -38,7 +38,7 @@ from semreg.bench.readings import (
     vmrss_bytes,
 )
 from semreg.bench.report import Target, lookup
-from semreg.bench.scenarios import SCENARIOS
+from semreg.bench.scenarios import SCENARIOS, consul_watches
 from semreg.bench.scenarios.watches import watch_groups
 from semreg.bench.settings import from_args
 from semreg.bench.stats import latency_stats, ms_summary, percentile
@@ -263,15 +263,16 @@ def test_settings_quick_preset_keeps_the_load_scenarios_small():
     assert (full.heartbeat_period_s, full.heartbeat_ttl_s, full.check_interval_s) == (5, 15, 1)
     assert (quick.watches, quick.watch_groups, quick.checked_instances, quick.heartbeat_instances) == (300, 10, 50, 200)
     assert _settings("--quick", "--watches", "1000").watches == 1000
+    assert (full.consul_watches, full.churn_s, quick.consul_watches, quick.churn_s) == (1000, 60, 200, 10)
     assert (full.storage_instances, quick.storage_instances) == (100_000, 5000)
     assert _settings("--quick", "--storage-instances", "300").storage_instances == 300
 
 
 def test_scenarios_are_registered_in_order_with_targets():
     assert list(SCENARIOS) == ["discovery", "many-tags", "cold-discovery", "sparql", "register-1000-tags", "closure",
-                               "storage", "watches", "health-checks", "heartbeat-load", "ring", "paused-owner", "dns",
-                               "consul", "cluster", "soak", "scale", "scale-ring", "owlstc", "no-sparql", "noisy-neighbour",
-                               "noisy-neighbour-ring"]
+                               "storage", "watches", "consul-watches", "health-checks", "heartbeat-load", "ring",
+                               "paused-owner", "dns", "consul", "cluster", "soak", "scale", "scale-ring", "owlstc",
+                               "no-sparql", "noisy-neighbour", "noisy-neighbour-ring"]
     assert SCENARIOS["discovery"].needs == ("wrk", "etcd")
     assert SCENARIOS["watches"].needs == () and SCENARIOS["heartbeat-load"].needs == ("wrk",)
     assert SCENARIOS["ring"].needs == ("wrk", "etcd")
@@ -576,6 +577,49 @@ def test_quick_run_of_the_load_scenarios():
     assert set(beats["peers"]) == {"without-heartbeats", "with-heartbeats"}
     for peer in (*checks["peers"].values(), *beats["peers"].values()):
         assert peer["requests_per_s"] > 0 and peer["errors"] == 0
+
+
+def test_the_consul_churn_takes_each_instance_through_every_step_on_tags_no_saved_query_finds():
+    consul = [consul_watches.consul_churn("alone", k) for k in range(2 * len(consul_watches.CONSUL_STEPS))]
+    assert [(method, target.split("?")[0].rsplit("/", 1)[-1]) for method, target, _ in consul[:8]] == [
+        ("PUT", "register"), ("PUT", "service:bench-cw-churn-alone-000000"), ("PUT", "service:bench-cw-churn-alone-000000"),
+        ("PUT", "service:bench-cw-churn-alone-000000"), ("PUT", "service:bench-cw-churn-alone-000000"),
+        ("PUT", "bench-cw-churn-alone-000000"), ("PUT", "bench-cw-churn-alone-000000"), ("PUT", "bench-cw-churn-alone-000000")]
+    assert [t.split("/")[4] for _, t, _ in consul[1:5]] == ["pass", "warn", "fail", "pass"]
+    assert json.loads(consul[8][2])["ID"] == "bench-cw-churn-alone-000001"  # a new instance each round
+    public = [consul_watches.public_churn("beside", k) for k in range(len(consul_watches.PUBLIC_STEPS))]
+    assert [method for method, _, _ in public] == ["PUT", "PUT", "PUT", "PUT", "PUT", "DELETE"]
+    assert [json.loads(body).get("status") for _, _, body in public[1:5]] == [None, "draining", "up", None]
+    churned = [json.loads(consul[0][2])["Tags"][0], *json.loads(public[0][2])["tags"],
+               *(consul_watches.near_miss(k) for k in range(20))]
+    horror = {consul_watches.horror_tag(g) for g in range(consul_watches.QUERIES)}
+    assert churned and not horror & set(churned) and all(t.endswith(":Comedy") for t in churned)
+    names = {consul_watches.name_of(g) for g in range(consul_watches.QUERIES + consul_watches.NAMES)}
+    assert len(names) == 10 and not names & {"bench-cw-churn", "bench-cw-public", "bench-cw-beating", "bench-cw-books"}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+@pytest.mark.process
+def test_quick_run_of_the_consul_watches_scenario():
+    """200 blocked Consul reads beside 3 s of churn: the JSON shape and who woke, never the timings."""
+    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", "consul-watches", "--churn-s",
+                           "3", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=110, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = json.loads(done.stdout)["scenarios"]["consul-watches"]
+    assert "error" not in figures, figures["error"]
+    assert figures["targets"] and all(isinstance(t["met"], bool) for t in figures["targets"])
+    assert figures["watches"] == figures["watches_held"] == 200 and figures["connect_errors"] == 0
+    assert figures["premature_wakes"] == figures["stray_wakes"] == figures["waits_ended"] == 0
+    assert figures["watches_during_churn"] == [200] and figures["woken_by_churn"] == []
+    for label in ("wake_by_meaning", "wake_by_name"):  # exactly one group each
+        assert figures[label]["expected_woken"] == figures[label]["woken"] == 20 and figures[label]["wrong_wakes"] == 0
+    assert figures["watches_after_wake"] == 160 and figures["wake_all"]["n"] == figures["wake_all"]["expected"] == 160
+    for phase in ("churn_alone", "churn"):
+        assert figures[phase]["requests"].get("consul 2xx", 0) > 0 and figures[phase]["failures"] == {}
+        assert figures[phase]["heartbeats"] > 0 and figures[phase]["heartbeats_failed"] == 0
+    assert isinstance(figures["bytes_per_watch"], int) and isinstance(figures["blocks_per_watch"], float)
+    assert isinstance(figures["churn_heap_share_pct"], float)
 
 
 @pytest.mark.slow

@@ -26,13 +26,15 @@ class Wake:
 class WatchCrowd:
     """Blocking reads, one connection each: `(group, request target)` pairs, opened `concurrency` at a time.
 
-    Each read's answer is a `Wake` in `wakes`, in arrival order; a connection that fails is an entry
-    of `errors` (counted, first messages kept).
+    Each read's answer is a `Wake` in `wakes`, in arrival order, with the index its `index_header` gave
+    (semreg's own, or a Consul listener's `X-Consul-Index` when `url` is one); a connection that fails is
+    an entry of `errors` (counted, first messages kept).
     """
 
     def __init__(self, url: str, watches: Sequence[tuple[int, str]], headers: Mapping[str, str] | None = None,
-                 concurrency: int = 200) -> None:
+                 concurrency: int = 200, index_header: str = "x-semreg-index") -> None:
         self.url = url
+        self.index_header = index_header.lower()
         self.watches = list(watches)
         self.headers = dict(headers or {})
         self.concurrency = concurrency
@@ -63,7 +65,7 @@ class WatchCrowd:
                 if self.sent == len(self.watches):
                     self.all_sent = time.perf_counter()
             response = await read_response(conn.reader)
-            index = response.headers.get("x-semreg-index")
+            index = response.headers.get(self.index_header)
             self.wakes.append(Wake(group, time.perf_counter(), response.status,
                                    int(index) if index and index.isdigit() else None))
         except TRANSPORT_ERRORS as exc:

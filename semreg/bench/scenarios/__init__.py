@@ -17,6 +17,7 @@ a run that names none (the soak takes half an hour by default; scale, scale-ring
     scale.py         scale: one node with --instances instances: memory per instance, discovery, registration,
                      heartbeats, a mass expiry's stall, start-up (storage's start and stop, soak's readings)
     watches.py       watches: 10,000 blocking reads held at once
+    consul_watches.py consul-watches: 1,000 blocked Consul reads held while other services churn: memory, stray wakes
     liveness.py      health-checks, heartbeat-load: discovery beside active checks and heartbeats
     ring.py          ring: three nodes against one
     paused.py        paused-owner: registrations while one owner of every record is stopped
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 from semreg.bench.scenarios import (
     consul,
+    consul_watches,
     discovery,
     dns,
     liveness,
@@ -70,6 +72,7 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     registration.closure,
     storage.storage,
     watches.watches,
+    consul_watches.consul_watches,
     liveness.health_checks,
     liveness.heartbeat_load,
     ring.ring,

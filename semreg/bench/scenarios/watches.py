@@ -109,15 +109,16 @@ def blocking_reads(plan: list[int], indexes: dict[int, int], wait_s: int) -> lis
 
 
 def hold_reads(ctx: BenchContext, http: httpx.Client, loop: LoopThread, crowd: WatchCrowd,
-               groups: int) -> tuple[int, float, float]:
-    """Open the crowd's reads and follow the server's count of reads held until every read is held, failed
-    or answered, or half their wait (two minutes at most) has passed: (reads held, start, seconds taken)."""
+               groups: int, wait_s: float | None = None, over: str = "queries") -> tuple[int, float, float]:
+    """Open the crowd's reads (`wait_s` their wait; the settings' by default) and follow the server's count of
+    reads held (`http` its public port) until every read is held, failed or answered, or half their wait (two
+    minutes at most) has passed: (reads held, start, seconds taken)."""
     n = len(crowd.watches)
     held = 0
     started = time.perf_counter()
     loop.run(crowd.start())
-    timeout_s = min(120.0, ctx.settings.watch_wait_s / 2)
-    with ctx.ui.step(f"opening {n:,} blocking reads over {groups} queries", total=n) as advance:
+    timeout_s = min(120.0, (wait_s or ctx.settings.watch_wait_s) / 2)
+    with ctx.ui.step(f"opening {n:,} blocking reads over {groups} {over}", total=n) as advance:
         while True:
             now_held = int(ctx.metrics(http).get("semreg_watches", 0))
             advance(max(0, now_held - held))
@@ -159,6 +160,14 @@ def wake_one_group(ctx: BenchContext, http: httpx.Client, crowd: WatchCrowd, gro
     expect(http.get("/healthz"))  # the keep-alive connection is open before the timed write
     before = len(crowd.wakes)
     sent, acked = write(ctx, http, "bench-watch-one", [{"s": watch_group_iri(group)}])
+    return wakes_of(crowd, before, group, expected, sent, acked)
+
+
+def wakes_of(crowd: WatchCrowd, before: int, group: int, expected: int, sent: float,
+             acked: float) -> tuple[dict[str, Any], list[Wake]]:
+    """The wakes that follow a write relevant to `group` alone (sent and acknowledged at those perf_counter
+    times; the crowd had `before` wakes), once `expected` came or 10 s passed, and half a second more: the
+    figures (missed and extra wakes, latency from the acknowledgement and from the write), and the group's."""
     wait_for(lambda: len(crowd.wakes) - before >= expected, 10.0)
     time.sleep(0.5)  # a wake past the group's count would show up here
     woken = crowd.wakes[before:]
@@ -186,6 +195,12 @@ def wake_all(ctx: BenchContext, http: httpx.Client, crowd: WatchCrowd, groups: i
     """One write relevant to every query: every read still waiting answers (and the server is left idle)."""
     before = len(crowd.wakes)
     sent, acked = write(ctx, http, "bench-watch-all", [{"s": watch_group_iri(g)} for g in range(groups)])
+    return all_woken(ctx, crowd, before, waiting, sent, acked)
+
+
+def all_woken(ctx: BenchContext, crowd: WatchCrowd, before: int, waiting: int, sent: float, acked: float) -> dict:
+    """The wakes that follow a write relevant to every read still waiting (`waiting` of them; the crowd had
+    `before` wakes; sent and acknowledged at those perf_counter times), once all came or a minute passed."""
     with ctx.ui.step(f"waking the other {waiting:,} reads at once"):
         wait_for(lambda: len(crowd.wakes) - before >= waiting, 60.0, 0.01)
     everyone = crowd.wakes[before:]
