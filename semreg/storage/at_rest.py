@@ -77,6 +77,7 @@ class AtRest:
         self._abandon = False  # stop now: what is left is written at the next start
         self._thread = threading.Thread(target=self._run, name="semreg-at-rest", daemon=True)
         self.written = 0  # registrations written or removed as RDF since start
+        self.cpu_s = 0.0  # CPU seconds this thread spent writing (its own, not RocksDB's background threads')
         self.flushes = 0
         self._unflushed = 0  # quads written since the store's memtables were last flushed
         self._flushed_at = monotonic()
@@ -210,11 +211,13 @@ class AtRest:
                 closure, self._closure = self._closure, None
                 patches, self._patches = self._patches, []
                 self._busy = True
+            cpu = time.thread_time()
             try:
                 self._pass(instances, ontologies, closure, patches)
             except Exception as exc:  # the thread lives on; start-up rewrites what the markers say is stale
                 self.last_error = exc
                 log.exception("writing registrations as RDF failed; the next start rewrites them")
+            self.cpu_s += time.thread_time() - cpu
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
