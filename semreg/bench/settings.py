@@ -100,7 +100,7 @@ _SIZES = (
     ("--heartbeat-instances", "heartbeat_instances", int, "instances heartbeating every 5 s (default 5000; quick 200)"),
     ("--storage-instances", "storage_instances", int, "instances a server holds when its start-up on its data "
      "directory is timed (default 100000; quick 5000)"),
-    ("--at-rest-rate", "at_rest_rate", int, "registrations of 3 tags a second the at-rest scenario sends, in ten "
+    ("--at-rest-rate", "at_rest_rate", int, "registrations of 3 tags a second the at-rest scenario sends, in four "
      "batches a second (default 2000; quick 200)"),
     ("--at-rest-seconds", "at_rest_seconds", int, "seconds the at-rest scenario sends them for (default 60; quick 5)"),
     ("--minutes", "minutes", int, "minutes the soak's churn load runs, memory read at the end of each (default 30; "

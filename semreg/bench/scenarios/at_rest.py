@@ -2,7 +2,7 @@
 
 A fresh server with a data directory (the default configuration: SPARQL served from its replica on disk)
 and the synthetic ontology; then `--at-rest-rate` registrations of 3 tags a second for `--at-rest-seconds`,
-sent in ten batches a second at fixed times (a batch due while the previous one is still being answered
+sent in four batches a second at fixed times (a batch due while the previous one is still being answered
 goes as soon as it is answered, and one answered 503 is sent again after its Retry-After, as a client
 would: the rate reached is reported beside the one asked, with the batches shed). Meanwhile `/metrics` is
 read every `POLL_S`: `semreg_store_rdf_written` counts the registrations whose triples are at rest, and
@@ -37,7 +37,7 @@ from semreg.bench.scenarios.storage import POLL_S as START_POLL_S
 from semreg.bench.scenarios.storage import SETTLE_S, stop, tree_bytes
 
 TAGS = 3
-BATCHES_PER_S = 10
+BATCHES_PER_S = 4
 RETRIES = 30  # times a batch answered 503 is sent again
 POLL_S = 0.1  # how often the count of registrations at rest is read
 WRITTEN = "semreg_store_rdf_written_total"
@@ -85,7 +85,7 @@ def at_rest(ctx: BenchContext) -> dict:
 
 
 def steady(ctx: BenchContext, peer: PeerProcess, http: httpx.Client, batches: list[list[dict]]) -> dict[str, Any]:
-    """Send `batches` ten a second while a thread reads the count at rest; the figures once all are at rest."""
+    """Send `batches`, `BATCHES_PER_S` a second, while a thread reads the count at rest; the figures once all are at rest."""
     assert peer.proc is not None
     n = sum(len(b) for b in batches)
     readings: list[tuple[float, float]] = []  # (when, registrations at rest)
