@@ -10,15 +10,15 @@ and its record 0.5 ms; and reading 100,000 registrations back from their triples
 records ~1 s, so the records stay what start-up reads.
 
 Keeping up: registrations are written in groups of about `GROUP_QUADS` quads, each group with one bulk
-load (`RdfWrites.registrations`: RocksDB's tables written directly and taken in whole), ~250 µs of CPU an
-instance of 3 tags against ~600 for loads of 150 lines, and tables written once, not rewritten by
+load (`RdfWrites.registrations`: RocksDB's tables written directly and taken in whole), ~180-250 µs of CPU
+an instance of 3 tags against ~600 for loads of 150 lines, and tables written once, not rewritten by
 compactions; under a steady stream a pass starts at most every `GATHER_S`, so groups stay large. The thread
 runs at the event loop's priority: at nice 10 a machine busy with other work starved it (registrations
 acknowledged at 1,500 a second were at rest 74-88 s later), and its work is mostly inside pyoxigraph,
 without Python's lock.
 
 Crash safety: each registration's triples carry a marker, `?i sr:revision ?n` in `urn:semreg:records`,
-written last (after a group's bulk load, in a transaction of its own) and removed first; a graph carries
+written last (after a group's bulk load, in a second one) and removed first; a graph carries
 `sr:sha256` (an ontology) or `sr:state` (the closure) the same way. Start-up (`reconcile`) rewrites whatever
 the markers say is missing or stale, and removes what no record holds any more; a registration is rewritten
 only after whatever of it is at rest was removed, so triples a kill left without their markers are never

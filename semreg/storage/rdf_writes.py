@@ -12,10 +12,12 @@ so that a node that never pauses still writes its RDF.
 
 A group of registrations whose triples are at least `BULK_QUADS` goes in with one bulk load instead
 (`Store.bulk_load`: RocksDB's tables written beside the store and taken in whole): ~250 µs of CPU an instance
-of 3 tags against ~600 for the loads, and ~8 KB on disk against ~26 before compaction. A bulk load is no
-transaction; the group's markers follow it in one of their own. Before a group is written, what is at rest
-of its registrations is removed, but only for those that have any (`_PRESENT`, one query for the group: a
-new registration has none), so a registration a kill left with triples and no marker is not doubled.
+of 3 tags against ~600 for the loads, and 4-8 KB on disk against ~26 before compaction. A bulk load is no
+transaction: the group's markers go in with a second one once the first has returned (a transaction of
+their own took twice as long), so a kill leaves triples without markers, never a marker early. Before a
+group is written, what is at rest of its registrations is removed, but only for those that have any
+(`_PRESENT`, one query for the group: a new registration has none), so a registration a kill left with
+triples and no marker is not doubled.
 
 Markers (`?i sr:revision ?n` in `urn:semreg:records`) go first and come back last, so a crash between
 two transactions leaves a registration without its marker, which start-up writes again.
@@ -91,9 +93,11 @@ class RdfWrites:
             return
         if triples.count("\n") >= self.bulk_quads:  # its tables are made without holding up any transaction
             self.store.ox.bulk_load(triples.encode(), format=ox.RdfFormat.N_QUADS)
-            self.quiet()  # the markers after the triples, in one transaction of their own
-            self.store.ox.load("".join(record_books(rec, revision) for rec, revision in written).encode(),
-                               format=ox.RdfFormat.N_QUADS)
+            if self.stopping():
+                return
+            # the markers once the triples are all in: a kill during this leaves some missing, never one early
+            self.store.ox.bulk_load("".join(record_books(rec, revision) for rec, revision in written).encode(),
+                                    format=ox.RdfFormat.N_QUADS)
             return
         for chunk in _chunks("".join(record_nquads(rec, revision) for rec, revision in written), self.chunk_lines):
             if self.stopping():

@@ -10,9 +10,10 @@ the writer takes them in the order they were acknowledged, so the k-th acknowled
 once the count reaches k. Its lag is the time from its batch's acknowledgement to the first reading that
 says so (`POLL_S` of resolution).
 
-Also: the CPU the server process (the at-rest writer among its threads; the writer alone where the server
-counts it, `semreg_store_rdf_cpu_seconds`) and its children (the SPARQL template and query processes) spent
-from the first batch until everything was at rest, per instance; and, after a clean stop, the data
+Also: the CPU the server process (the at-rest writer among its threads; the writer's own thread apart
+where the server counts it, `semreg_store_rdf_cpu_seconds`, without the threads of its bulk loads) and its
+children (the SPARQL template and query processes) spent from the first batch until everything was at
+rest, per instance; and, after a clean stop, the data
 directory's bytes per instance (the replica on disk is removed at a stop, so this is the records and
 their RDF). The load average is read at both ends: the figures of a shared machine are read beside it.
 
@@ -146,7 +147,7 @@ def steady(ctx: BenchContext, peer: PeerProcess, http: httpx.Client, batches: li
     lags = lags_s(acks, readings)
     per_instance = {name: round((cpu1[name] - cpu0.get(name, 0.0)) / n * 1e6) for name in cpu1}
     if writer0 is not None and writer1 is not None:
-        per_instance["at_rest_writer"] = round((writer1 - writer0) / n * 1e6)
+        per_instance["at_rest_thread"] = round((writer1 - writer0) / n * 1e6)
     return {"instances": n, "tags_per_instance": TAGS, "rate_asked": len(batches[0]) * BATCHES_PER_S,
             "rate_reached": round(n / sent_s), "batch": len(batches[0]), "sent_s": round(sent_s, 2),
             "all_at_rest_s": round(settled_s, 2), "lag_s": lags,
