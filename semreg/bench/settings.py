@@ -49,6 +49,8 @@ class BenchSettings:
     heartbeat_connections: int = 16  # keep-alive connections the heartbeats share
     storage_instances: int = 100_000  # instances a server holds when its start-up is timed (scenario storage)
     minutes: int = 30  # how long the churn load runs (scenario soak)
+    at_rest_rate: int = 2000  # registrations of 3 tags a second (scenario at-rest)
+    at_rest_seconds: int = 60  # ... for this long
     adversary_s: int = 60  # how long the adversary runs (scenarios noisy-neighbour, noisy-neighbour-ring)
     seed: int = 7
     only: tuple[str, ...] = ()
@@ -78,7 +80,7 @@ QUICK = {"instances": 1000, "classes": 300, "duration_s": 2, "warmup_s": 0, "rou
          "register_repeats": 5, "register_replacements": 2, "closure_rounds": 2,
          "watches": 300, "watch_groups": 10, "consul_watches": 200, "churn_s": 10, "checked_instances": 50,
          "heartbeat_instances": 200,
-         "storage_instances": 5000, "minutes": 1, "adversary_s": 8}
+         "storage_instances": 5000, "minutes": 1, "adversary_s": 8, "at_rest_rate": 200, "at_rest_seconds": 5}
 
 # flag, settings field, type, help
 _SIZES = (
@@ -105,6 +107,9 @@ _SIZES = (
     ("--heartbeat-instances", "heartbeat_instances", int, "instances heartbeating every 5 s (default 5000; quick 200)"),
     ("--storage-instances", "storage_instances", int, "instances a server holds when its start-up on its data "
      "directory is timed (default 100000; quick 5000)"),
+    ("--at-rest-rate", "at_rest_rate", int, "registrations of 3 tags a second the at-rest scenario sends, in four "
+     "batches a second (default 2000; quick 200)"),
+    ("--at-rest-seconds", "at_rest_seconds", int, "seconds the at-rest scenario sends them for (default 60; quick 5)"),
     ("--minutes", "minutes", int, "minutes the soak's churn load runs, memory read at the end of each (default 30; "
      "quick 1)"),
     ("--adversary-s", "adversary_s", int, "seconds the noisy neighbour runs, after a reference without it "
@@ -122,8 +127,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run only these scenarios (comma list of discovery, many-tags, cold-discovery, "
                              "sparql, register-1000-tags, closure, storage, watches, consul-watches, health-checks, "
                              "heartbeat-load, ring, "
-                             "paused-owner, dns, cluster, soak, scale, scale-ring, owlstc, no-sparql, noisy-neighbour, "
-                             "noisy-neighbour-ring; an unknown name lists every scenario; soak, scale, scale-ring, "
+                             "paused-owner, dns, cluster, at-rest, soak, scale, scale-ring, owlstc, no-sparql, "
+                             "noisy-neighbour, noisy-neighbour-ring; an unknown name lists every scenario; at-rest, soak, "
+                             "scale, scale-ring, "
                              "no-sparql and the noisy-neighbour ones run only when named)")
     for flag, dest, kind, text in _SIZES:
         parser.add_argument(flag, dest=dest, type=kind, default=None, metavar="N", help=text)

@@ -115,6 +115,9 @@ class _Collector(Collector):
                                     "directory is not yet written", value=src.at_rest.pending)
             yield CounterMetricFamily("semreg_store_rdf_written", "registrations written or removed as RDF in the "
                                       "data directory", value=src.at_rest.written)
+            yield CounterMetricFamily("semreg_store_rdf_cpu_seconds", "CPU seconds the thread writing the data "
+                                      "directory's RDF spent itself (a bulk load's threads and RocksDB's not counted)",
+                                      value=src.at_rest.cpu_s)
             yield CounterMetricFamily("semreg_store_reopens", "times the data directory's store was closed and "
                                       "opened again to give its block caches back", value=src.at_rest.reopens)
         yield from _sparql(src)

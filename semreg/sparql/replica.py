@@ -121,8 +121,10 @@ def instances_change(removed: Sequence[str], quads: Sequence[ox.Quad] | str) -> 
     return ("instances", list(removed), data)
 
 
-def apply(store: ox.Store, changes: Iterable[Change]) -> None:
-    """Apply changes in order; an unknown kind is a programming error, not data."""
+def apply(store: ox.Store, changes: Iterable[Change], bulk_bytes: int | None = None) -> None:
+    """Apply changes in order; an unknown kind is a programming error, not data. With `bulk_bytes`, instances
+    whose N-Quads are at least that long go in with one bulk load (`Store.bulk_extend`: tables made beside the
+    store, no transaction), for a copy on disk that nothing reads while it is written (`semreg.sparql.worker`)."""
     for change in changes:
         kind = change[0]
         if kind == "graph":
@@ -145,7 +147,9 @@ def apply(store: ox.Store, changes: Iterable[Change]) -> None:
                 node = ox.NamedNode(iri)
                 if next(iter(store.quads_for_pattern(node, None, None)), None) is not None:
                     store.update(queries.delete_instance(iri))
-            if data:
+            if data and bulk_bytes is not None and len(data) >= bulk_bytes:
+                store.bulk_extend(_quads(data))  # parsed here, so blank nodes keep their labels
+            elif data:
                 store.extend(_quads(data))
         else:
             raise ValueError(f"unknown replica change {kind!r}")

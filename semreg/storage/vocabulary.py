@@ -109,9 +109,15 @@ def record_view(rec: dict[str, Any]) -> dict[str, Any]:
 
 def record_nquads(rec: dict[str, Any], revision: int) -> str:
     """A registration at rest: its triples in `urn:semreg:registry`, and in `urn:semreg:records` the
-    revision they are of and the token that registered it."""
+    revision they are of and the token that registered it (`record_books`)."""
+    return instance_nquads(record_view(rec)) + record_books(rec, revision)
+
+
+def record_books(rec: dict[str, Any], revision: int) -> str:
+    """A registration's bookkeeping at rest, in `urn:semreg:records`: the revision its triples are of (the
+    marker the data directory's writer puts last) and the token that registered it."""
     i, g = f"<{instance_node(rec['id']).value}>", f"<{RECORDS.value}>"
     lines = [f"{i} <{SR}revision> {_literal(int(revision), XSD + 'integer')} {g} ."]
     if rec.get("owner") is not None:
         lines.append(f"{i} <{SR}owner> {_literal(rec['owner'])} {g} .")
-    return instance_nquads(record_view(rec)) + "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"

@@ -132,7 +132,7 @@ def test_settings_minutes_and_soak_only_when_named():
         _settings("--minutes", "0")
     assert "soak" in SCENARIOS and "soak" not in default_names()
     assert default_names() == [name for name in SCENARIOS if name not in (
-        "soak", "scale", "scale-ring", "no-sparql", "noisy-neighbour", "noisy-neighbour-ring")]
+        "at-rest", "soak", "scale", "scale-ring", "no-sparql", "noisy-neighbour", "noisy-neighbour-ring")]
     assert [t.path for t in SCENARIOS["soak"].targets] == ["growth_pct"]
 
 

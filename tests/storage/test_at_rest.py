@@ -14,28 +14,33 @@ from semreg.storage.at_rest import FLUSH_EVERY_S, REOPEN_GROWTH, REOPEN_MIN_S, A
 from semreg.storage.rdf_writes import REVISION
 from semreg.storage.registrations import Reader
 from semreg.storage.store import INFERRED, RECORDS, REGISTRY, Store, instance_node, ontology_graph
+from semreg.storage.vocabulary import instance_nquads, record_view
 
 EX = "http://ex.org/"
 
 
-def opened(path, small_transactions: bool = True) -> tuple[Store, AtRest]:
+def opened(path, small_transactions: bool = True, bulk: bool = False) -> tuple[Store, AtRest]:
     gc.collect()  # a store and its writer refer to each other: the one closed before is gone only then
     store = Store(path)
     store.load_records()
     at_rest = AtRest(store)
     if small_transactions:  # a registration takes several transactions
         at_rest.writes.chunk_lines, at_rest.writes.chunk_tags = 7, 3
+    if bulk:  # every group of registrations goes in with a bulk load, its markers after
+        at_rest.writes.bulk_quads = 1
     store.on_written = at_rest.records_written
     at_rest.start()
     assert at_rest.wait(60)
     return store, at_rest
 
 
-def registrations(store: Store) -> dict[str, tuple[dict, int]]:
-    """What the registry graph holds, read back (a store renames blank nodes: tags in the order of what they say)."""
+def registrations(store: Store, markers: bool = True) -> dict[str, tuple[dict, int]]:
+    """What the registry graph holds, read back (a store renames blank nodes: tags in the order of what they say);
+    `markers` False: without the revisions and owners (all read as revision 0)."""
     reader = Reader()
     reader.extend(store.ox.quads_for_pattern(None, None, None, REGISTRY))
-    reader.extend(store.ox.quads_for_pattern(None, None, None, RECORDS))
+    if markers:
+        reader.extend(store.ox.quads_for_pattern(None, None, None, RECORDS))
     records, problems = reader.records()
     assert problems == []
     return {r["id"]: (r, rev) for r, rev in records}
@@ -48,8 +53,9 @@ def rec(iid: str, port: int = 80, tags: int = 2, **extra) -> dict:
             "owner": None, "environment": "default", "registered_at": 1764580000.5, **extra}
 
 
-def test_registrations_follow_their_records(tmp_path):
-    store, at_rest = opened(tmp_path / "d")
+@pytest.mark.parametrize("bulk", [False, True], ids=["loads", "bulk load"])
+def test_registrations_follow_their_records(tmp_path, bulk):
+    store, at_rest = opened(tmp_path / "d", bulk=bulk)
     store.save_records([(rec("a", 1), 1), (rec("b", 2, tags=30), 2)])
     assert at_rest.wait(60)
     assert registrations(store) == {"a": (rec("a", 1), 1), "b": (rec("b", 2, tags=30), 2)}
@@ -109,6 +115,24 @@ def test_start_up_repairs_what_a_crash_left(tmp_path, crash):
     del store, at_rest
     store, at_rest = opened(tmp_path / "d", small_transactions=False)
     assert registrations(store) == expected
+    at_rest.stop()
+
+
+def test_a_kill_between_a_bulk_load_and_its_markers_is_repaired_at_start(tmp_path):
+    store, at_rest = opened(tmp_path / "d", bulk=True)
+    store.save_records([(rec("a", 1, tags=10), 1), (rec("b", 2), 2)])
+    assert at_rest.wait(60)
+    at_rest.stop()
+    # a replacement of "a" and a new "c": records durable, the old triples of "a" removed and the new triples
+    # of both bulk-loaded, the process killed before their markers went in
+    store.save_records([(rec("a", 5, tags=3), 3), (rec("c", 7, tags=4), 4)])
+    at_rest.writes._remove(f"<{instance_node('a').value}>")
+    store.ox.bulk_load("".join(instance_nquads(record_view(r)) for r in (rec("a", 5, tags=3), rec("c", 7, tags=4))),
+                       format=ox.RdfFormat.N_QUADS)
+    assert set(registrations(store, markers=False)) == {"a", "b", "c"}
+    del store, at_rest
+    store, at_rest = opened(tmp_path / "d", bulk=True)
+    assert registrations(store) == {"a": (rec("a", 5, tags=3), 3), "b": (rec("b", 2), 2), "c": (rec("c", 7, tags=4), 4)}
     at_rest.stop()
 
 

@@ -6,14 +6,16 @@ numbers (or small dicts/lists of numbers) by name; wrk results under `"peers"` b
 that compares servers reports a ratio. Targets (`Target`) are checked by the runner and shown, never
 asserted. To add a scenario, write it in the module of its family (or a new one), decorate it, and
 name it in `SCENARIOS` below; `--only NAME` selects it. A scenario in `ONLY_WHEN_NAMED` is left out of
-a run that names none (the soak takes half an hour by default; scale, scale-ring and no-sparql are as long as
---instances makes them; the noisy-neighbour ones first register 100,000 instances).
+a run that names none (at-rest sends 120,000 registrations by default; the soak takes half an hour by
+default; scale, scale-ring and no-sparql are as long as --instances makes them; the noisy-neighbour ones
+first register 100,000 instances).
 
     common.py        `Scenario` and `@scenario`, and the steps several scenarios share
     discovery.py     discovery, many-tags, cold-discovery: GET /v1/discover against etcd and SPARQL
     sparql.py        sparql: /sparql against the Oxigraph server
     registration.py  register-1000-tags, closure: registering an instance, uploading ontologies
     storage.py       storage: the durable store's batch load, start-up on a full data directory, backup
+    at_rest.py       at-rest: registrations at a steady rate, and how long after acknowledgement each is RDF at rest
     scale.py         scale: one node with --instances instances: memory per instance, discovery, registration,
                      heartbeats, a mass expiry's stall, start-up (storage's start and stop, soak's readings)
     watches.py       watches: 10,000 blocking reads held at once
@@ -42,6 +44,7 @@ package's `SCENARIOS`: only this module imports them all, so there is no circle 
 from __future__ import annotations
 
 from semreg.bench.scenarios import (
+    at_rest,
     consul,
     consul_watches,
     discovery,
@@ -71,6 +74,7 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     registration.register_1000_tags,
     registration.closure,
     storage.storage,
+    at_rest.at_rest,
     watches.watches,
     consul_watches.consul_watches,
     liveness.health_checks,
@@ -89,7 +93,7 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     noisy.noisy_neighbour_ring,
 )}
 
-ONLY_WHEN_NAMED = frozenset({"soak", "scale", "scale-ring", "no-sparql", "noisy-neighbour", "noisy-neighbour-ring"})
+ONLY_WHEN_NAMED = frozenset({"at-rest", "soak", "scale", "scale-ring", "no-sparql", "noisy-neighbour", "noisy-neighbour-ring"})
 
 
 def default_names() -> list[str]:
