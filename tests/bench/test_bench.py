@@ -270,7 +270,8 @@ def test_settings_quick_preset_keeps_the_load_scenarios_small():
 
 def test_scenarios_are_registered_in_order_with_targets():
     assert list(SCENARIOS) == ["discovery", "many-tags", "cold-discovery", "sparql", "register-1000-tags", "closure",
-                               "storage", "watches", "consul-watches", "health-checks", "heartbeat-load", "ring",
+                               "storage", "at-rest", "watches", "consul-watches", "health-checks", "heartbeat-load",
+                               "ring",
                                "paused-owner", "dns", "consul", "cluster", "soak", "scale", "scale-ring", "owlstc",
                                "no-sparql", "noisy-neighbour", "noisy-neighbour-ring"]
     assert SCENARIOS["discovery"].needs == ("wrk", "etcd")
