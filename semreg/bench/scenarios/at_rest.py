@@ -21,6 +21,7 @@ It starts and stops its own server: with --semreg-url it fails with a BenchError
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -85,73 +86,88 @@ def at_rest(ctx: BenchContext) -> dict:
     return figures
 
 
-def steady(ctx: BenchContext, peer: PeerProcess, http: httpx.Client, batches: list[list[dict]]) -> dict[str, Any]:
-    """Send `batches`, `BATCHES_PER_S` a second, while a thread reads the count at rest; the figures once all are at rest."""
-    assert peer.proc is not None
-    n = sum(len(b) for b in batches)
-    readings: list[tuple[float, float]] = []  # (when, registrations at rest)
-    done = threading.Event()
-    base = ctx.metrics(http)
-    written0, writer0 = base.get(WRITTEN, 0.0), base.get(WRITER_CPU)
+class AtRestCount:
+    """A thread reading the node's count of registrations at rest every `POLL_S`, from `written0`, until `n` are:
+    `readings` is (when, registrations at rest since)."""
 
-    def poll() -> None:
-        with ctx.client(peer.url) as metrics_http:
-            while not done.is_set():
-                seen = ctx.metrics(metrics_http)
-                readings.append((time.perf_counter(), seen.get(WRITTEN, 0.0) - written0))
-                if readings[-1][1] >= n:
+    def __init__(self, ctx: BenchContext, url: str, n: int, written0: float) -> None:
+        self.ctx, self.url, self.n, self.written0 = ctx, url, n, written0
+        self.readings: list[tuple[float, float]] = []
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._poll, name="bench-at-rest-poll", daemon=True)
+
+    def _poll(self) -> None:
+        with self.ctx.client(self.url) as metrics_http:
+            while not self.done.is_set():
+                seen = self.ctx.metrics(metrics_http)
+                self.readings.append((time.perf_counter(), seen.get(WRITTEN, 0.0) - self.written0))
+                if self.readings[-1][1] >= self.n:
                     return
                 time.sleep(POLL_S)
 
-    load_before = os.getloadavg()[0]
-    cpu0 = tree_cpu(peer.proc.pid)
-    poller = threading.Thread(target=poll, name="bench-at-rest-poll", daemon=True)
-    acks: list[tuple[float, int]] = []  # (acknowledged at, registrations acknowledged so far)
-    latencies: list[float] = []
-    shed = 0  # batches answered 503 (the node shedding load) and sent again after its Retry-After
-    started = time.perf_counter()
-    poller.start()
-    try:
+
+class Sending:
+    """What sending the batches at their times was answered: (acknowledged at, registrations acknowledged so far)
+    a batch, each batch's latency, and how many were answered 503 (the node shedding) and sent again."""
+
+    def __init__(self) -> None:
+        self.acks: list[tuple[float, int]] = []
+        self.latencies: list[float] = []
+        self.shed = 0
+
+    def send(self, ctx: BenchContext, http: httpx.Client, batches: list[list[dict]], started: float) -> None:
+        n = sum(len(b) for b in batches)
         with ctx.ui.step(f"registering {n:,} instances × {TAGS} tags at {len(batches[0]) * BATCHES_PER_S:,}/s",
                          total=n) as advance:
             total = 0
             for k, batch in enumerate(batches):
-                due = started + k / BATCHES_PER_S
-                if (wait := due - time.perf_counter()) > 0:
+                if (wait := started + k / BATCHES_PER_S - time.perf_counter()) > 0:
                     time.sleep(wait)
                 sent = time.perf_counter()
-
-                def send(batch: list[dict] = batch) -> httpx.Response:
-                    nonlocal shed
-                    response = http.post("/v1/instances/batch", json={"instances": batch})
-                    shed += response.status_code == 503
-                    return response
-
-                expect(patiently(send, RETRIES))
+                expect(patiently(functools.partial(self._post, http, batch), RETRIES))
                 acked = time.perf_counter()
-                latencies.append(acked - sent)
+                self.latencies.append(acked - sent)
                 total += len(batch)
-                acks.append((acked, total))
+                self.acks.append((acked, total))
                 advance(len(batch))
-        sent_s = acks[-1][0] - started + 1 / BATCHES_PER_S  # the last batch's tenth of a second included
+
+    def _post(self, http: httpx.Client, batch: list[dict]) -> httpx.Response:
+        response = http.post("/v1/instances/batch", json={"instances": batch})
+        self.shed += response.status_code == 503
+        return response
+
+
+def steady(ctx: BenchContext, peer: PeerProcess, http: httpx.Client, batches: list[list[dict]]) -> dict[str, Any]:
+    """Send `batches`, `BATCHES_PER_S` a second, while a thread reads the count at rest; the figures once all are at rest."""
+    assert peer.proc is not None
+    n = sum(len(b) for b in batches)
+    base = ctx.metrics(http)
+    writer0 = base.get(WRITER_CPU)
+    count = AtRestCount(ctx, peer.url, n, base.get(WRITTEN, 0.0))
+    load_before = os.getloadavg()[0]
+    cpu0 = tree_cpu(peer.proc.pid)
+    sending = Sending()
+    started = time.perf_counter()
+    count.thread.start()
+    try:
+        sending.send(ctx, http, batches, started)
+        sent_s = sending.acks[-1][0] - started + 1 / BATCHES_PER_S  # the last batch's tenth of a second included
         with ctx.ui.step("waiting for every registration's triples at rest"):
-            poller.join(SETTLE_S)
-            if poller.is_alive():
-                raise BenchError(f"{n - readings[-1][1]:,.0f} registrations were not at rest {SETTLE_S:.0f} s after "
-                                 "the last was acknowledged")
+            count.thread.join(SETTLE_S)
+            if count.thread.is_alive():
+                raise BenchError(f"{n - count.readings[-1][1]:,.0f} registrations were not at rest {SETTLE_S:.0f} s "
+                                 "after the last was acknowledged")
     finally:
-        done.set()
-    settled_s = readings[-1][0] - started
+        count.done.set()
     cpu1 = tree_cpu(peer.proc.pid)
     writer1 = ctx.metrics(http).get(WRITER_CPU)
-    lags = lags_s(acks, readings)
     per_instance = {name: round((cpu1[name] - cpu0.get(name, 0.0)) / n * 1e6) for name in cpu1}
     if writer0 is not None and writer1 is not None:
         per_instance["at_rest_thread"] = round((writer1 - writer0) / n * 1e6)
     return {"instances": n, "tags_per_instance": TAGS, "rate_asked": len(batches[0]) * BATCHES_PER_S,
             "rate_reached": round(n / sent_s), "batch": len(batches[0]), "sent_s": round(sent_s, 2),
-            "all_at_rest_s": round(settled_s, 2), "lag_s": lags,
-            "batches_shed": shed, "batch_latency_ms": quantiles([x * 1000 for x in latencies], 1),
+            "all_at_rest_s": round(count.readings[-1][0] - started, 2), "lag_s": lags_s(sending.acks, count.readings),
+            "batches_shed": sending.shed, "batch_latency_ms": quantiles([x * 1000 for x in sending.latencies], 1),
             "cpu_us_per_instance": per_instance,
             "load_average": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)}}
 
