@@ -15,6 +15,7 @@ import time
 import httpx
 import pyoxigraph as ox
 import pytest
+from support.bench_runs import quick_bench
 from support.paths import ROOT
 from support.server import wait_for
 
@@ -604,11 +605,7 @@ def test_the_consul_churn_takes_each_instance_through_every_step_on_tags_no_save
 @pytest.mark.process
 def test_quick_run_of_the_consul_watches_scenario():
     """200 blocked Consul reads beside 3 s of churn: the JSON shape and who woke, never the timings."""
-    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", "consul-watches", "--churn-s",
-                           "3", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=110, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    figures = json.loads(done.stdout)["scenarios"]["consul-watches"]
-    assert "error" not in figures, figures["error"]
+    figures = quick_bench("consul-watches", "--churn-s", "3", timeout_s=110)
     assert figures["targets"] and all(isinstance(t["met"], bool) for t in figures["targets"])
     assert figures["watches"] == figures["watches_held"] == 200 and figures["connect_errors"] == 0
     assert figures["premature_wakes"] == figures["stray_wakes"] == figures["waits_ended"] == 0
@@ -628,11 +625,7 @@ def test_quick_run_of_the_consul_watches_scenario():
 @pytest.mark.process
 def test_quick_run_of_the_ring_scenario():
     """Three nodes and etcd beside one node at --quick sizes: the same answers, two copies of each record."""
-    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", "ring", "--json"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=230, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    ring = json.loads(done.stdout)["scenarios"]["ring"]
-    assert "error" not in ring, ring["error"]
+    ring = quick_bench("ring", timeout_s=230)
     assert sum(ring["records_per_node"].values()) == 2 * 1000
     assert set(ring["peers"]) == {"single-repeated", "ring-repeated", "single-distinct", "ring-distinct"}
     assert ring["distinct_one_at_a_time"]["ring"]["n"] == ring["distinct_one_at_a_time"]["single"]["n"] == 25
@@ -646,11 +639,7 @@ def test_quick_run_of_the_ring_scenario():
 @pytest.mark.process
 def test_quick_run_of_the_paused_owner_scenario():
     """One round at --quick sizes: the JSON shape, and the stopped node holding every registration after."""
-    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", "paused-owner", "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=170, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    paused = json.loads(done.stdout)["scenarios"]["paused-owner"]
-    assert "error" not in paused, paused["error"]
+    paused = quick_bench("paused-owner", timeout_s=170)
     assert paused["steady"]["n"] == paused["paused"]["n"] == 10 and len(paused["paused_first_ms"]) == 1
     assert len(paused["caught_up_s"]) == 1 and set(paused["hints"]) == {"kept", "delivered"}
     assert len(paused["targets"]) == 1 and isinstance(paused["targets"][0]["met"], bool)
@@ -662,12 +651,7 @@ def test_quick_run_of_the_paused_owner_scenario():
 def test_quick_run_of_the_storage_scenario():
     """A batch load, three restarts on one data directory and the backup (if offered) at --quick sizes: the JSON
     shape, every server holding what was registered (the scenario checks it), never the timings."""
-    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", "storage",
-                           "--storage-instances", "2000", "--json"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=170, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    storage = json.loads(done.stdout)["scenarios"]["storage"]
-    assert "error" not in storage, storage["error"]
+    storage = quick_bench("storage", "--storage-instances", "2000", timeout_s=170)
     load, startup = storage["batch_load"], storage["startup"]
     assert load["instances"] == 1000 and load["instances_per_s"] > 0 and load["seconds"] > 0
     assert startup["instances"] == 2000 and startup["tags_per_instance"] == 3 and startup["register_per_s"] > 0

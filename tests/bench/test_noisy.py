@@ -7,14 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import time
 from urllib.parse import parse_qs, urlsplit
 
 import orjson
 import pytest
-from support.paths import ROOT
+from support.bench_runs import quick_bench
 
 from semreg.bench import configure
 from semreg.bench.aio import adversary as adv
@@ -307,11 +305,7 @@ def test_the_adversary_runs_in_a_child_process_and_reports_every_outcome(tmp_pat
 
 # -- end to end, at quick sizes ---------------------------------------------------------------------------------
 def _quick(name: str, timeout_s: int) -> dict:
-    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", name, "--json"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout_s, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    figures = json.loads(done.stdout)["scenarios"][name]
-    assert "error" not in figures, figures["error"]
+    figures = quick_bench(name, timeout_s=timeout_s)
     for phase in nf.PHASES:
         assert figures[phase]["heartbeats"]["sent"] > 0 and figures[phase]["healthz"]["n"] > 0
         assert figures[phase]["bench_loop_lag"]["n"] > 0

@@ -1,12 +1,8 @@
 """The scale-ring scenario end to end at a smoke size: three real members and a real etcd on loopback ports."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
-from support.paths import ROOT
+from support.bench_runs import quick_bench
 
 from semreg.bench.scenarios import SCENARIOS, default_names
 
@@ -20,11 +16,7 @@ def test_scale_ring_runs_only_when_named_and_has_its_targets():
 @pytest.mark.timeout(300)
 @pytest.mark.process
 def test_quick_scale_ring_reports_members_answers_and_a_restart():
-    done = subprocess.run([sys.executable, "-m", "semreg", "bench", "--quick", "--only", "scale-ring", "--instances",
-                           "2000", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=290, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    ring = json.loads(done.stdout)["scenarios"]["scale-ring"]
-    assert "error" not in ring, ring["error"]
+    ring = quick_bench("scale-ring", "--instances", "2000", timeout_s=290)
     assert ring["instances"] == 2000 and ring["members"] == 3 and ring["replicas"] == 2
     assert sum(ring["records_per_member"].values()) == 2 * 2000  # each record on two members
     memory = ring["memory"]
