@@ -18,6 +18,7 @@ import orjson
 
 from semreg import kept_json
 from semreg.rdf.terms import Tag
+from semreg.reasoning.matching import floor_of
 from semreg.registry import discovery
 from semreg.registry.balancer import priority_of
 from semreg.registry.conjunctive import Combined, ConjunctiveQuery
@@ -128,16 +129,37 @@ def query_json(q: Question) -> dict[str, Any]:
 
 
 def query_from_json(data: dict[str, Any]) -> Question:
-    match, service, tags = frozenset(data["match"]), data.get("service"), bool(data.get("tags"))
+    """A question as `query_json` sent it, each part of its type (`TypeError` or `ValueError` otherwise)."""
+    match, tags = match_from_json(data["match"]), bool(data.get("tags"))
+    service = data.get("service")
+    if service is not None and not isinstance(service, str):
+        raise TypeError(f"a question's service is a string, not {type(service).__name__}")
     any_status, selector = bool(data.get("any_status")), Selector.from_json(data.get("selector"))
     report_excluded = bool(data.get("report_excluded"))
     if "all" in data:
         provided = data.get("provided")
-        return ConjunctiveQuery(tuple(Tag(*t) for t in data["all"]), match,
-                                None if provided is None else tuple(Tag(*t) for t in provided), service, any_status,
-                                None, tags, selector, report_excluded)
-    return discovery.DiscoverQuery(Tag(*data["tag"]), match, service, any_status, None, tags, selector,
+        return ConjunctiveQuery(tuple(tag_from_json(t) for t in data["all"]), match,
+                                None if provided is None else tuple(tag_from_json(t) for t in provided), service,
+                                any_status, None, tags, selector, report_excluded)
+    return discovery.DiscoverQuery(tag_from_json(data["tag"]), match, service, any_status, None, tags, selector,
                                    report_excluded)
+
+
+def tag_from_json(data: Any) -> Tag:
+    """A tag as `list(tag)` sent it: one to three strings (`TypeError` otherwise)."""
+    if not isinstance(data, list) or not 1 <= len(data) <= 3 or not all(isinstance(t, str) for t in data):
+        raise TypeError(f"a tag is a list of one to three strings, not {str(data)[:80]}")
+    return Tag(*data)
+
+
+def match_from_json(data: Any) -> frozenset[str]:
+    """A match set as `sorted(match)` sent it: strings, a similarity floor among them a number (`ValueError`
+    otherwise)."""
+    if not isinstance(data, list) or not all(isinstance(m, str) for m in data):
+        raise TypeError(f"a match set is a list of strings, not {str(data)[:80]}")
+    match = frozenset(data)
+    floor_of(match)
+    return match
 
 
 def holders_bytes(tags: list[Tag], found: dict[Tag, list[Instance]], with_tags: bool,

@@ -6,7 +6,6 @@ contract and not in `/openapi.json`, and are served only on the cluster listener
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import hmac
 import logging
@@ -21,12 +20,12 @@ from semreg.cluster import wire
 from semreg.cluster.peer import SECRET_HEADER
 from semreg.errors import BadRequest, NotFound, Unauthorized
 from semreg.http.endpoints import Endpoints
+from semreg.http.internal_decoding import admin_status, decoded, number, record, registration, seconds, state, text, texts, view
 from semreg.http.requests import read_body
 from semreg.http.responses import JSONResponse
 from semreg.http.sparql_forward import MAX_FORWARDED_BYTES, answer_forwarded
 from semreg.http.state import app_state
-from semreg.rdf.terms import Tag
-from semreg.registry.instances import STATUSES, Registration
+from semreg.registry.instances import STATUSES
 from semreg.registry.local_shard import LocalShard
 from semreg.registry.selector import Selector
 from semreg.registry.shard import Removed
@@ -70,28 +69,20 @@ async def body_of(request: Request) -> Any:
 
 
 def route(method: str, path: str) -> Any:
-    """A route of the internal API; a body of the wrong shape is a 400 (it only comes from a node that
-    holds the secret, but even then it is the sender's fault, never a 500)."""
-    declare = INTERNAL.route(method, PREFIX + path, scope=None, summary="internal", documented=False,
-                             open_query=True)  # their parameters are the sending node's, not a person's
-
-    def wrap(handler: Any) -> Any:
-        @functools.wraps(handler)
-        async def checked(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-                raise BadRequest(f"a malformed node-to-node request: {type(exc).__name__}: {exc}"[:300]) from exc
-        return declare(checked)
-    return wrap
+    """A route of the internal API. Each handler decodes the request first (`internal_decoding.decoded`: a body
+    of the wrong shape is a 400, the sender's fault, and changes nothing), then calls the shard: what that
+    raises unexpectedly is this member's failure, a 500 (`semreg.http.cluster_listener`)."""
+    return INTERNAL.route(method, PREFIX + path, scope=None, summary="internal", documented=False,
+                          open_query=True)  # their parameters are the sending node's, not a person's
 
 
 def admitted(request: Request, body: Any) -> None:
     """A write from another node: not while this node's lease is known to have lapsed (503), nor when its
     ring is one this node moved past (409; `semreg.cluster.cluster.Cluster.admit`)."""
+    sender = decoded(lambda: view(body))
     cluster = app_state(request).cluster
     if cluster is not None:
-        cluster.admit(body.get("view"))
+        cluster.admit(sender)
 
 
 @route("POST", "/records")
@@ -101,9 +92,9 @@ async def records(request: Request) -> Response:
     admitted(request, body)
     # a batch's thousand records made objects again: essential work in slices (the write is another member's,
     # admitted there; it held this member's loop ~0.4 s in a ring under a noisy neighbour)
-    items = await shard.lane.run(lambda: [(Registration.from_record(rec), int(rev)) for rec, rev in paced(body["items"])],
+    items = await shard.lane.run(decoded, lambda: [(registration(rec), int(rev)) for rec, rev in paced(body["items"])],
                                  what="this write", essential=True)
-    views = bool(body.get("views", True))
+    views = decoded(lambda: bool(body.get("views", True)))
     stored = await shard.put_records(items)
     return JSONResponse({"results": [
         None if inst is None else {"created": created, **({"member": wire.member_json(inst, True)} if views else {})}
@@ -113,14 +104,19 @@ async def records(request: Request) -> Response:
 @route("POST", "/restore")
 async def restore(request: Request) -> Response:
     shard = guarded(request)
-    items = [(rec, int(rev)) for rec, rev in (await body_of(request))["items"]]
+    body = await body_of(request)
+    # records handed over by the thousand: decoded in slices, as a write's (`records`)
+    items = await shard.lane.run(decoded, lambda: [record(item) for item in paced(body["items"])], what="this write",
+                                 essential=True)
     return JSONResponse({"applied": await shard.restore_records(items)})
 
 
 @route("POST", "/export")
 async def export(request: Request) -> Response:
     shard = guarded(request)
-    return JSONResponse({"items": await shard.export(str(iid) for iid in (await body_of(request))["ids"])})
+    body = await body_of(request)
+    ids = decoded(lambda: [str(iid) for iid in body["ids"]])
+    return JSONResponse({"items": await shard.export(ids)})
 
 
 @route("POST", "/delete")
@@ -128,15 +124,17 @@ async def delete(request: Request) -> Response:
     shard = guarded(request)
     body = await body_of(request)
     admitted(request, body)
-    done = [await shard.delete_record(iid, int(rev)) for iid, rev in body["items"]]
-    return JSONResponse({"deleted": done})
+    items = decoded(lambda: [(text(iid), int(rev)) for iid, rev in body["items"]])
+    return JSONResponse({"deleted": [await shard.delete_record(iid, rev) for iid, rev in items]})
 
 
 @route("POST", "/heartbeat/{id}")
 async def heartbeat(request: Request) -> Response:
     shard = guarded(request)
     body = await body_of(request)
-    inst = await shard.heartbeat(request.path_params["id"], body.get("load"), body.get("status"), dated(body))
+    load, wanted = decoded(lambda: (None if body.get("load") is None else number(body["load"]),
+                                    admin_status(body.get("status"))))
+    inst = await shard.heartbeat(request.path_params["id"], load, wanted, dated(body))
     return JSONResponse(wire.member_json(inst, True))
 
 
@@ -165,7 +163,8 @@ def dated(body: Any) -> int | None:
 @route("POST", "/states")
 async def states(request: Request) -> Response:
     shard = guarded(request)
-    states_ = [(s[0], int(s[1]), int(s[2]), s[3], bool(s[4]), bool(s[5])) for s in (await body_of(request))["states"]]
+    body = await body_of(request)
+    states_ = decoded(lambda: [state(s) for s in body["states"]])
     return JSONResponse({"applied": await shard.apply_states(states_)})
 
 
@@ -188,7 +187,8 @@ async def instance(request: Request) -> Response:
 @route("POST", "/registered-by")
 async def registered_by(request: Request) -> Response:
     shard = guarded(request)
-    ids = [str(i) for i in (await body_of(request))["ids"]]
+    body = await body_of(request)
+    ids = decoded(lambda: [str(i) for i in body["ids"]])
     return JSONResponse({"found": {iid: list(v) for iid, v in (await shard.registered_by(ids)).items()}})
 
 
@@ -204,7 +204,8 @@ async def instances(request: Request) -> Response:
 @route("POST", "/discover")
 async def discover(request: Request) -> Response:
     shard = guarded(request)
-    q = wire.query_from_json((await body_of(request))["query"])
+    body = await body_of(request)
+    q = decoded(lambda: wire.query_from_json(body["query"]))
     part = await shard.resolve(q, shed=False)  # the asking member admitted the question
     return Response(wire.part_bytes(part, q.tags), media_type=wire.PART_MEDIA_TYPE)
 
@@ -213,8 +214,8 @@ async def discover(request: Request) -> Response:
 async def holders(request: Request) -> Response:
     shard = guarded(request)
     body = await body_of(request)
-    tags = [Tag(*t) for t in body["tags"]]
-    with_tags = bool(body.get("with_tags", True))
+    tags, with_tags = decoded(lambda: ([wire.tag_from_json(t) for t in body["tags"]],
+                                       bool(body.get("with_tags", True))))
     found = await shard.holders(tags, with_tags)
     return Response(wire.holders_bytes(tags, found.items, with_tags, found.removed), media_type="application/json")
 
@@ -223,14 +224,16 @@ async def holders(request: Request) -> Response:
 async def matching_tags(request: Request) -> Response:
     shard = guarded(request)
     body = await body_of(request)
-    found = await shard.matching_tags(Tag(*body["tag"]), frozenset(body["match"]), shed=False)
+    query, match = decoded(lambda: (wire.tag_from_json(body["tag"]), wire.match_from_json(body["match"])))
+    found = await shard.matching_tags(query, match, shed=False)
     return JSONResponse({"matches": [[*tag, degree, distance] for tag, degree, distance in found]})
 
 
 @route("POST", "/tags")
 async def tags(request: Request) -> Response:
     shard = guarded(request)
-    selector = Selector.from_json((await body_of(request)).get("selector"))
+    body = await body_of(request)
+    selector = decoded(lambda: Selector.from_json(body.get("selector")))
     held = await shard.tag_holders(selector)
     return JSONResponse({"tags": [[*t, sorted(ids)] for t, ids in held.items.items()], "removed": held.removed})
 
@@ -245,8 +248,10 @@ async def terms(request: Request) -> Response:
 async def counts(request: Request) -> Response:
     """The overview's counts of the instances whose lease runs here (`LocalShard.counts`)."""
     shard = guarded(request)
-    environments = (await body_of(request)).get("environments")
-    tally = await shard.counts(None if environments is None else frozenset(str(e) for e in environments))
+    body = await body_of(request)
+    environments = decoded(lambda: None if body.get("environments") is None else
+                           frozenset(str(e) for e in body["environments"]))
+    tally = await shard.counts(environments)
     return JSONResponse(wire.tally_json(tally))
 
 
@@ -255,11 +260,11 @@ async def changes(request: Request) -> Response:
     shard = guarded(request)
     log = app_state(request).changelog
     params = request.query_params
-    epoch = params.get("epoch")
-    cursor = int(params.get("after", "0"))
-    if epoch is not None and epoch != "" and int(epoch) != log.epoch:
+    epoch, cursor = decoded(lambda: (None if params.get("epoch") in (None, "") else int(params["epoch"]),
+                                     int(params.get("after", "0"))))
+    if epoch is not None and epoch != log.epoch:
         return JSONResponse({"epoch": log.epoch, "cursor": log.cursor, "changes": [], "reset": True})
-    await log.wait(cursor, min(float(params.get("wait", "0")), 60.0))
+    await log.wait(cursor, min(decoded(lambda: seconds(params.get("wait", "0"))), 60.0))
     reset, found, last = log.since_encoded(cursor, lambda c: wire.logged_change_bytes(c, shard.held(c.id)))
     return JSONResponse({"epoch": log.epoch, "cursor": last, "reset": reset,
                          "changes": [orjson.Fragment(b) for b in found]})
@@ -277,7 +282,8 @@ async def cursor(request: Request) -> Response:
 @route("POST", "/inventory")
 async def inventory(request: Request) -> Response:
     shard = guarded(request)
-    ids = (await body_of(request)).get("ids")
+    body = await body_of(request)
+    ids = decoded(lambda: None if body.get("ids") is None else texts(body["ids"]))
     return JSONResponse({"inventory": await shard.inventory(ids)})
 
 
@@ -288,9 +294,9 @@ async def arc_digests(request: Request) -> Response:
     shard = guarded(request)
     body = await body_of(request)
     cluster = app_state(request).cluster
-    if cluster is None or int(body["checksum"]) != cluster.ring.checksum:
+    if cluster is None or decoded(lambda: int(body["checksum"])) != cluster.ring.checksum:
         return JSONResponse({"error": "this node's ring is another one."}, status_code=409)
-    found = await shard.digests(cluster.ring, [int(a) for a in body["arcs"]])
+    found = await shard.digests(cluster.ring, decoded(lambda: [int(a) for a in body["arcs"]]))
     return JSONResponse({"digests": {str(arc): list(d) for arc, d in found.items()}})
 
 
