@@ -3,6 +3,10 @@ log and its ontologies. Every request must carry the cluster secret (401 otherwi
 throttled per address and per secret shown, the right one never); the routes are not part of the public
 contract and not in `/openapi.json`, and are served only on the cluster listener
 (`semreg.http.cluster_listener`), never on the public port.
+
+A handler decodes the whole request before it calls the shard (`semreg.http.internal_decoding`): a request of
+the wrong shape is a 400 that changed nothing, the sender's fault; an error the shard call raises is this
+member's, a 500, which the sender takes for a member failing (`semreg.cluster.peer`).
 """
 from __future__ import annotations
 
