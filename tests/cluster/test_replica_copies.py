@@ -71,6 +71,30 @@ def test_an_old_removal_does_not_remove_a_newer_registration(table):
     assert replica.views["i"]["port"] == 2
 
 
+def test_a_removal_its_member_let_go_of_shows_the_copies_again_once_no_member_holds_it(table):
+    """Seed 702 of the fault test: a removal answered 503 reached one owner alone, which then let go of its
+    tombstone and took the other owners' live copies back; every node listed the instance, and no replica
+    showed it. A copy at or below the tombstone from a member that said the removal is its own again."""
+    copies, replica = table
+    for member in "abc":
+        copies.put(member, view("i"), 3, 0)
+    copies.removed("b", "i", 5)
+    assert "i" not in replica.views
+    copies.put("c", view("i"), 3, 0)  # a late copy from a member that never said the removal: still out
+    assert "i" not in replica.views
+    copies.put("b", view("i"), 3, 0)  # b holds the registration again: nobody holds the removal any more
+    assert replica.views["i"] == view("i") and copies.shown() == {"i": (3, 0)}
+    copies.let_go("b", "i")  # the other owners' copies hold it
+    assert "i" in replica.views
+
+    copies.removed("a", "j", 5)
+    copies.removed("b", "j", 5)
+    copies.put("b", view("j"), 3, 0)  # a still holds the removal
+    assert "j" not in replica.views
+    copies.put("a", view("j"), 3, 0)
+    assert "j" in replica.views
+
+
 def test_a_copy_handed_to_new_owners_stays_while_anyone_holds_it(table):
     copies, replica = table
     copies.put("a", view("i"), 1, 0)
