@@ -199,9 +199,9 @@ def counted(node: RingNode, iid: str) -> tuple[bool, int]:
 
 
 def test_a_removal_hides_the_instance_though_the_removing_owner_never_held_its_newest_copy(in_ring: InProcessRing):
-    """Seed 702 of the fault test: a drain written on the first owner, which could not send it on to the second
-    owner, is the newest copy the replicas show; the first owner is then away, and the removal reaches the
-    second alone, whose copy is older than the one shown. The removal is newer than both copies: the
+    """As on the fault test's seed 702, the copy a replica shows is one the removing owner never held: a drain
+    written on the first owner, which could not send it on to the second, is the newest copy; the first owner
+    is then away, and the removal reaches the second alone. The removal is newer than both copies: the
     replicas leave the instance out at once, the remover's own included; and none shows it again once the first
     owner, back, has taken the removal and the others have read its change log to the end."""
     a, b, c = (in_ring.add(name) for name in "abc")
