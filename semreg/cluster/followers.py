@@ -143,7 +143,7 @@ class Followers:
         for c, copy in paced(entries):
             if c.reason == MOVED:
                 copies.let_go(member, c.id)
-            elif c.removed:
+            elif c.removed:  # at the removal's revision, newer than any copy it removed
                 copies.removed(member, c.id, c.revision)
             elif copy is not None:
                 copies.put(member, *copy)

@@ -9,7 +9,12 @@ feed when what it should show changes:
 
 - a copy newer than the one shown replaces it;
 - a removal (deregistered, deleted) at a revision at least the shown one's removes the instance and
-  leaves a tombstone of that revision, so a late copy of the removed registration never brings it back;
+  leaves a tombstone of that revision (a logged removal says the removal's revision, newer than any copy
+  it removed), so a late copy of the removed registration never brings it back; the members that said
+  the removal are kept with it;
+- a copy at or below the tombstone from a member that said the removal is that member's again: it let
+  go of its tombstone (a removal not acknowledged, which the other owners never took: the member took
+  their live copies back). Once no member that said the removal holds it any more, the copy shows;
 - a member letting go of a copy it no longer owns (`moved`, handed to the new owners) only stops holding
   it: the instance stays while any member holds it;
 - a member resynchronised whole (its follower reconnected, or it restarted) holds exactly what it listed;
@@ -26,16 +31,19 @@ from typing import Any
 
 View = dict[str, Any]
 Key = tuple[int, int]  # (revision, state version)
+NOBODY: frozenset[str] = frozenset()
 
 
 class _Entry:
-    __slots__ = ("key", "holders", "shown", "tombstone")
+    __slots__ = ("key", "holders", "shown", "tombstone", "removers")
 
     def __init__(self) -> None:
         self.key: Key = (-1, -1)
         self.holders: set[str] = set()
         self.shown = False
         self.tombstone = -1  # the revision of the newest removal seen
+        # the members that said that removal and still hold it (shared while empty: one per instance shown)
+        self.removers = NOBODY
 
 
 class ReplicaCopies:
@@ -55,7 +63,12 @@ class ReplicaCopies:
         if entry is None:
             entry = self._entries[iid] = _Entry()
         if revision <= entry.tombstone:
-            return  # a copy of a registration removed since
+            if member not in entry.removers:
+                return  # a copy of a registration removed since
+            entry.removers -= {member}  # the member let go of its tombstone and holds the copy again
+            if entry.removers:
+                return  # another member still holds the removal
+            entry.tombstone = -1
         entry.holders.add(member)
         key = (revision, state_version)
         if entry.shown and key <= entry.key:
@@ -71,8 +84,11 @@ class ReplicaCopies:
             entry = self._entries[instance_id] = _Entry()
         if revision < entry.key[0]:
             return  # a removal older than a registration seen since
-        entry.tombstone = max(entry.tombstone, revision)
-        entry.holders.clear()
+        if revision > entry.tombstone:
+            entry.tombstone, entry.removers = revision, frozenset((member,))
+        elif revision == entry.tombstone:
+            entry.removers |= {member}
+        entry.holders.discard(member)  # the others hold their copies until they say otherwise
         self._drop(instance_id, entry)
 
     def let_go(self, member: str, instance_id: str) -> None:

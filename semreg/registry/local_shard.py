@@ -457,15 +457,13 @@ class LocalShard(OwnShard):
 
     def _on_expiry_timer(self) -> None:
         self._expiry = None
-        changes = self.registry.expire()
+        # a deletion after deregister_after leaves a tombstone, so that no copy brings it back
+        changes = self.registry.expire(removal=self.revisions.next)
         for c in changes:
             if c.removed:
-                # a deletion after deregister_after: a tombstone, so that no copy brings it back
-                revision = self.revisions.next()
-                self.registry.tombstones[c.id] = (revision, self.clock.wall())
-                self.removals.added(c.id, revision)
+                self.removals.added(c.id, c.revision)
                 self._submit(self.store.save_records, [({"id": c.id, "deleted": True,
-                                                         "deleted_at": self.clock.wall()}, revision)])
+                                                         "deleted_at": self.clock.wall()}, c.revision)])
             log.info("instance " + c.reason, extra={"instance": c.id})
         self._arm_expiry()
 

@@ -35,6 +35,8 @@ class Change:
 
     id: str
     reason: str  # registered | replaced | deregistered | expired | deleted | status | renewed | check
+    # the instance's revision; of a removal that leaves a tombstone, the removal's own (the tombstone's), not the
+    # removed copy's: a copy elsewhere at or below it is of the registration removed (`semreg.cluster.replica_copies`)
     revision: int
     status: str | None  # after the change; None once the instance is gone
     membership: bool
@@ -48,12 +50,12 @@ class Change:
 
 
 def _change(inst: Instance, reason: str, membership: bool, before: Registration | None = None,
-            removed: bool = False) -> Change:
+            removed: bool = False, revision: int | None = None) -> Change:
     tags = frozenset(inst.reg.tags) if before is None else frozenset(inst.reg.tags) | frozenset(before.tags)
     services = frozenset((inst.reg.service,) if before is None else (inst.reg.service, before.service))
     environments = frozenset((inst.reg.environment,) if before is None else (inst.reg.environment, before.environment))
-    return Change(inst.id, reason, inst.revision, None if removed else inst.status, membership, tags, services,
-                  environments)
+    return Change(inst.id, reason, inst.revision if revision is None else revision, None if removed else inst.status,
+                  membership, tags, services, environments)
 
 
 APPLIED_BETWEEN_CHECKPOINTS = 256
@@ -148,7 +150,7 @@ class Registry:
                 return None
             raise NotFound(f"no instance '{instance_id}' is registered.")
         self._unindex(inst)
-        self._emit([_change(inst, reason, True, removed=True)])
+        self._emit([_change(inst, reason, True, removed=True, revision=revision)])
         return inst
 
     def newer(self, instance_id: str, revision: int) -> bool:
@@ -304,11 +306,12 @@ class Registry:
             heapq.heappop(self._deadlines)
         return None
 
-    def expire(self, limit: int = EXPIRE_BATCH) -> list[Change]:
+    def expire(self, limit: int = EXPIRE_BATCH, removal: Callable[[], int] | None = None) -> list[Change]:
         """Mark instances whose lease passed `critical`; delete those critical past `deregister_after`. At most
         `limit` of them: the caller comes back for the rest (`next_deadline` is then already due), so that
         10,000 leases lapsing at once do not hold the event loop for the whole of their changes (916 ms, and
-        still 130 ms at 500 to a turn)."""
+        still 130 ms at 500 to a turn). With `removal` (a shard that keeps tombstones), a deletion leaves a
+        tombstone of the revision it gives, which its change carries, as `delete` does."""
         now = self.clock.monotonic()
         changes: list[Change] = []
         while self._deadlines and self._deadlines[0][0] <= now and len(changes) < limit:
@@ -327,7 +330,10 @@ class Registry:
             else:
                 self.instances.pop(iid)
                 self._unindex(inst)
-                changes.append(_change(inst, DELETED, True, removed=True))
+                revision = None if removal is None else removal()
+                if revision is not None:
+                    self.tombstones[iid] = (revision, self.clock.wall())
+                changes.append(_change(inst, DELETED, True, removed=True, revision=revision))
         self._emit(changes)
         return changes
 

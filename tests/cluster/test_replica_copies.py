@@ -1,10 +1,13 @@
-"""Which copy of each instance a node's SPARQL replica shows, when copies come from every member."""
+"""Which copy of each instance a node's SPARQL replica shows, when copies come from every member: the table
+alone, and a ring in this process (`support.inprocess_ring`, one fake clock) answering `/sparql`."""
 from __future__ import annotations
 
 import asyncio
 import random
 
 import pytest
+from support.inprocess_ring import InProcessRing, RingNode
+from support.server import wait_for
 
 from semreg.cluster.barrier import ReadBarrier
 from semreg.cluster.replica_copies import ReplicaCopies
@@ -66,6 +69,30 @@ def test_an_old_removal_does_not_remove_a_newer_registration(table):
     copies.put("a", view("i", port=2), 7, 0)
     copies.removed("b", "i", 6)
     assert replica.views["i"]["port"] == 2
+
+
+def test_a_removal_its_member_let_go_of_shows_the_copies_again_once_no_member_holds_it(table):
+    """Seed 702 of the fault test: a removal answered 503 reached one owner alone, which then let go of its
+    tombstone and took the other owners' live copies back; every node listed the instance, and no replica
+    showed it. A copy at or below the tombstone from a member that said the removal is its own again."""
+    copies, replica = table
+    for member in "abc":
+        copies.put(member, view("i"), 3, 0)
+    copies.removed("b", "i", 5)
+    assert "i" not in replica.views
+    copies.put("c", view("i"), 3, 0)  # a late copy from a member that never said the removal: still out
+    assert "i" not in replica.views
+    copies.put("b", view("i"), 3, 0)  # b holds the registration again: nobody holds the removal any more
+    assert replica.views["i"] == view("i") and copies.shown() == {"i": (3, 0)}
+    copies.let_go("b", "i")  # the other owners' copies hold it
+    assert "i" in replica.views
+
+    copies.removed("a", "j", 5)
+    copies.removed("b", "j", 5)
+    copies.put("b", view("j"), 3, 0)  # a still holds the removal
+    assert "j" not in replica.views
+    copies.put("a", view("j"), 3, 0)
+    assert "j" in replica.views
 
 
 def test_a_copy_handed_to_new_owners_stays_while_anyone_holds_it(table):
@@ -154,3 +181,62 @@ def test_a_failed_round_ends_the_wait_and_the_next_read_starts_a_new_one():
         assert calls == 2
 
     asyncio.run(main())
+
+
+SR = "PREFIX sr: <https://w3id.org/semreg#>\n"
+
+
+def counted(node: RingNode, iid: str) -> tuple[bool, int]:
+    """Whether `node`'s `/sparql` sees instance `iid`, and how many instances it counts."""
+    def ask(query: str) -> dict:
+        r = node.request("POST", "/sparql", content=(SR + query).encode(),
+                         headers={"Content-Type": "application/sparql-query",
+                                  "Accept": "application/sparql-results+json"})
+        assert r.status_code == 200, r.text
+        return r.json()
+    seen = ask(f'ASK {{ ?i a sr:Instance ; sr:id "{iid}" }}')["boolean"]
+    return seen, int(ask("SELECT (COUNT(?i) AS ?n) WHERE { ?i a sr:Instance }")["results"]["bindings"][0]["n"]["value"])
+
+
+def test_a_removal_hides_the_instance_though_the_removing_owner_never_held_its_newest_copy(in_ring: InProcessRing):
+    """As on the fault test's seed 702, the copy a replica shows is one the removing owner never held: a drain
+    written on the first owner, which could not send it on to the second, is the newest copy; the first owner
+    is then away, and the removal reaches the second alone. The removal is newer than both copies: the
+    replicas leave the instance out at once, the remover's own included; and none shows it again once the first
+    owner, back, has taken the removal and the others have read its change log to the end."""
+    a, b, c = (in_ring.add(name) for name in "abc")
+    iid = next(i for i in (f"i{n}" for n in range(1000)) if b.cluster.ring.owners(i, 2) == ["b", "c"])
+    r = a.put(f"/v1/instances/{iid}", json={"id": iid, "service": "svc", "address": "127.0.0.1", "port": 10000,
+                                             "tags": [], "ttl": 0})
+    assert r.status_code == 201, r.text
+    registered = in_ring.call(lambda: c.node.shard.held(iid).revision)
+
+    in_ring.run(c.stop_listening())  # the drain is written on b, which cannot send it on to c
+    assert b.put(f"/v1/instances/{iid}/heartbeat", json={"status": "draining"}).status_code == 200
+    drained = in_ring.call(lambda: b.node.shard.held(iid).revision)
+    assert drained > registered
+
+    def shows_the_drain() -> bool:  # c reads b's change log, which carries b's copy
+        in_ring.settle()
+        return in_ring.call(lambda: c.cluster.copies.shown().get(iid, (0, 0))[0]) == drained
+    wait_for(shows_the_drain, 20, "c's replica showing b's drained copy")
+
+    in_ring.run(b.stop_listening())  # b away: the removal, dated by its coordinator, reaches c alone
+    removal = in_ring.call(a.cluster.next_revision)
+    assert in_ring.run(c.node.shard.delete_record(iid, removal))
+    assert in_ring.call(lambda: c.node.shard.held(iid)) is None
+    assert counted(c, iid) == (False, 0), "c's /sparql after its own removal"
+
+    for node in (b, c):  # both back: b holds its drained copy until the removal reaches it
+        in_ring.run(node.listen())
+
+    def removed_everywhere() -> bool:
+        in_ring.advance(0.5)
+        if in_ring.call(lambda: b.node.shard.held(iid)) is not None:
+            return False
+        head = in_ring.call(lambda: b.node.changelog.cursor)
+        return all(in_ring.call(lambda node=node: node.cluster.followers._followed.get("b", (0, 0))[1]) == head
+                   for node in (a, c))
+    wait_for(removed_everywhere, 30, "b taking the removal, and the others reading b's log to its end")
+    for node in (a, b, c):
+        assert counted(node, iid) == (False, 0), f"{node.name}'s /sparql once b is back"

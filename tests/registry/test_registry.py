@@ -56,6 +56,23 @@ def test_ttl_expiry_makes_critical_then_deletes(registry, clock):
     assert registry.catalogue.holders == {}
 
 
+def test_a_removal_that_leaves_a_tombstone_says_the_removals_revision_not_the_copys(registry, clock):
+    """What a replica of every member's copies takes a removal's revision for (`semreg.cluster.replica_copies`):
+    a copy newer than the one removed here, but older than the removal, is of the registration removed."""
+    registry.put(reg("a", ttl=0), revision=5)
+    registry.put(reg("b", ttl=10, dereg=30), revision=6)
+    registry.delete("a", revision=9)
+    assert registry.changes[-1].revision == 9 and registry.changes[-1].removed and registry.tombstones["a"][0] == 9
+    clock.advance(10)
+    registry.expire()  # b critical
+    clock.advance(20)
+    [c] = registry.expire(removal=lambda: 12)  # past deregister_after, on a shard that keeps tombstones
+    assert c.reason == "deleted" and c.revision == 12 and registry.tombstones["b"][0] == 12
+    registry.put(reg("c", ttl=0), revision=7)
+    registry.delete("c")  # a node alone keeps no tombstone: the change says the copy it removed
+    assert registry.changes[-1].revision == 7 and "c" not in registry.tombstones
+
+
 def test_views_show_wall_times_and_leases_run_on_the_monotonic_clock(registry, clock):
     inst, _ = registry.put(reg(ttl=10))
     view = inst.view()
