@@ -26,6 +26,8 @@ from semreg.cluster.replica_copies import ReplicaCopies
 from semreg.errors import SemregError
 from semreg.registry.coordinator import Coordinator
 from semreg.registry.registry import Change
+from semreg.registry.removals import TOMBSTONE_KEEP_S
+from semreg.registry.revisions import revision_at
 from semreg.registry.shard import OwnShard, ShardUnavailable
 from semreg.work.lane import Lane, paced
 
@@ -147,6 +149,7 @@ class Followers:
                 copies.removed(member, c.id, c.revision)
             elif copy is not None:
                 copies.put(member, *copy)
+        copies.forget_removed(revision_at(self.clock.wall() - TOMBSTONE_KEEP_S))
 
     def local_copies(self, changes: list[Change]) -> None:
         """This node's own changes, into the same table."""

@@ -19,13 +19,17 @@ feed when what it should show changes:
   it: the instance stays while any member holds it;
 - a member resynchronised whole (its follower reconnected, or it restarted) holds exactly what it listed;
   what nobody holds any more leaves the replica (changes missed while no owner could be followed);
-- a member forgotten (it left the ring) holds nothing.
+- a member forgotten (it left the ring) holds nothing;
+- a removal is remembered as long as the members' own tombstones are (`forget_removed`, with the revision
+  of the oldest removal still kept): past it no copy of the removed registration can come any more, and
+  the table does not grow with every id ever removed.
 
 Pure: no I/O, no clock; `show(view)` and `hide(id)` are the replica feed's `put_instance` and
 `remove_instance`.
 """
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -51,6 +55,7 @@ class ReplicaCopies:
         self._show = show
         self._hide = hide
         self._entries: dict[str, _Entry] = {}
+        self._removals: deque[tuple[int, str]] = deque()  # (tombstone, id) as set, about in time order
 
     def shown(self) -> dict[str, Key]:
         """Every instance shown, with the key of its copy (for tests and the operator's eyes)."""
@@ -86,6 +91,7 @@ class ReplicaCopies:
             return  # a removal older than a registration seen since
         if revision > entry.tombstone:
             entry.tombstone, entry.removers = revision, frozenset((member,))
+            self._removals.append((revision, instance_id))
         elif revision == entry.tombstone:
             entry.removers |= {member}
         entry.holders.discard(member)  # the others hold their copies until they say otherwise
@@ -115,6 +121,24 @@ class ReplicaCopies:
         for iid, entry in list(self._entries.items()):
             if member in entry.holders:
                 self.let_go(member, iid)
+
+    def forget_removed(self, before: int) -> int:
+        """Forget the removals older than revision `before` (the members forget their tombstones at the same
+        age); how many entries went (those of instances nobody holds). Amortised: each removal is looked at once, in
+        the order the removals came."""
+        gone = 0
+        removals = self._removals
+        while removals and removals[0][0] < before:
+            tombstone, iid = removals.popleft()
+            entry = self._entries.get(iid)
+            if entry is None or entry.tombstone != tombstone:
+                continue  # removed again since, or its removal let go of
+            if entry.holders or entry.shown:  # as a member's store, forgetting: its stale copies count again
+                entry.tombstone, entry.removers = -1, NOBODY
+            else:
+                del self._entries[iid]
+                gone += 1
+        return gone
 
     def _drop(self, instance_id: str, entry: _Entry) -> None:
         if entry.shown:

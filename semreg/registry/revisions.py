@@ -22,6 +22,11 @@ NODE_BITS = 10
 SLOTS = 1 << NODE_BITS
 
 
+def revision_at(wall_s: float) -> int:
+    """The least revision any node hands out at wall time `wall_s` (seconds): every revision below it is older."""
+    return int(wall_s * 1_000_000) << NODE_BITS
+
+
 def hashed_slot(node_id: str) -> int:
     """The slot a node id hashes to: a node alone keeps it, and a joining member asks for it first."""
     return mmh3.hash(node_id, signed=False) & (SLOTS - 1)
@@ -41,7 +46,7 @@ class Revisions:
         self.node = slot
 
     def next(self) -> int:
-        now = (int(self.clock.wall() * 1_000_000) << NODE_BITS) | self.node
+        now = revision_at(self.clock.wall()) | self.node
         if now <= self.last:
             now = (((self.last >> NODE_BITS) + 1) << NODE_BITS) | self.node
         self.last = now

@@ -64,6 +64,30 @@ def test_a_removal_leaves_a_tombstone_so_a_late_copy_never_brings_the_instance_b
     assert replica.views["i"]["port"] == 9
 
 
+def test_a_removal_is_forgotten_once_older_than_the_members_keep_their_tombstones(table):
+    """The table does not grow with every id ever removed: past the age the members forget their own
+    tombstones, a removal is forgotten (a removal made again later stays until it is as old)."""
+    copies, replica = table
+    for n in range(100):
+        copies.put("a", view(f"i{n}"), 10 + n, 0)
+        copies.removed("a", f"i{n}", 200 + n)
+    copies.put("a", view("kept"), 10, 0)
+    copies.put("b", view("kept"), 10, 0)
+    copies.removed("a", "kept", 250)  # b still holds its copy: the entry stays with it
+    copies.removed("a", "i7", 400)  # removed again later: its newer tombstone is not yet old
+    assert copies.forget_removed(before=250) == 49  # i0..i49 but i7
+    assert copies.forget_removed(before=250) == 0  # each removal looked at once
+    assert copies.forget_removed(before=1000) == 51  # i50..i99 and i7, not kept (b holds it)
+    assert "kept" not in replica.views
+    # past the keep, a copy older than the forgotten removal shows again, as the members' stores would take it
+    copies.put("c", view("i3"), 150, 0)
+    copies.put("b", view("kept"), 10, 0)
+    assert copies.shown().keys() == {"kept", "i3"}
+    copies.removed("b", "kept", 1100)
+    copies.removed("c", "i3", 1100)
+    assert copies.forget_removed(before=2000) == 2 and copies.shown() == {}
+
+
 def test_an_old_removal_does_not_remove_a_newer_registration(table):
     copies, replica = table
     copies.put("a", view("i", port=2), 7, 0)
