@@ -118,3 +118,21 @@ def test_metrics_say_where_a_nodes_memory_is(in_process):
 def test_metrics_count_the_stores_reopenings(in_process, tmp_path):
     text = in_process(data_dir=tmp_path / "data").client().get("/metrics").text
     assert "semreg_store_reopens_total 0.0" in text.splitlines()
+
+
+def test_the_heap_is_read_at_most_once_a_second_for_metrics():
+    now = [0.0]
+    readings: list[malloc.Usage] = []
+
+    def read() -> malloc.Usage:
+        readings.append(malloc.Usage(in_use=len(readings), free_kept=0))
+        return readings[-1]
+
+    recent = malloc.Recent(every_s=1.0, monotonic=lambda: now[0], read=read)
+    first = recent()
+    now[0] = 0.9
+    assert recent() is first and len(readings) == 1
+    now[0] = 1.0
+    assert recent().in_use == 1 and len(readings) == 2
+    now[0] = 5.0
+    assert recent().in_use == 2

@@ -229,12 +229,15 @@ class MetricsMiddleware:
             self.metrics.latency.labels(template).observe(time.perf_counter() - started)
 
 
+_HEAP = malloc.Recent(every_s=1.0)
+
+
 def _memory() -> Iterator:
     """Where this process's memory is, as far as it can tell cheaply (`semreg.malloc`). Not how many objects are
     frozen (`gc.get_freeze_count` walks them: 88 ms for 6,000,000, each scrape on the event loop)."""
     yield GaugeMetricFamily("semreg_python_allocated_blocks", "memory blocks Python's allocator has handed out "
                             "(its objects; a count, not bytes)", value=sys.getallocatedblocks())
-    heap = malloc.usage()
+    heap = _HEAP()  # at most a second old: reading it walks the C heap (`semreg.malloc`)
     if heap is not None:
         g = GaugeMetricFamily("semreg_malloc_bytes", "bytes of the C heap (glibc's mallinfo2): in use, and freed "
                               "but kept by its arenas", labels=["state"])

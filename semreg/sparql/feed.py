@@ -170,6 +170,9 @@ class ReplicaFeed:
             if publish is not None:
                 changes.append(replica.graph_change(ontology_graph(name), triples))
         if instances:
+            # what a copy may hold of them is what was published before: a new instance has nothing to remove
+            gone = [instance_node(i).value for i in instances if i in self._views]
+            put = [instance_node(i).value for i, view in instances.items() if view is not None]
             for iid, view in instances.items():
                 if view is None:
                     self._views.pop(iid, None)
@@ -177,7 +180,7 @@ class ReplicaFeed:
                     self._views[iid] = kept_json.dumps(view)
             if publish is not None:
                 added = "".join(instance_nquads(view) for view in instances.values() if view is not None)
-                changes.append(replica.instances_change([instance_node(i).value for i in instances], added))
+                changes.append(replica.instances_change(gone, added, put))
         if inferred is not None or patches:
             gained, lost = self._patch_closure(inferred, patches)
             if publish is not None and inferred is not None:

@@ -7,7 +7,14 @@ data that can cross a process (or a network) boundary:
     snapshot: bytes                                   N-Quads of every visible graph
     ("graph", iri, ntriples | None)                   replace (None: drop) one named graph
     ("patch", iri, removed ntriples, added ntriples)  remove these triples from one graph, then add those
-    ("instances", [instance IRI, ...], nquads)        remove these instances' RDF, then add the quads
+    ("instances", [instance IRI, ...], nquads, put)   remove these instances' RDF, then add the quads; `put`
+                                                      lists the instances the quads are of (None: not said)
+
+The feed (`semreg.sparql.feed`) lists as removed only the instances a copy may hold (published before):
+looking each new one up cost the template on disk about a tenth of its time under a stream of registrations.
+`merged` makes one change of consecutive instance changes about different instances, so that a copy on disk
+takes a burst of passes held for it in one bulk load (`apply`'s `bulk_bytes`): ~260 µs an instance of 3 tags
+in loads of 500 instances, ~190 in loads of 5,000, ~165 in loads of 20,000.
 
 Blank node labels are kept as written, in snapshots and changes alike, so a blank node that two graphs
 share (an ontology's class expression and the closure's triples about it) stays one node in the copy.
@@ -111,14 +118,50 @@ def _ntriples(triples: Collection[ox.Triple]) -> bytes:
     return bytes(ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES) or b"") if triples else b""
 
 
-def instances_change(removed: Sequence[str], quads: Sequence[ox.Quad] | str) -> Change:
+def instances_change(removed: Sequence[str], quads: Sequence[ox.Quad] | str,
+                     put: Sequence[str] | None = None) -> Change:
     """Instances removed (their IRIs; a replaced one is removed, then added) and added (quads, or their
-    N-Quads text)."""
+    N-Quads text), and `put`, the IRIs of the instances those quads are of (without it, `merged` never
+    joins the change with another)."""
     if isinstance(quads, str):
         data = quads.encode()
     else:
         data = bytes(ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b"") if quads else b""
-    return ("instances", list(removed), data)
+    return ("instances", list(removed), data, None if put is None else list(put))
+
+
+def merged(batches: Iterable[Sequence[Change]]) -> list[Change]:
+    """The changes of `batches`, in order, with consecutive instance changes that say which instances they
+    put, and touch no instance another of them touches, made one (their removals, then all their quads:
+    the same as applying them in turn, since none undoes what another did)."""
+    out: list[Change] = []
+    removed: list[str] = []
+    put: list[str] = []
+    parts: list[bytes] = []
+    touched: set[str] = set()
+
+    def close() -> None:
+        if parts:
+            out.append(("instances", removed.copy(), b"".join(parts), put.copy()))
+        for kept in (removed, put, parts, touched):
+            kept.clear()
+
+    for change in itertools.chain.from_iterable(batches):
+        joinable = change[0] == "instances" and len(change) > 3 and change[3] is not None
+        if not joinable:
+            if parts:
+                close()
+            out.append(change)
+            continue
+        iris = [*change[1], *change[3]]
+        if not touched.isdisjoint(iris):
+            close()
+        removed.extend(change[1])
+        put.extend(change[3])
+        parts.append(change[2])
+        touched.update(iris)
+    close()
+    return out
 
 
 def apply(store: ox.Store, changes: Iterable[Change], bulk_bytes: int | None = None) -> None:
@@ -142,7 +185,7 @@ def apply(store: ox.Store, changes: Iterable[Change], bulk_bytes: int | None = N
                 store.remove(ox.Quad(t.subject, t.predicate, t.object, graph))
             store.extend(ox.Quad(t.subject, t.predicate, t.object, graph) for t in _triples(added))
         elif kind == "instances":
-            _, removed, data = change
+            removed, data = change[1], change[2]
             for iri in removed:
                 node = ox.NamedNode(iri)
                 if next(iter(store.quads_for_pattern(node, None, None)), None) is not None:

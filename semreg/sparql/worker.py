@@ -52,6 +52,8 @@ NICENESS = 5
 # instances whose N-Quads are at least this long go into the replica on disk with a bulk load: ~400 µs an
 # instance of 3 tags against ~670 in one transaction at 200 instances, ~200 at 2,000
 BULK_BYTES = 256 << 10
+# changes waiting on the socket are read and applied together up to this many bytes of RDF (`_gathered`)
+GATHER_BYTES = 32 << 20
 
 
 def main(argv: list[str]) -> int:
@@ -69,12 +71,13 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forked workers are reaped by the kernel
     state = _Stream()
     copy: _InMemory | _OnDisk = _OnDisk(on_disk, state) if on_disk else _InMemory()
+    held: tuple | None = None  # a message read while gathering changes: the next one handled
     while True:
-        if copy.settled and not select.select([sock], [], [], settle_s)[0]:
+        if held is None and copy.settled and not select.select([sock], [], [], settle_s)[0]:
             copy.rebuild(sock)  # no change came for a while: the load has ended
             continue
         try:
-            message = read_message(sock)
+            message, held = (read_message(sock), None) if held is None else (held, None)
         except (EOFError, OSError):
             return 0  # the server has gone
         kind = message[0]
@@ -82,7 +85,8 @@ def main(argv: list[str]) -> int:
             copy.load(message[1])
             malloc.release()
         elif kind == "changes":
-            copy.apply(message[1], sock)
+            changes, held = _gathered(sock, message[1], state)
+            copy.apply(changes, sock)
         elif kind == "checkpoint":
             write_message(sock, ("checkpointed", message[1], copy.cut(message[1])))
         elif kind == "fork":
@@ -99,6 +103,30 @@ def main(argv: list[str]) -> int:
             return 0
         else:
             state.take(message)
+
+
+def _gathered(sock: socket.socket, changes: list[replica.Change], state: _Stream
+              ) -> tuple[list[replica.Change], tuple | None]:
+    """`changes`, and the changes already waiting on the socket after them (held for the template while
+    registrations poured in: `semreg.sparql.pool_stream`), up to `GATHER_BYTES`, as one list
+    (`replica.merged`): a copy on disk takes a burst in one bulk load, not one a feed pass. The tickets,
+    prefixes and gate read among them are taken; the first other message read is returned, to be handled
+    once the changes are applied (an end of input as `("exit",)`)."""
+    batches = [changes]
+    size = replica.weight(changes)
+    while size < GATHER_BYTES and select.select([sock], [], [], 0)[0]:
+        try:
+            message = read_message(sock)
+        except (EOFError, OSError):
+            return replica.merged(batches), ("exit",)
+        if message[0] == "changes":
+            batches.append(message[1])
+            size += replica.weight(message[1])
+        elif message[0] in ("ticket", "prefixes", "gate"):
+            state.take(message)
+        else:
+            return replica.merged(batches), message
+    return replica.merged(batches), None
 
 
 class _InMemory:

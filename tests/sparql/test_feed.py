@@ -1,9 +1,12 @@
-"""The replica feed's closure graph: whole, then patched; what the query processes apply equals the snapshot."""
+"""The replica feed: its closure graph whole, then patched, and its instance passes applied one by one or merged;
+what the query processes apply equals the snapshot."""
 from __future__ import annotations
 
 import threading
 
 import pyoxigraph as ox
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from semreg.sparql import replica
 from semreg.sparql.feed import ReplicaFeed
@@ -117,3 +120,72 @@ def test_a_whole_graph_replaces_the_patches_before_it():
         replica.apply(store, changes)
     assert [change[0] for _, changes in published for change in changes] == ["graph"]
     assert closure_graph(store) == {t("g", "h")}
+
+
+def _view(k: int, port: int, tags: int) -> dict:
+    return {"id": f"i{k}", "service": "s", "environment": "default", "address": "h", "port": port, "scheme": "http",
+            "status": "up", "weight": 1, "ttl": 30.0, "deregister_after": 90.0, "meta": {"zone": "a"},
+            "tags": [{"s": f"http://e/C{n}", "p": "http://e/p", "o": f"http://e/O{port}"} for n in range(tags)]}
+
+
+# a pass: instances put (id, port, tags) or removed (id, None, 0)
+PASSES = st.lists(st.lists(st.tuples(st.integers(0, 6), st.one_of(st.none(), st.integers(1, 9)), st.integers(0, 3)),
+                           min_size=1, max_size=5), max_size=8)
+
+
+@settings(max_examples=25, deadline=None)
+@given(PASSES)
+def test_the_feeds_passes_merged_into_bulk_loads_hold_what_they_hold_applied_one_by_one(tmp_path_factory, passes):
+    """What the feed publishes for passes of puts and removals: applied pass by pass in transactions, or merged
+    (`replica.merged`) and applied on disk with bulk loads, as the template takes a burst, a copy holds the same
+    quads as one loaded from the feed's snapshot after them."""
+    published: list[list[replica.Change]] = []
+    snapshots: list[bytes] = []
+    feed = ReplicaFeed()
+    feed.on_replica = lambda item: (published.append(item[1]) if item[0] == "changes"
+                                    else snapshots.append(item[1]) if item[0] == "snapshot" else None)
+    feed.start()
+    try:
+        for views in passes:
+            with feed._cond:  # one pass: everything asked for while the feed's thread cannot take any of it
+                for k, port, tags in views:
+                    if port is None:
+                        feed.remove_instance(f"i{k}")
+                    else:
+                        feed.put_instance(_view(k, port, tags))
+            feed.wait()
+        feed.request_snapshot()
+        feed.put_ontology("o", [t("o", "p")])
+        feed.wait()
+    finally:
+        feed.stop()
+    one_by_one, bulk, truth = ox.Store(), ox.Store(str(tmp_path_factory.mktemp("d"))), ox.Store()
+    for changes in published[:-1]:  # the last is the ontology, which the snapshot holds too
+        replica.apply(one_by_one, changes)
+    merged = replica.merged(published[:-1])
+    replica.apply(bulk, merged, bulk_bytes=1)
+    replica.apply(one_by_one, published[-1])
+    replica.apply(bulk, published[-1])
+    replica.load(truth, snapshots[-1])
+    assert set(one_by_one) == set(truth)
+    assert set(bulk) == set(truth)
+    assert len(merged) <= len(published[:-1])
+
+
+def test_consecutive_instance_changes_are_merged_unless_one_touches_an_instance_of_another():
+    def change(removed: list[str], put: list[str]) -> replica.Change:
+        quads = [ox.Quad(ox.NamedNode(f"urn:semreg:instance:{i}"), ox.NamedNode(EX + "p"), ox.Literal("x"),
+                         ox.NamedNode("urn:semreg:registry")) for i in put]
+        return replica.instances_change([f"urn:semreg:instance:{i}" for i in removed], quads,
+                                        [f"urn:semreg:instance:{i}" for i in put])
+
+    graph = replica.graph_change(ox.NamedNode(EX + "g"), [t("a", "b")])
+    unsaid = replica.instances_change([], "")  # which instances it puts is not said: never merged
+    merged = replica.merged([[change([], ["a", "b"])], [change([], ["c"]), change(["d"], [])], [graph],
+                             [change([], ["e"])], [change(["e"], ["e"])], [unsaid], [change([], ["f"])]])
+    kinds = [(c[0], c[1], c[3]) if c[0] == "instances" else (c[0],) for c in merged]
+    iri = "urn:semreg:instance:".__add__
+    assert kinds == [("instances", [iri("d")], [iri("a"), iri("b"), iri("c")]), ("graph",),
+                     ("instances", [], [iri("e")]), ("instances", [iri("e")], [iri("e")]),
+                     ("instances", [], None), ("instances", [], [iri("f")])]
+    assert merged[0][2].count(b"\n") == 3

@@ -656,3 +656,35 @@ def test_on_disk_the_workers_hold_no_copy_of_the_graphs(tmp_path):
     in_memory = run(tree({}))
     on_disk = run(tree({"on_disk": tmp_path / "replica"}))
     assert on_disk * 2 < in_memory, (on_disk, in_memory)
+
+
+def test_a_burst_of_passes_held_for_the_template_is_answered_as_its_last_pass_left_it(replica_on: dict):
+    """Passes of the feed's shape (the instances they put said), held for the template while they pour in and
+    taken together (on disk: one bulk load of the ones about different instances): an instance put again, one
+    removed, and one put back after its removal are in the next query's answer as the last pass left them."""
+    def put(k: int, value: str) -> tuple:
+        iri = f"urn:semreg:instance:b{k}"
+        return iri, [ox.Quad(ox.NamedNode(iri), n("v"), ox.Literal(value), REGISTRY)]
+
+    async def main():
+        pool = QueryPool.over_store(small_store(10), hidden=[RECORDS], min_workers=1, max_workers=1, **replica_on)
+        try:
+            await ask(pool, "ASK {}")  # started: what is published from now on reaches it
+            passes = [[(k, "one") for k in range(0, 4)], [(k, "one") for k in range(4, 8)],
+                      [(1, "two"), (8, "one")], [(2, None)], [(2, "back"), (9, "one")]]
+            published: set[int] = set()
+            for ticket, views in enumerate(passes, start=1):
+                pool.note_requested(ticket)
+                gone = [f"urn:semreg:instance:b{k}" for k, _ in views if k in published]
+                quads = [q for k, value in views if value is not None for q in put(k, value)[1]]
+                pool.publish(("changes", [replica.instances_change(
+                    gone, quads, [put(k, "")[0] for k, value in views if value is not None])]))
+                pool.publish(("ticket", ticket))
+                published |= {k for k, value in views if value is not None}
+                published -= {k for k, value in views if value is None}
+            answer = await ask(pool, f"SELECT ?s ?v {{ GRAPH <{REGISTRY.value}> {{ ?s <{EX}v> ?v }} }}")
+            got = sorted((b["s"]["value"].rsplit(":", 1)[1], b["v"]["value"]) for b in answer["results"]["bindings"])
+            assert got == sorted([(f"b{k}", "one") for k in (0, 3, 4, 5, 6, 7, 8, 9)] + [("b1", "two"), ("b2", "back")])
+        finally:
+            await pool.close()
+    run(main())
