@@ -35,6 +35,9 @@ def test_quick_scale_reports_memory_speed_expiry_and_start_up(sparql):
     assert memory["total_pss_mib"] > empty["total_pss_mib"] and scale["pss_total_per_instance_kib"] > 0
     for figure in ("hot_discovery", "cold_discovery", "register_1000_tags"):
         assert scale[figure]["n"] > 0 and scale[figure]["median_ms"] > 0
+    if sparql:  # every example query answered, none past the endpoint's time limit at this size
+        queries = {k: v for k, v in scale["sparql_queries"].items() if k != "after_a_write"}
+        assert len(queries) == 6 and not any(q["past_time_limit"] or q["rows"] is None for q in queries.values())
     assert scale["heartbeats"]["per_s"] > 0 and scale["heartbeats"]["failed"] == 0
     assert scale["expiry"]["expired"] == 10_000 and scale["expiry"]["max_ms"] > 0
     assert scale["startup_s"] > 0 and scale["memory_restarted"]["total_pss_mib"] > 0
