@@ -102,10 +102,10 @@ async def spread_status(placement: Placement, stragglers: Stragglers, instance_i
         records = await shard.export([instance_id])
     except ShardUnavailable:
         placement.failed(holder)
-        raise Unavailable(f"the status of '{instance_id}' was set on one owner, which did not answer since; "
-                          f"try again.", retry_after_s=1) from None
-    if not records:
-        return  # removed there since: the removal is a write of its own
+        records = []
+    if not records:  # it did not answer, or let go of its copy since (it is no owner on its own ring): no copy to send
+        raise Unavailable(f"the status of '{instance_id}' was set on one owner, whose copy could not be read since; "
+                          f"try again.", retry_after_s=1)
 
     def send(member: str, shard: Shard, ids: list[str], first: bool) -> Any:
         return shard.restore_records(records)
