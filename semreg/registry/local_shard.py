@@ -358,13 +358,17 @@ class LocalShard(OwnShard):
                 out.append(({"id": iid, "deleted": True, "deleted_at": tomb[1]}, tomb[0]))
         return out
 
-    async def drop(self, ids: Iterable[str]) -> int:
-        """Let go of copies (and tombstones) this shard no longer owns, once their owners hold them."""
+    async def drop(self, ids: Iterable[str], held: Mapping[str, int] | None = None) -> int:
+        """Let go of copies (and tombstones) this shard no longer owns, once their owners hold them. With `held`
+        (the revision each was at when its owners were found to hold it, a tombstone's negated), only those still
+        at it: one written here since (a status decided here, a newer copy handed over) is kept for the next pass
+        to hand on, never let go of unsent."""
         dropped = 0
         for iid in ids:
-            known = iid in self.registry.instances or self.registry.tombstones.pop(iid, None) is not None
-            if not known:
+            now = inventory.of(self.registry.instances, self.registry.tombstones, (iid,)).get(iid)
+            if now is None or (held is not None and held.get(iid) != now):
                 continue
+            self.registry.tombstones.pop(iid, None)
             self.registry.drop(iid)
             await self._write(self.store.delete_record, iid)
             dropped += 1
