@@ -4,8 +4,9 @@ answer, the one running the lease) writes it down, and the answer waits until en
 takes no acknowledged status with it; a change short of enough owners is a 503 whose record still reaches the
 owner that missed it. A renewal, or a status that changes nothing, goes to the one owner alone, as before.
 
-Rings of apps in this process (`support.inprocess_ring`), on one fake clock that nobody moves here: no lease
-lapses, no anti-entropy pass runs, so only what a request itself carried is where it is.
+Rings of apps in this process (`support.inprocess_ring`), on one fake clock moved at most a few seconds (for a
+member to be asked again): no lease lapses, no periodic anti-entropy pass runs, so only what a request itself
+carried, or a hint it left, is where it is.
 """
 from __future__ import annotations
 
