@@ -186,7 +186,7 @@ class AntiEntropy:
             complete = complete and len(found) == len(ids)
         let_go = await asyncio.to_thread(confirmed_elsewhere, ring, self.replicas, mine_not, confirmed)
         if let_go and (leaving or not self._degraded()):
-            self.dropped += await self.local.drop(let_go)
+            self.dropped += await self.local.drop(let_go, held)  # unless written since `held` was read
         self.syncs += 1
         return complete
 

@@ -2,8 +2,10 @@
 
 A status change on an owner (an expiry, a check, an admin status) is sent to the other owners with its
 state version; copies keep the newest. An admin status is written down, so the other owners take the
-record itself; an instance deleted on the lease's owner (critical past deregister_after) goes from the
-other owners too. What this node changed in one turn of the loop goes out in one batch to each owner.
+record itself (a client's was brought to enough owners before it was acknowledged,
+`semreg.registry.writes.spread_status`: sent again here, it changes nothing where it is held); an instance
+deleted on the lease's owner (critical past deregister_after) goes from the other owners too. What this node
+changed in one turn of the loop goes out in one batch to each owner.
 """
 from __future__ import annotations
 

@@ -76,7 +76,8 @@ class LocalShard(OwnShard):
         self._expiry_when = 0.0
         self._check_gen: dict[str, int] = {}
         self.primary: Callable[[str], bool] = lambda instance_id: True
-        self._incoming: dict[str, int] = {}  # id → revision of a handed-over copy being made durable
+        # id → revision of a handed-over copy being made durable and applied, and when it is (done or failed)
+        self._incoming: dict[str, tuple[int, asyncio.Future[None]]] = {}
         self._deciding: asyncio.Task[None] | None = None  # the leases a ring change moved, decided off the loop
         self.ring: tuple[str, ...] = ()  # the members of the ring `primary` places on (none alone)
         # environments asked → (the tags version they were made at, the distinct tags' hashes)
@@ -188,31 +189,43 @@ class LocalShard(OwnShard):
 
     async def restore_records(self, items: list[Record]) -> int:
         """Copies handed over by another owner, in their durable form (with registration time and admin
-        status); returns how many were newer than what this shard held."""
+        status); returns how many were newer than what this shard held. A copy that another hand-off is storing
+        right now (as new, or newer) is not stored twice, but waited for: once this returns, every copy given is
+        held here or superseded, so a status sent next, made at that copy's revision, finds it
+        (`apply_states`)."""
         wall = self.clock.wall()
         fresh: list[tuple[dict[str, Any], int]] = []
         tombs: list[tuple[str, int]] = []
+        landing: set[asyncio.Future[None]] = set()
         for rec, revision in items:
             self.revisions.observe(revision)
-            if not self.registry.newer(rec["id"], revision) or self._incoming.get(rec["id"], 0) >= revision:
-                continue  # held, or being stored from another owner's hand-off right now
+            incoming = self._incoming.get(rec["id"])
+            if incoming is not None and incoming[0] >= revision:
+                landing.add(incoming[1])  # being stored from another owner's hand-off right now
+                continue
+            if not self.registry.newer(rec["id"], revision):
+                continue
             if rec.get("deleted"):
                 tombs.append((rec["id"], revision))
             else:
                 fresh.append((rec, revision))
         if fresh:
+            landed = asyncio.get_running_loop().create_future()
             for rec, revision in fresh:
-                self._incoming[rec["id"]] = revision
+                self._incoming[rec["id"]] = (revision, landed)
             try:
                 await self._write(self.store.save_records, fresh)
+                await self._in_slices(len(fresh), self._apply_restored, fresh, wall)
             finally:
                 for rec, revision in fresh:
-                    if self._incoming.get(rec["id"]) == revision:
+                    if self._incoming.get(rec["id"]) == (revision, landed):
                         del self._incoming[rec["id"]]
-            await self._in_slices(len(fresh), self._apply_restored, fresh, wall)
+                landed.set_result(None)
             self._arm_expiry()
         for iid, revision in tombs:
             await self.delete_record(iid, revision)
+        if landing:
+            await asyncio.wait(landing)
         return len(fresh) + len(tombs)
 
     def _apply_restored(self, fresh: list[tuple[dict[str, Any], int]], wall: float) -> None:
@@ -345,13 +358,17 @@ class LocalShard(OwnShard):
                 out.append(({"id": iid, "deleted": True, "deleted_at": tomb[1]}, tomb[0]))
         return out
 
-    async def drop(self, ids: Iterable[str]) -> int:
-        """Let go of copies (and tombstones) this shard no longer owns, once their owners hold them."""
+    async def drop(self, ids: Iterable[str], held: Mapping[str, int] | None = None) -> int:
+        """Let go of copies (and tombstones) this shard no longer owns, once their owners hold them. With `held`
+        (the revision each was at when its owners were found to hold it, a tombstone's negated), only those still
+        at it: one written here since (a status decided here, a newer copy handed over) is kept for the next pass
+        to hand on, never let go of unsent."""
         dropped = 0
         for iid in ids:
-            known = iid in self.registry.instances or self.registry.tombstones.pop(iid, None) is not None
-            if not known:
+            now = inventory.of(self.registry.instances, self.registry.tombstones, (iid,)).get(iid)
+            if now is None or (held is not None and held.get(iid) != now):
                 continue
+            self.registry.tombstones.pop(iid, None)
             self.registry.drop(iid)
             await self._write(self.store.delete_record, iid)
             dropped += 1

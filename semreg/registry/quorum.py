@@ -90,6 +90,13 @@ class Quorum:
         self._flying: dict[asyncio.Task[Any], tuple[str, list[str]]] = {}
         self._rounds = 0
 
+    def held(self, member: str, ids: list[str]) -> None:
+        """`member` holds these records already (it wrote them before this write began): it counts towards each,
+        and is not sent them."""
+        for i in ids:
+            self.acks[i].add(member)
+            self.asked[i].add(member)
+
     def short(self) -> list[str]:
         """The records fewer owners hold than a write needs."""
         return [i for i in self.ids if len(self.acks[i]) < self.placement.needed(i)]

@@ -160,7 +160,8 @@ class OwnShard(Shard, Protocol):
     def set_primary(self, primary: Callable[[str], bool], ring: tuple[str, ...] = ()) -> None: ...
     # which leases and checks run here: those `primary` says, on the ring of members `ring`
 
-    async def drop(self, ids: Iterable[str]) -> int: ...  # let go of copies owned elsewhere now
+    async def drop(self, ids: Iterable[str], held: Mapping[str, int] | None = None) -> int: ...
+    # let go of copies owned elsewhere now (with `held`, only those still at the revision given)
 
     async def last_on_ring(self) -> float | None: ...  # when it last compared its records with a ring
 

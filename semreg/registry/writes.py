@@ -1,9 +1,16 @@
-"""The registry's writes over the shards: a registration (or a batch) and a removal, each sent to the owners of
-its instances and acknowledged at a quorum (`semreg.registry.quorum`).
+"""The registry's writes over the shards: a registration (or a batch), a removal and an admin status, each sent to
+the owners of its instances and acknowledged at a quorum (`semreg.registry.quorum`).
 
 The answer is that of the owners that acknowledged: an instance is new (201) only if none of them held
 it already (a stand-in for a failed owner has nothing to replace), and the view returned is the instance
 as stored, from its first owner, or, when that one is not among the first to answer, from one that is.
+
+An admin status (a drain, maintenance) is decided by one owner, the first to answer (the one running the lease,
+unless it is down), which writes it down as a new revision of the record; that record then goes on to the other
+owners as a write does, and the change is acknowledged once enough of them hold it, the deciding owner counted
+(`spread_status`). Each owner takes it by its revision (`restore_records`), so one that already holds it, or
+something newer, changes nothing. An owner that is cut off right after deciding, and whose copy is then superseded
+or lost, takes no acknowledged status with it.
 """
 from __future__ import annotations
 
@@ -82,3 +89,29 @@ async def deregister(placement: Placement, stragglers: Stragglers, instance_id: 
     if await quorum.run(lambda member, ids, answer: None):
         raise Unavailable(f"the removal of '{instance_id}' reached {len(quorum.acks[instance_id])} of the "
                           f"{placement.needed(instance_id)} owners it needs; try again.")
+
+
+async def spread_status(placement: Placement, stragglers: Stragglers, instance_id: str, holder: str, shard: Shard
+                        ) -> None:
+    """An admin status that the owner `holder` (on `shard`) has just written down, sent on to the other owners:
+    back once enough of them hold its record, `holder` counted, as a registration is; `Unavailable` when too few
+    do (the sends still on their way go on, and an owner that missed it gets a hint, as a write's do)."""
+    if placement.needed(instance_id) <= 1:
+        return
+    try:
+        records = await shard.export([instance_id])
+    except ShardUnavailable:
+        placement.failed(holder)
+        records = []
+    if not records:  # it did not answer, or let go of its copy since (it is no owner on its own ring): no copy to send
+        raise Unavailable(f"the status of '{instance_id}' was set on one owner, whose copy could not be read since; "
+                          f"try again.", retry_after_s=1)
+
+    def send(member: str, shard: Shard, ids: list[str], first: bool) -> Any:
+        return shard.restore_records(records)
+
+    quorum = Quorum(placement, stragglers, [instance_id], send)
+    quorum.held(holder, [instance_id])
+    if await quorum.run(lambda member, ids, answer: None):
+        raise Unavailable(f"the status of '{instance_id}' is held by {len(quorum.acks[instance_id])} of the "
+                          f"{placement.needed(instance_id)} owners a change needs; try again.", retry_after_s=1)

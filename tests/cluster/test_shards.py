@@ -8,6 +8,7 @@ case study's ontology; each case writes ids of its own, so the two runs of a cas
 """
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -194,6 +195,23 @@ async def a_copy_from_another_owner_says_its_admin_status_even_when_it_is_up(sha
     assert orjson.loads((await shard.get(p + "a")).view_json())["status"] == "draining"
     assert await shard.restore_records([(rec, 12)]) == 1
     assert orjson.loads((await shard.get(p + "a")).view_json())["status"] == "up"
+
+
+@case
+async def a_copy_another_hand_off_is_storing_is_waited_for_so_a_state_made_at_it_is_taken(shard: Shard, p: str,
+                                                                                        node: RingNode) -> None:
+    """Two owners hand over the same record at once (a status change's coordinator, and the owner that made it,
+    which sends the state next): the second is not stored twice, but answered once the first is held, so the
+    state made at that revision is taken, not dropped as a state of another revision."""
+    [(rec, _)] = await shard.export([(await shard.put_records([(reg(p + "a"), 10)]))[0][0].id])
+    drained = ({**rec, "admin_status": "draining"}, 11)
+    first = asyncio.ensure_future(shard.restore_records([drained]))
+    await asyncio.sleep(0)  # on its way (here: being stored on the writer thread)
+    await shard.restore_records([drained])
+    assert await shard.apply_states([(p + "a", 11, 10**15, "draining", True, True)]) == 1
+    assert await first == 1
+    got = await shard.get(p + "a")
+    assert (got.revision, got.status) == (11, "critical")  # drained, and its lease lapsed where it runs
 
 
 @case
