@@ -3,7 +3,10 @@ registry (instances, leases, catalogue), its durable records, the lease timer an
 checks.
 
 Writes follow one order: validate (before the shard), make durable (the records, on the node's writer
-thread, so records land in the order requests asked), then apply in memory and report the changes.
+thread, so records land in the order requests asked), then apply in memory and report the changes. The
+writes of one instance's record (a registration, an admin status, a copy handed over, a removal) go one at a
+time: each reads what the one before made durable and applied, so none undoes another (`_writing_now`); writes
+of other instances, and a heartbeat that brings no new status, wait for none of them.
 Revisions (`semreg.registry.revisions`) order the writes of one instance, wherever they were made: a copy older
 than what the shard holds is ignored, and a removal leaves a tombstone (kept `TOMBSTONE_KEEP_S`) so that
 an older copy never brings the instance back.
@@ -76,8 +79,9 @@ class LocalShard(OwnShard):
         self._expiry_when = 0.0
         self._check_gen: dict[str, int] = {}
         self.primary: Callable[[str], bool] = lambda instance_id: True
-        # id → revision of a handed-over copy being made durable and applied, and when it is (done or failed)
-        self._incoming: dict[str, tuple[int, asyncio.Future[None]]] = {}
+        # id → the revision of its record being made durable and applied right now, and when it is (done or failed):
+        # only the ids being written are here (`_writing_now`)
+        self._writing: dict[str, tuple[int, asyncio.Future[None]]] = {}
         self._deciding: asyncio.Task[None] | None = None  # the leases a ring change moved, decided off the loop
         self.ring: tuple[str, ...] = ()  # the members of the ring `primary` places on (none alone)
         # environments asked → (the tags version they were made at, the distinct tags' hashes)
@@ -142,12 +146,20 @@ class LocalShard(OwnShard):
         (None). Each with the instance as stored (None without `views`) and whether it was new here. A large
         batch is prepared and applied as essential request work (`semreg.work.lane`: in slices, never shed:
         its admission was the request's)."""
-        fresh, records = await self._in_slices(len(items), self._fresh_records, items)
-        if records:
-            await self._write(self.store.save_records, records)
-        # applied only now: another write of the same instance may have landed while this one was stored
-        applied = await self._in_slices(len(fresh), self._apply, fresh)
+        landed = asyncio.get_running_loop().create_future()
+        try:
+            fresh, records, later = await self._in_slices(len(items), self._fresh_records, items, landed)
+            if records:
+                await self._write(self.store.save_records, records)
+            applied = await self._in_slices(len(fresh), self._apply, fresh)
+        finally:
+            self._landed((reg.id for reg, _ in items), landed)
         self._arm_expiry()
+        if later:  # instances another write was writing: taken once it is done, from what it left
+            await asyncio.wait({f for _, f in later})
+            again = [item for item, _ in later]
+            applied.update({reg.id: (inst, created) for (reg, _), (inst, created) in
+                            zip(again, await self.put_records(again)) if inst is not None})
         stored: list[tuple[Instance | None, bool]] = [applied.get(reg.id, (None, False)) for reg, _ in items]
         return stored if views else [(None, created) for _, created in stored]
 
@@ -159,16 +171,24 @@ class LocalShard(OwnShard):
         with heap.making(size):
             return await self.lane.run(fn, *args, what="this write", essential=True)
 
-    def _fresh_records(self, items: list[tuple[Registration, int]]
-                       ) -> tuple[list[tuple[Registration, int]], list[tuple[dict[str, Any], int]]]:
+    def _fresh_records(self, items: list[tuple[Registration, int]], landed: asyncio.Future[None]
+                       ) -> tuple[list[tuple[Registration, int]], list[tuple[dict[str, Any], int]],
+                                  list[tuple[tuple[Registration, int], asyncio.Future[None]]]]:
+        """The registrations newer than what is held, with their records (each id marked as being written, until
+        `landed`), and those another write is writing right now, with when it is done (`_writing_now`)."""
         wall = self.clock.wall()
-        fresh, records = [], []
+        fresh, records, later = [], [], []
         for k, (reg, revision) in enumerate(items):
             if k % 256 == 255:
                 checkpoint()
             self.revisions.observe(revision)
+            writing = self._writing.get(reg.id)
+            if writing is not None and writing[1] is not landed:
+                later.append(((reg, revision), writing[1]))
+                continue
             if not self.registry.newer(reg.id, revision):
                 continue
+            self._writing[reg.id] = (revision, landed)
             old = self.registry.instances.get(reg.id)
             rec = reg.record()
             rec["registered_at"] = old.registered_at_wall if old is not None else wall
@@ -176,7 +196,7 @@ class LocalShard(OwnShard):
                 rec["admin_status"] = old.admin_status
             records.append((rec, revision))
             fresh.append((reg, revision))
-        return fresh, records
+        return fresh, records, later
 
     def _apply(self, fresh: list[tuple[Registration, int]]) -> dict[str, tuple[Instance, bool]]:
         applied = {inst.id: (inst, created) for inst, created in
@@ -189,19 +209,25 @@ class LocalShard(OwnShard):
 
     async def restore_records(self, items: list[Record]) -> int:
         """Copies handed over by another owner, in their durable form (with registration time and admin
-        status); returns how many were newer than what this shard held. A copy that another hand-off is storing
-        right now (as new, or newer) is not stored twice, but waited for: once this returns, every copy given is
-        held here or superseded, so a status sent next, made at that copy's revision, finds it
-        (`apply_states`)."""
+        status); returns how many were newer than what this shard held. A copy that another write is storing
+        right now (as new, or newer: another hand-off) is not stored twice, but waited for: once this returns, every
+        copy given is held here or superseded, so a status sent next, made at that copy's revision, finds it
+        (`apply_states`). One whose instance another write is writing at an older revision is taken once that
+        write is done (`_writing_now`)."""
         wall = self.clock.wall()
         fresh: list[tuple[dict[str, Any], int]] = []
         tombs: list[tuple[str, int]] = []
         landing: set[asyncio.Future[None]] = set()
+        later: list[Record] = []
         for rec, revision in items:
             self.revisions.observe(revision)
-            incoming = self._incoming.get(rec["id"])
-            if incoming is not None and incoming[0] >= revision:
-                landing.add(incoming[1])  # being stored from another owner's hand-off right now
+            writing = self._writing.get(rec["id"])
+            if writing is not None:
+                if writing[0] >= revision:
+                    landing.add(writing[1])  # being stored right now, as this copy or newer
+                else:
+                    later.append((rec, revision))
+                    landing.add(writing[1])
                 continue
             if not self.registry.newer(rec["id"], revision):
                 continue
@@ -212,21 +238,36 @@ class LocalShard(OwnShard):
         if fresh:
             landed = asyncio.get_running_loop().create_future()
             for rec, revision in fresh:
-                self._incoming[rec["id"]] = (revision, landed)
+                self._writing[rec["id"]] = (revision, landed)
             try:
                 await self._write(self.store.save_records, fresh)
                 await self._in_slices(len(fresh), self._apply_restored, fresh, wall)
             finally:
-                for rec, revision in fresh:
-                    if self._incoming.get(rec["id"]) == (revision, landed):
-                        del self._incoming[rec["id"]]
-                landed.set_result(None)
+                self._landed((rec["id"] for rec, _ in fresh), landed)
             self._arm_expiry()
         for iid, revision in tombs:
             await self.delete_record(iid, revision)
         if landing:
             await asyncio.wait(landing)
-        return len(fresh) + len(tombs)
+        taken = await self.restore_records(later) if later else 0
+        return len(fresh) + len(tombs) + taken
+
+    def _landed(self, ids: Iterable[str], landed: asyncio.Future[None]) -> None:
+        """The writes of these ids' records done with `landed` are done (or failed): the next may go."""
+        for iid in ids:
+            writing = self._writing.get(iid)
+            if writing is not None and writing[1] is landed:
+                del self._writing[iid]
+        landed.set_result(None)
+
+    async def _writing_now(self, instance_id: str) -> Instance | None:
+        """The instance as held once no write of its record is under way. One write of an instance's record at a
+        time: each reads what the one before made durable and applied (a status write and a registration that
+        met would otherwise each write its own reading, and the one that landed last undo the other), and marks
+        the id as being written (`_writing`, only while it is) until it has applied its own."""
+        while (writing := self._writing.get(instance_id)) is not None:
+            await asyncio.wait({writing[1]})
+        return self.registry.instances.get(instance_id)
 
     def _apply_restored(self, fresh: list[tuple[dict[str, Any], int]], wall: float) -> None:
         regs = [Registration.from_record(rec) for rec, _ in fresh]
@@ -243,26 +284,27 @@ class LocalShard(OwnShard):
         """A removal with its revision: a tombstone, durable, then the instance leaves. False when the
         shard already held something newer."""
         self.revisions.observe(revision)
+        await self._writing_now(instance_id)
         if not self.registry.newer(instance_id, revision):
             return False
         tomb = {"id": instance_id, "deleted": True, "deleted_at": self.clock.wall()}
-        await self._write(self.store.save_records, [(tomb, revision)])
-        self.registry.delete(instance_id, revision=revision)
+        await self._written(instance_id, tomb, revision, lambda: self.registry.delete(instance_id, revision=revision))
         self.removals.added(instance_id, revision)
         return True
 
     async def heartbeat(self, instance_id: str, load: float | None, status: str | None,
                         revision: int | None = None) -> Instance:
+        """Renew the lease at once (the liveness path waits for nothing); a new admin status is written down first,
+        after any write of the instance's record under way."""
         inst = self.registry.get(instance_id)
-        dated = revision
-        revision = None
         if status is not None and status != inst.admin_status:
-            revision = self._status_revision(inst, dated)
-            rec = inst.durable()
-            rec["admin_status"] = status
-            await self._write(self.store.save_records, [(rec, revision)])
-        inst = self.registry.heartbeat(instance_id, load=load, status=status, revision=revision,
-                                       state_version=self.revisions.next())
+            inst = await self._writing_now(instance_id) or self.registry.get(instance_id)
+        if status is not None and status != inst.admin_status:
+            inst = await self._status_written(inst, status, revision, lambda at: self.registry.heartbeat(
+                instance_id, load=load, status=status, revision=at, state_version=self.revisions.next()))
+        else:
+            inst = self.registry.heartbeat(instance_id, load=load, status=status,
+                                           state_version=self.revisions.next())
         self._arm_expiry()
         return inst
 
@@ -270,14 +312,30 @@ class LocalShard(OwnShard):
                          revision: int | None = None) -> Instance:
         """The admin status alone, written down as a heartbeat's is, without renewing the lease; only in place of
         one of `replaces` when given (decided here, where the status is kept, so no other change slips between)."""
-        inst = self.registry.get(instance_id)
+        inst = await self._writing_now(instance_id) or self.registry.get(instance_id)
         if status == inst.admin_status or (replaces is not None and inst.admin_status not in replaces):
             return inst
-        revision = self._status_revision(inst, revision)
+        return await self._status_written(inst, status, revision, lambda at: self.registry.set_status(
+            instance_id, status, revision=at, state_version=self.revisions.next()))
+
+    async def _status_written(self, inst: Instance, status: str, dated: int | None,
+                              apply: Callable[[int], Instance]) -> Instance:
+        """Write the instance down with this admin status (at `_status_revision`), then `apply(revision)`."""
         rec = inst.durable()
         rec["admin_status"] = status
-        await self._write(self.store.save_records, [(rec, revision)])
-        return self.registry.set_status(instance_id, status, revision=revision, state_version=self.revisions.next())
+        revision = self._status_revision(inst, dated)
+        return await self._written(inst.id, rec, revision, lambda: apply(revision))
+
+    async def _written(self, instance_id: str, rec: dict[str, Any], revision: int, apply: Callable[[], T]) -> T:
+        """Make one instance's record durable at `revision`, then `apply()`; the id marked as being written
+        meanwhile (`_writing_now`)."""
+        landed = asyncio.get_running_loop().create_future()
+        self._writing[instance_id] = (revision, landed)
+        try:
+            await self._write(self.store.save_records, [(rec, revision)])
+            return apply()
+        finally:
+            self._landed((instance_id,), landed)
 
     def _status_revision(self, inst: Instance, dated: int | None) -> int:
         """The revision an admin status is written down at: the one its coordinator dated the request with, or
