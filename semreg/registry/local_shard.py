@@ -419,12 +419,12 @@ class LocalShard(OwnShard):
     async def drop(self, ids: Iterable[str], held: Mapping[str, int] | None = None) -> int:
         """Let go of copies (and tombstones) this shard no longer owns, once their owners hold them. With `held`
         (the revision each was at when its owners were found to hold it, a tombstone's negated), only those still
-        at it: one written here since (a status decided here, a newer copy handed over) is kept for the next pass
-        to hand on, never let go of unsent."""
+        at it: one written here since (a status decided here, a newer copy handed over), or being written right
+        now, is kept for the next pass to hand on, never let go of unsent."""
         dropped = 0
         for iid in ids:
             now = inventory.of(self.registry.instances, self.registry.tombstones, (iid,)).get(iid)
-            if now is None or (held is not None and held.get(iid) != now):
+            if now is None or (held is not None and (held.get(iid) != now or iid in self._writing)):
                 continue
             self.registry.tombstones.pop(iid, None)
             self.registry.drop(iid)

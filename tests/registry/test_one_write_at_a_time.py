@@ -152,3 +152,21 @@ def test_only_the_instance_being_written_waits_and_its_heartbeats_never_do() -> 
         assert created_b and not created_a and a is not None and a.reg.port == 82
         assert shard.store.read_record("a") == (a.durable(), a.revision)
     asyncio.run(scenario())
+
+
+def test_a_copy_being_written_is_not_let_go_by_a_hand_off_pass() -> None:
+    """A pass that found the owners holding the copy at its revision lets go of it only if nothing is being written
+    to it meanwhile: a drain on its way is kept, for the next pass to hand on."""
+    async def scenario() -> None:
+        shard, writes, _ = await setting_up()
+        held = await shard.inventory(["a"])
+        writes.hold_next()
+        drain = asyncio.ensure_future(shard.set_status("a", "draining"))
+        await writes.held.wait()
+        assert await shard.drop(["a"], held) == 0
+        writes.release()
+        drained = await drain
+        assert shard.registry.get("a") is drained and drained.admin_status == "draining"
+        assert shard.store.load_records() == [(drained.durable(), drained.revision)]
+        assert await shard.drop(["a"], held) == 0  # written since: the next pass hands it on
+    asyncio.run(scenario())
