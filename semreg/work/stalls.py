@@ -5,7 +5,10 @@ ends: how long, and the frames it was in. The next stall is found by its log lin
 Python's lock is the limit of what it sees: a call into a library that keeps the lock (a collection, a parse
 in C) stops this thread too, and the stall is measured and logged once the lock comes back, with the stack
 as it then is. When the loop's thread was not in semreg's code (it waited for the lock another thread held),
-the line also gives the stacks of the threads that were (`threads`): one of them held the lock.
+the line also gives the stacks of the threads that were (`threads`): one of them held the lock. "In semreg's
+code" is read from the innermost frames, down to the loop's own: under uvloop, a loop waiting for the lock is
+in C below `asyncio.Runner.run`, and its stack is then only the frames that started it (`semreg/node/process.py`
+among them), which are not where it is.
 """
 from __future__ import annotations
 
@@ -89,12 +92,26 @@ class StallWatch:
         frames = sys._current_frames()
         names = {t.ident: t.name for t in threading.enumerate()}
         loop = _stack(frames.get(self._loop_thread)) if self._loop_thread is not None else []
-        if any(line.startswith("semreg/") for line in loop):
+        if _in_semreg(loop):
             return loop, {}
         mine = threading.get_ident()
         others = {names.get(ident, str(ident)): _stack(frame) for ident, frame in frames.items()
                   if ident not in (mine, self._loop_thread)}
         return loop, {name: stack for name, stack in others.items() if any(x.startswith("semreg/") for x in stack)}
+
+
+LOOP_FILES = ("runners.py", "base_events.py", "selectors.py", "events.py")  # the loop's own, and what it is run from
+
+
+def _in_semreg(stack: list[str]) -> bool:
+    """Whether a stack (innermost first, as `_stack` gives it) is in semreg's code: a frame of semreg's found
+    before the first frame of the event loop's own (where callbacks are called from, or the loop is run)."""
+    for line in stack:
+        if line.startswith("semreg/"):
+            return True
+        if line.split(":", 1)[0] in LOOP_FILES:
+            return False
+    return False
 
 
 def _stack(frame: object) -> list[str]:

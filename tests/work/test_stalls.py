@@ -69,3 +69,17 @@ def test_on_a_real_loop_the_thread_finds_the_callback_that_held_it(caplog):
     assert watch.longest_s >= 0.3
     [record] = [r for r in caplog.records if r.name == "semreg.stalls"]
     assert any("stuck_here" in frame for frame in record.where)
+
+
+def test_a_loop_in_its_own_frames_is_not_in_semregs_code_though_semreg_started_it():
+    from semreg.work.stalls import _in_semreg
+    started_by = ["semreg/node/process.py:33 run", "semreg/cli/serve.py:271 run", "semreg/__main__.py:3 <module>"]
+    # uvloop waiting for Python's lock, or in its C: only the frames that started it
+    assert not _in_semreg(["runners.py:118 run", *started_by])
+    # asyncio's own loop, polling
+    assert not _in_semreg(["selectors.py:468 select", "base_events.py:1898 _run_once", *started_by])
+    # a callback of a library's, called by the loop
+    assert not _in_semreg(["httptools_impl.py:173 data_received", "events.py:80 _run", "base_events.py:1 x"])
+    # semreg's code, directly or below a library it called
+    assert _in_semreg(["semreg/registry/backups.py:98 <listcomp>", "events.py:80 _run", *started_by])
+    assert _in_semreg(["json/encoder.py:200 encode", "semreg/http/metrics.py:239 _memory", "events.py:80 _run"])
