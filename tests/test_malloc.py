@@ -129,10 +129,14 @@ def test_the_heap_is_read_at_most_once_a_second_for_metrics():
         return readings[-1]
 
     recent = malloc.Recent(every_s=1.0, monotonic=lambda: now[0], read=read)
+    assert recent.due() and recent.cached() is None and readings == []  # the cached reading never reads
     first = recent()
     now[0] = 0.9
+    assert not recent.due() and recent.cached() is first
     assert recent() is first and len(readings) == 1
     now[0] = 1.0
+    assert recent.due() and recent.cached() is first and len(readings) == 1
     assert recent().in_use == 1 and len(readings) == 2
     now[0] = 5.0
     assert recent().in_use == 2
+

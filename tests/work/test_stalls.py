@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
 import time
 
@@ -69,3 +70,63 @@ def test_on_a_real_loop_the_thread_finds_the_callback_that_held_it(caplog):
     assert watch.longest_s >= 0.3
     [record] = [r for r in caplog.records if r.name == "semreg.stalls"]
     assert any("stuck_here" in frame for frame in record.where)
+
+
+def test_a_loop_in_its_own_frames_is_not_in_semregs_code_though_semreg_started_it():
+    from semreg.work.stalls import _in_semreg
+    started_by = ["semreg/node/process.py:33 run", "semreg/cli/serve.py:271 run", "semreg/__main__.py:3 <module>"]
+    # uvloop waiting for Python's lock, or in its C: only the frames that started it
+    assert not _in_semreg(["runners.py:118 run", *started_by])
+    # asyncio's own loop, polling
+    assert not _in_semreg(["selectors.py:468 select", "base_events.py:1898 _run_once", *started_by])
+    # a callback of a library's, called by the loop
+    assert not _in_semreg(["httptools_impl.py:173 data_received", "events.py:80 _run", "base_events.py:1 x"])
+    # semreg's code, directly or below a library it called
+    assert _in_semreg(["semreg/registry/backups.py:98 <listcomp>", "events.py:80 _run", *started_by])
+    assert _in_semreg(["json/encoder.py:200 encode", "semreg/http/metrics.py:239 _memory", "events.py:80 _run"])
+
+
+def test_a_stall_says_what_the_loops_thread_did_meanwhile(caplog):
+    beat = [0.0]
+    sched = [(1.0, 2.0)]  # seconds the loop's thread ran, and waited for a core
+    collected = [5.0]  # seconds the collector ran
+    watch = StallWatch(lambda: beat[0], threshold_s=0.1, sched=lambda: sched[0], collector=lambda: collected[0])
+    with caplog.at_level(logging.WARNING, "semreg.stalls"):
+        watch.look(0.01)  # it turned at 0.0: counted from here
+        sched[0], collected[0] = (1.05, 2.2), 5.03
+        watch.look(0.2)  # stuck
+        sched[0], collected[0] = (1.06, 2.3), 5.04
+        beat[0] = 0.4
+        watch.look(0.41)
+    [record] = [r for r in caplog.records if r.name == "semreg.stalls"]
+    assert (record.ms, record.cpu_ms, record.runqueue_ms, record.gc_ms) == (400, 60, 300, 40)
+
+
+def test_where_the_thread_cannot_be_read_the_line_says_none(caplog):
+    beat = [0.0]
+    watch = StallWatch(lambda: beat[0], threshold_s=0.1, sched=lambda: None, collector=lambda: 0.0)
+    with caplog.at_level(logging.WARNING, "semreg.stalls"):
+        watch.look(0.01)
+        watch.look(0.2)
+        beat[0] = 0.3
+        watch.look(0.31)
+    [record] = [r for r in caplog.records if r.name == "semreg.stalls"]
+    assert record.cpu_ms is None and record.runqueue_ms is None and record.gc_ms == 0
+
+
+def test_on_this_machine_the_loops_thread_and_the_collector_are_read():
+    import gc
+
+    watch = StallWatch(lambda: 0.0)
+    watch.start()
+    try:
+        ran, waited = watch._readings()[0] or (None, None)
+        before = watch._readings()[1]
+        gc.collect()
+        after = watch._readings()[1]
+    finally:
+        watch.stop()
+    assert watch._timed not in gc.callbacks
+    linux = sys.platform.startswith("linux")  # schedstat is Linux's: elsewhere the line says None
+    assert (ran is not None and ran > 0 and waited is not None and waited >= 0) == linux
+    assert after is not None and before is not None and after > before

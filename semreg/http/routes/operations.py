@@ -12,6 +12,7 @@ from semreg.cluster.ring import Ring
 from semreg.errors import Unauthorized
 from semreg.http import schemas as s
 from semreg.http.endpoints import Endpoints, Reply
+from semreg.http.metrics import read_heap
 from semreg.http.openapi import document_bytes
 from semreg.http.responses import JSONResponse
 from semreg.http.state import app_state
@@ -84,6 +85,7 @@ async def cluster(request: Request) -> Response:
 async def metrics(request: Request) -> Response:
     """The node's figures, which count every environment (instances, tags, checks, routes, requests): a token
     bound to environments gets 403, as on `/sparql`. They are the operator's, scraped with an unbound token."""
+    await read_heap()
     return Response(app_state(request).metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
