@@ -98,48 +98,20 @@ class Coordinator:
         """To the first owner that answers (the one running the lease, unless it is down): a renewal alone goes
         nowhere else. A status is dated here, now, as a registration is: an owner that carries it out late (it hung,
         the request went on to the next owner, and it woke after the instance was removed) writes it down older
-        than the removal. A status that changes is acknowledged once enough owners hold it (`_admin_status`)."""
+        than the removal. A status that changes is acknowledged once enough owners hold it (`writes.admin_status`)."""
         if status is None:
-            return (await self._first_owner(instance_id, lambda shard: shard.heartbeat(instance_id, load, None)))[2]
+            return (await writes.first_owner(self.placement, instance_id,
+                                             lambda shard: shard.heartbeat(instance_id, load, None)))[2]
         revision = self.placement.next_revision()
-        return await self._admin_status(instance_id, revision,
-                                        lambda shard: shard.heartbeat(instance_id, load, status, revision))
+        return await writes.admin_status(self.placement, self.stragglers, instance_id, revision,
+                                         lambda shard: shard.heartbeat(instance_id, load, status, revision))
 
     async def set_status(self, instance_id: str, status: str, replaces: Collection[str] | None = None) -> Any:
         """An admin status without renewing the lease (maintenance), in place of one of `replaces` when given;
         dated here and acknowledged as a heartbeat's."""
         revision = self.placement.next_revision()
-        return await self._admin_status(instance_id, revision,
-                                        lambda shard: shard.set_status(instance_id, status, replaces, revision))
-
-    async def _admin_status(self, instance_id: str, revision: int, call: Callable[[Shard], Awaitable[Any]]) -> Any:
-        """A status to the first owner that answers, which decides it (it knows the status held, and whether
-        `replaces` allows the change); when it wrote it down, the record goes on to the other owners, and the
-        answer waits until enough of them hold it (`writes.spread_status`), as a registration's does. A status
-        written down is at `revision` or later (after a newer registration held there), one left as it was at the
-        revision held before: unchanged, it is answered at once, as a renewal."""
-        member, shard, inst = await self._first_owner(instance_id, call)
-        if inst.revision >= revision:
-            await writes.spread_status(self.placement, self.stragglers, instance_id, member, shard)
-        return inst
-
-    async def _first_owner(self, instance_id: str, call: Callable[[Shard], Awaitable[Any]]) -> tuple[str, Shard, Any]:
-        """`call` on the first owner that answers: that owner, its shard and the answer."""
-        unreachable = []
-        for member, shard in self.placement.owners(instance_id):
-            try:
-                inst = await call(shard)
-            except ShardUnavailable:
-                self.placement.failed(member)
-                unreachable.append(member)
-                continue
-            except NotFound:
-                continue
-            self.placement.answered(member)
-            return member, shard, inst
-        if unreachable:
-            raise Unavailable(f"no owner of '{instance_id}' answered; try again.", retry_after_s=1)
-        raise NotFound(f"no instance '{instance_id}' is registered; register it again.")
+        return await writes.admin_status(self.placement, self.stragglers, instance_id, revision,
+                                         lambda shard: shard.set_status(instance_id, status, replaces, revision))
 
     async def record_route(self, inst: Any) -> None:
         """Count a route against `inst` on its first owner; when that is another node, on the copy this

@@ -14,6 +14,7 @@ or lost, takes no acknowledged status with it.
 """
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from semreg.errors import BadRequest, NotFound, Unavailable
@@ -89,6 +90,40 @@ async def deregister(placement: Placement, stragglers: Stragglers, instance_id: 
     if await quorum.run(lambda member, ids, answer: None):
         raise Unavailable(f"the removal of '{instance_id}' reached {len(quorum.acks[instance_id])} of the "
                           f"{placement.needed(instance_id)} owners it needs; try again.")
+
+
+async def admin_status(placement: Placement, stragglers: Stragglers, instance_id: str, revision: int,
+                       call: Callable[[Shard], Awaitable[Any]]) -> Any:
+    """A status to the first owner that answers, which decides it (it knows the status held, and whether
+    `replaces` allows the change); when it wrote it down, the record goes on to the other owners, and the
+    answer waits until enough of them hold it (`spread_status`), as a registration's does. A status written
+    down is at `revision` or later (after a newer registration held there), one left as it was at the revision
+    held before: unchanged, it is answered at once, as a renewal."""
+    member, shard, inst = await first_owner(placement, instance_id, call)
+    if inst.revision >= revision:
+        await spread_status(placement, stragglers, instance_id, member, shard)
+    return inst
+
+
+async def first_owner(placement: Placement, instance_id: str, call: Callable[[Shard], Awaitable[Any]]
+                      ) -> tuple[str, Shard, Any]:
+    """`call` on the first owner that answers (a heartbeat's: the one running the lease, unless it is down):
+    that owner, its shard and the answer."""
+    unreachable = []
+    for member, shard in placement.owners(instance_id):
+        try:
+            inst = await call(shard)
+        except ShardUnavailable:
+            placement.failed(member)
+            unreachable.append(member)
+            continue
+        except NotFound:
+            continue
+        placement.answered(member)
+        return member, shard, inst
+    if unreachable:
+        raise Unavailable(f"no owner of '{instance_id}' answered; try again.", retry_after_s=1)
+    raise NotFound(f"no instance '{instance_id}' is registered; register it again.")
 
 
 async def spread_status(placement: Placement, stragglers: Stragglers, instance_id: str, holder: str, shard: Shard
