@@ -135,15 +135,20 @@ class StallWatch:
 
     def _stacks(self) -> tuple[list[str], dict[str, list[str]]]:
         """The loop thread's stack; and when it was not in semreg's code, the other threads' that were."""
-        frames = sys._current_frames()
-        names = {t.ident: t.name for t in threading.enumerate()}
-        loop = _stack(frames.get(self._loop_thread)) if self._loop_thread is not None else []
-        if _in_semreg(loop):
-            return loop, {}
-        mine = threading.get_ident()
-        others = {names.get(ident, str(ident)): _stack(frame) for ident, frame in frames.items()
-                  if ident not in (mine, self._loop_thread)}
-        return loop, {name: stack for name, stack in others.items() if any(x.startswith("semreg/") for x in stack)}
+        frames = sys._current_frames()  # this frame among them: a cycle, which `del` breaks below
+        try:
+            names = {t.ident: t.name for t in threading.enumerate()}
+            loop = _stack(frames.get(self._loop_thread)) if self._loop_thread is not None else []
+            if _in_semreg(loop):
+                return loop, {}
+            mine = threading.get_ident()
+            others = {names.get(ident, str(ident)): _stack(frame) for ident, frame in frames.items()
+                      if ident not in (mine, self._loop_thread)}
+            return loop, {name: stack for name, stack in others.items() if any(x.startswith("semreg/") for x in stack)}
+        finally:
+            # left to the collector, every thread's frames and their locals live on; and what a batch makes is
+            # frozen without a collection (`semreg.heap`), so a stall during one kept them for good
+            del frames
 
 
 LOOP_FILES = ("runners.py", "base_events.py", "selectors.py", "events.py")  # the loop's own, and what it is run from

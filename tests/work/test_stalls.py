@@ -3,10 +3,12 @@ thread on a real loop held by a callback."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import sys
 import threading
 import time
+import weakref
 
 from semreg.work.lag import LoopLag
 from semreg.work.stalls import StallWatch
@@ -130,3 +132,34 @@ def test_on_this_machine_the_loops_thread_and_the_collector_are_read():
     linux = sys.platform.startswith("linux")  # schedstat is Linux's: elsewhere the line says None
     assert (ran is not None and ran > 0 and waited is not None and waited >= 0) == linux
     assert after is not None and before is not None and after > before
+
+
+def test_a_stacks_capture_keeps_no_threads_frames_alive():
+    """What a stall's capture looked at goes with the threads that held it, without waiting for the collector
+    (which a registration batch pauses, then freezes what survived: a kept frame was kept for good)."""
+
+    class Held:
+        pass
+
+    ready, release = threading.Event(), threading.Event()
+    seen: list[weakref.ref] = []
+
+    def worker() -> None:
+        held = Held()  # a local of a frame the capture sees
+        seen.append(weakref.ref(held))
+        ready.set()
+        release.wait(10)
+
+    watch = StallWatch(lambda: 0.0, threshold_s=0.1)
+    watch._loop_thread = -1  # no loop thread: every thread's stack is looked at
+    thread = threading.Thread(target=worker)
+    gc.disable()
+    try:
+        thread.start()
+        assert ready.wait(10)
+        watch._stacks()  # sees the worker's frame, with `held` in it
+        release.set()
+        thread.join(10)
+        assert seen[0]() is None, "the worker's frame outlived its thread: the capture kept it"
+    finally:
+        gc.enable()
