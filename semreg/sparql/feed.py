@@ -147,6 +147,7 @@ class ReplicaFeed:
             except Exception as exc:  # the thread must live on: a failed pass is logged, the next one runs
                 self.last_error = exc
                 log.exception("publishing replica changes failed; SPARQL may miss them until the next restart")
+            del instances, ontologies, inferred, patches  # not kept while the thread waits for the next changes
             publish = self.on_replica
             if publish is not None:
                 publish(("ticket", target))  # everything asked for up to `target` is in the stream before it

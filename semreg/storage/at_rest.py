@@ -240,6 +240,9 @@ class AtRest:
                 self.last_error = exc
                 log.exception("writing registrations as RDF failed; the next start rewrites them")
             self.cpu_s += time.thread_time() - cpu
+            # let the pass go before waiting: a backlog's pass is every record that piled up (at a million
+            # registered faster than written, hundreds of thousands of them, ~1.4 KB each)
+            del instances, ontologies, closure, patches
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()

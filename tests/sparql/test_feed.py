@@ -2,6 +2,7 @@
 what the query processes apply equals the snapshot."""
 from __future__ import annotations
 
+import sys
 import threading
 
 import pyoxigraph as ox
@@ -100,6 +101,25 @@ def test_each_pass_ends_with_the_ticket_of_every_change_it_published():
             assert item[0] == "ticket" and item[1] > seen
             seen = item[1]
     assert len(graphs) == 6
+
+
+def test_a_pass_is_let_go_of_before_the_feed_waits():
+    """What a pass took (the instances' views, the ontologies' triples) is not held while the thread waits."""
+    feed = ReplicaFeed()
+    feed.on_replica = lambda item: None
+    feed.start()
+    try:
+        for k in range(20):
+            feed.put_instance({"id": f"i{k}", "service": "svc", "address": "10.0.0.1", "port": 80, "tags": []})
+        feed.put_ontology("o", [t("s", "p")])
+        assert feed.wait(timeout_s=30) and feed.passes >= 1
+        frame = sys._current_frames()[feed._thread.ident]
+        while frame is not None and frame.f_code.co_name != "_run":
+            frame = frame.f_back
+        assert frame is not None
+        assert not {"instances", "ontologies", "inferred", "patches"} & set(frame.f_locals)
+    finally:
+        feed.stop()
 
 
 def test_a_whole_graph_replaces_the_patches_before_it():
