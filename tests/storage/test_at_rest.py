@@ -71,6 +71,23 @@ def test_registrations_follow_their_records(tmp_path, bulk):
     at_rest.stop()
 
 
+def test_a_record_waits_as_it_was_written_and_not_as_the_callers_dict(tmp_path):
+    """A backlog of records waiting to be written is one JSON text each: the writer keeps no reference to the
+    dicts it was handed (their small objects would outlive the backlog as holes among the registry's), and a
+    dict changed afterwards changes nothing at rest."""
+    store, at_rest = opened(tmp_path / "d", bulk=True)
+    written = rec("a", 1, tags=3)
+    tags = written["tags"]
+    before = sys.getrefcount(written), sys.getrefcount(tags)
+    store.save_records([(written, 1)])
+    assert (sys.getrefcount(written), sys.getrefcount(tags)) == before
+    tags.append([f"{EX}Changed", f"{EX}p", f"{EX}Later"])
+    written["port"] = 9
+    assert at_rest.wait(60)
+    assert registrations(store) == {"a": (rec("a", 1, tags=3), 1)}
+    at_rest.stop()
+
+
 def test_a_directory_of_records_only_is_migrated_once(tmp_path, caplog):
     store = Store(tmp_path / "d")  # as an earlier version wrote it: records, no RDF
     store.save_records([(rec(f"i{n}", n), n + 1) for n in range(20)] + [({"id": "gone", "deleted": True,
