@@ -35,7 +35,9 @@ transaction started in a gap between record writes (`RdfWrites.quiet`), so recor
 Memory: RocksDB keeps what is written in its memtables until it flushes them, and with pyoxigraph's
 settings that was most of a node's memory: 50,000 registrations written as RDF left the server at 1,608 MB
 RSS, 489 MB once `flush()` had written the memtables out. So the thread flushes the store after every
-`FLUSH_QUADS` quads it writes, and at most `FLUSH_EVERY_S` after any write, and gives the freed memory back
+`FLUSH_QUADS` quads it writes or `FLUSH_RECORDS` records the store saved (a group's bulk load makes tables
+without a memtable: in a burst the records fill them), and at most `FLUSH_EVERY_S` after any write, and gives
+the freed memory back
 (`semreg.malloc`): under steady churn (ten registrations and removals a second) the count alone let the
 memtables grow by ~12 MB a minute for twelve minutes at a time, the server's memory a saw with no plateau.
 RocksDB's block caches fill up to 160 MiB as strings are read back, and only closing the store empties
@@ -54,7 +56,7 @@ from typing import Any
 import orjson
 import pyoxigraph as ox
 
-from semreg import malloc
+from semreg import kept_json, malloc
 from semreg.rdf.terms import SR
 from semreg.storage.rdf_writes import RdfWrites
 from semreg.storage.store import INFERRED, ONTOLOGY_PREFIX, Store, ontology_graph
@@ -66,7 +68,9 @@ GROUP_QUADS = 200_000  # registrations are written in groups of about this many 
 GATHER_S = 2.0  # under a steady stream, a pass starts at most this often, unless a group's worth is pending
 GROUP_S = 30.0  # the longest a stop waits for the group being written
 FLUSH_QUADS = 200_000  # quads written between two flushes of the store's memtables (about 140 MB of them)
+FLUSH_RECORDS = 20_000  # ... or records saved (`Store.save_records`: ~7 KB of memtables each, measured)
 FLUSH_EVERY_S = 60.0  # ... and the longest what was written waits for a flush (checked as the thread writes)
+RELEASE_AFTER = 10_000  # registrations in a pass after which freed memory goes back to the system at its end
 REOPEN_GROWTH = 16 << 20  # bytes of C heap grown since the store was opened that have it opened again
 REOPEN_MIN_S = 60.0  # ... and the least time between two openings (at a flush)
 SHA256 = ox.NamedNode(SR + "sha256")
@@ -99,6 +103,7 @@ class AtRest:
         self.cpu_s = 0.0  # CPU seconds this thread spent writing (its own, not RocksDB's background threads')
         self.flushes = 0
         self._unflushed = 0  # quads written since the store's memtables were last flushed
+        self._records_unflushed = 0  # records saved since then (by the store, whose thread counts them here)
         self._flushed_at = monotonic()
         self.reopens = 0  # times the store was closed and opened again
         self._opened_at = monotonic()
@@ -119,6 +124,7 @@ class AtRest:
             for iid, item in waiting:
                 self._instances[iid] = item
                 self._quads += item[2]
+            self._records_unflushed += len(waiting)
             self._cond.notify_all()
 
     def put_ontology(self, name: str, triples: list[ox.Triple], sha256: str = "") -> int:
@@ -244,8 +250,12 @@ class AtRest:
                 log.exception("writing registrations as RDF failed; the next start rewrites them")
             self.cpu_s += time.thread_time() - cpu
             # let the pass go before waiting: a backlog's pass is every record that piled up (at a million
-            # registered faster than written, hundreds of thousands of them, ~1.4 KB each)
+            # registered faster than written, hundreds of thousands of them), and give what it held back at once
+            # rather than at the node's next release, up to a minute later
+            large = len(instances) >= RELEASE_AFTER
             del instances, ontologies, closure, patches
+            if large:
+                malloc.release()
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
@@ -281,11 +291,17 @@ class AtRest:
 
 
     def _wrote(self, quads: int) -> None:
-        """`quads` more were written: past `FLUSH_QUADS`, or `FLUSH_EVERY_S` after the last flush, the
-        memtables go to disk and their memory back."""
+        """`quads` more were written: past `FLUSH_QUADS`, or `FLUSH_RECORDS` records saved meanwhile, or
+        `FLUSH_EVERY_S` after the last flush, the memtables go to disk and their memory back. The records count:
+        registrations go in with bulk loads, which make tables without a memtable, so what fills the memtables
+        during a burst is the records themselves (at a million registered at ~4,000 a second, the heap grew by
+        ~2.5 GB a minute when only the writer's own quads were counted)."""
         self._unflushed += quads
+        with self._cond:
+            records = self._records_unflushed
         now = self._monotonic()
-        due = self._unflushed >= FLUSH_QUADS or (self._unflushed > 0 and now - self._flushed_at >= FLUSH_EVERY_S)
+        due = (self._unflushed >= FLUSH_QUADS or records >= FLUSH_RECORDS
+               or ((self._unflushed > 0 or records > 0) and now - self._flushed_at >= FLUSH_EVERY_S))
         if due and not self._abandon:
             started = time.perf_counter()
             self.store.flush()
@@ -294,6 +310,8 @@ class AtRest:
             log.debug("store flushed", extra={"quads": self._unflushed,
                                               "ms": round((time.perf_counter() - started) * 1000)})
             self._unflushed = 0
+            with self._cond:
+                self._records_unflushed -= records
             self._flushed_at = now
             self._reopen_if_grown(now)
 
@@ -323,10 +341,11 @@ def _waiting(rec: dict[str, Any] | None, revision: int) -> Pending:
     (at a million registered in 413 s, ~870,000 at its peak), and as dicts each was ~5 small objects of
     Python's allocator and a table of malloc's, left among the registry's own objects; freed once written,
     the arenas they shared stayed: the server ~1.5 GB larger after the backlog than after a restart on
-    the same directory. As JSON each is one bytes object."""
+    the same directory. As JSON each is one bytes object, of exactly its length (`kept_json`: orjson's own
+    output keeps its ~4 KB buffer, and a million-instance backlog so held 9 GB)."""
     if rec is None or rec.get("deleted"):
         return None, revision, _quads(None)
-    return orjson.dumps(rec), revision, _quads(rec)
+    return kept_json.dumps(rec), revision, _quads(rec)
 
 
 def _record(doc: bytes | None) -> dict[str, Any] | None:
