@@ -135,6 +135,14 @@ class PeerProcess:
             return ""
         return self.log_path.read_text(errors="replace")[-chars:]
 
+    def kill(self) -> None:
+        """SIGKILL to the process group (a crash: nothing is written on the way out), and its end waited for."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
     def stop(self, timeout_s: float = 10.0) -> None:
         """SIGTERM to the process group, SIGKILL if it is still there after `timeout_s`."""
         if self.proc is None or self.proc.poll() is not None:

@@ -152,7 +152,11 @@ class RdfWrites:
             self.store.ox.extend(chunk)
 
     def remove(self, quads: Iterable[ox.Quad]) -> None:
-        for n, q in enumerate(list(quads)):
+        # read whole first, and the name rebound: an iterator of the store (`QuadIter`) must be dropped on the
+        # thread that made it, and one left bound here lived as long as this frame, which a stall's capture on
+        # another thread could outlast
+        quads = list(quads)
+        for n, q in enumerate(quads):
             if n % self.chunk_lines == 0:
                 self.quiet()
             self.store.ox.remove(q)
