@@ -8,7 +8,7 @@ import dns.name
 import pytest
 
 from semreg.dns.answers import Zone
-from semreg.dns.server import DnsServer
+from semreg.dns.server import BIND_TRIES, DnsServer
 
 
 def held_tcp_port() -> socket.socket:
@@ -48,7 +48,8 @@ def test_with_port_0_a_udp_port_whose_number_tcp_holds_is_given_up_for_another()
         port, udp, tries = asyncio.run(run())
     finally:
         held.close()
-    assert tries == 2 and port != taken and udp == port
+    # two tries, or more when the system's next pick was held for TCP too (other tests bind beside this one)
+    assert 2 <= tries <= BIND_TRIES and port != taken and udp == port
     probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # the first UDP socket was closed, not kept
     probe.bind(("127.0.0.1", taken))
     probe.close()
