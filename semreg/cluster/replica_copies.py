@@ -26,6 +26,11 @@ feed when what it should show changes:
 
 Pure: no I/O, no clock; `show(view)` and `hide(id)` are the replica feed's `put_instance` and
 `remove_instance`.
+
+A member serving SPARQL in a ring keeps an entry for every instance of the ring, so an entry is small: the
+members holding a copy are one of the few combinations of members there are, each kept once and shared
+(`_Holders`, as are the members that said a removal; a set of its own per entry was ~216 bytes of ~380),
+and the shown copy's revision and state version are two slots rather than a tuple.
 """
 from __future__ import annotations
 
@@ -38,16 +43,41 @@ Key = tuple[int, int]  # (revision, state version)
 NOBODY: frozenset[str] = frozenset()
 
 
-class _Entry:
-    __slots__ = ("key", "holders", "shown", "tombstone", "removers")
+class _Holders:
+    """Each combination of members once: `with_(holders, member)` and `without(holders, member)` return the
+    shared frozenset for the result (a ring of n members has at most 2^n, and in practice its owner sets)."""
 
     def __init__(self) -> None:
-        self.key: Key = (-1, -1)
-        self.holders: set[str] = set()
+        self._sets: dict[frozenset[str], frozenset[str]] = {NOBODY: NOBODY}
+
+    def with_(self, holders: frozenset[str], member: str) -> frozenset[str]:
+        return holders if member in holders else self._shared(holders | {member})
+
+    def without(self, holders: frozenset[str], member: str) -> frozenset[str]:
+        return self._shared(holders - {member}) if member in holders else holders
+
+    def _shared(self, holders: frozenset[str]) -> frozenset[str]:
+        return self._sets.setdefault(holders, holders)
+
+    def __len__(self) -> int:
+        return len(self._sets)
+
+
+class _Entry:
+    __slots__ = ("revision", "state_version", "holders", "shown", "tombstone", "removers")
+
+    def __init__(self) -> None:
+        self.revision = -1  # the shown copy's (revision, state version): its key
+        self.state_version = -1
+        self.holders = NOBODY  # shared (`_Holders`)
         self.shown = False
         self.tombstone = -1  # the revision of the newest removal seen
         # the members that said that removal and still hold it (shared while empty: one per instance shown)
         self.removers = NOBODY
+
+    @property
+    def key(self) -> Key:
+        return self.revision, self.state_version
 
 
 class ReplicaCopies:
@@ -55,6 +85,7 @@ class ReplicaCopies:
         self._show = show
         self._hide = hide
         self._entries: dict[str, _Entry] = {}
+        self._holders = _Holders()
         self._removals: deque[tuple[int, str]] = deque()  # (tombstone, id) as set, about in time order
 
     def shown(self) -> dict[str, Key]:
@@ -70,15 +101,15 @@ class ReplicaCopies:
         if revision <= entry.tombstone:
             if member not in entry.removers:
                 return  # a copy of a registration removed since
-            entry.removers -= {member}  # the member let go of its tombstone and holds the copy again
+            # the member let go of its tombstone and holds the copy again
+            entry.removers = self._holders.without(entry.removers, member)
             if entry.removers:
                 return  # another member still holds the removal
             entry.tombstone = -1
-        entry.holders.add(member)
-        key = (revision, state_version)
-        if entry.shown and key <= entry.key:
+        entry.holders = self._holders.with_(entry.holders, member)
+        if entry.shown and (revision, state_version) <= (entry.revision, entry.state_version):
             return
-        entry.key = key
+        entry.revision, entry.state_version = revision, state_version
         entry.shown = True
         self._show(view)
 
@@ -87,14 +118,14 @@ class ReplicaCopies:
         entry = self._entries.get(instance_id)
         if entry is None:
             entry = self._entries[instance_id] = _Entry()
-        if revision < entry.key[0]:
+        if revision < entry.revision:
             return  # a removal older than a registration seen since
         if revision > entry.tombstone:
-            entry.tombstone, entry.removers = revision, frozenset((member,))
+            entry.tombstone, entry.removers = revision, self._holders.with_(NOBODY, member)
             self._removals.append((revision, instance_id))
         elif revision == entry.tombstone:
-            entry.removers |= {member}
-        entry.holders.discard(member)  # the others hold their copies until they say otherwise
+            entry.removers = self._holders.with_(entry.removers, member)
+        entry.holders = self._holders.without(entry.holders, member)  # the others hold theirs until they say otherwise
         self._drop(instance_id, entry)
 
     def let_go(self, member: str, instance_id: str) -> None:
@@ -102,7 +133,7 @@ class ReplicaCopies:
         entry = self._entries.get(instance_id)
         if entry is None:
             return
-        entry.holders.discard(member)
+        entry.holders = self._holders.without(entry.holders, member)
         if not entry.holders:
             self._drop(instance_id, entry)
 

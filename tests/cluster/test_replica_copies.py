@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import tracemalloc
 
 import pytest
 from support.inprocess_ring import InProcessRing, RingNode
@@ -144,6 +145,30 @@ def test_a_resync_holds_exactly_what_the_member_listed(table):
     assert sorted(replica.views) == ["j", "k"]
     copies.forget("a")
     assert replica.views == {}
+
+
+def test_an_instance_of_the_ring_costs_its_entry_and_little_more():
+    """A member serving SPARQL keeps an entry for every instance of the ring: the members holding each copy
+    are shared, not a set per instance."""
+    ids = [f"inst-{i:06d}" for i in range(20_000)]  # made before measuring: the view's id is the caller's
+    views = [{"id": iid} for iid in ids]
+    copies = ReplicaCopies(lambda view: None, lambda iid: None)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i, view in enumerate(views):
+            copies.put("n1", view, 10_000 + i, 300 + i)
+            copies.put(("n2", "n3")[i % 2], view, 10_000 + i, 300 + i)
+        taken = (tracemalloc.get_traced_memory()[0] - before) / len(views)
+    finally:
+        tracemalloc.stop()
+    # the entry (~80 bytes), its revision and state version (~56), its place in the table (~40-80); a set of
+    # holders of its own was ~216 bytes more
+    assert taken < 250, taken
+    assert len(copies.shown()) == len(views)
+    copies.let_go("n1", ids[0])
+    copies.let_go("n2", ids[0])
+    assert ids[0] not in copies.shown()
 
 
 def test_any_interleaving_of_two_owners_streams_shows_what_one_registry_would():
