@@ -53,13 +53,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-import orjson
 import pyoxigraph as ox
 
-from semreg import kept_json, malloc
+from semreg import malloc
 from semreg.rdf.terms import SR
+from semreg.storage import documents
 from semreg.storage.rdf_writes import RdfWrites
-from semreg.storage.store import INFERRED, ONTOLOGY_PREFIX, Store, ontology_graph
+from semreg.storage.store import INFERRED, ONTOLOGY_PREFIX, Store, Written, ontology_graph
 
 log = logging.getLogger("semreg.at_rest")
 
@@ -116,10 +116,10 @@ class AtRest:
         self._thread.start()
 
     # -- what changed (from any thread) -----------------------------------------------------------
-    def records_written(self, items: Iterable[tuple[str, dict[str, Any] | None, int]]) -> None:
-        """Records just made durable: (id, record or None when removed, revision). Each waits as its JSON
-        text, one object, not as the record's dict and lists (`_waiting`)."""
-        waiting = [(iid, _waiting(rec, revision)) for iid, rec, revision in items]
+    def records_written(self, items: Iterable[Written]) -> None:
+        """Records just made durable: (id, record or None when removed, revision, its document's JSON). Each
+        waits as that text, one object, not as the record's dict and lists (`_waiting`)."""
+        waiting = [(iid, _waiting(rec, revision, text)) for iid, rec, revision, text in items]
         with self._cond:
             for iid, item in waiting:
                 self._instances[iid] = item
@@ -336,20 +336,27 @@ class AtRest:
                         "ms": round((time.perf_counter() - started) * 1000)})
 
 
-def _waiting(rec: dict[str, Any] | None, revision: int) -> Pending:
+def _waiting(rec: dict[str, Any] | None, revision: int, text: bytes | None = None) -> Pending:
     """A registration as it waits to be written: a backlog is every record registered faster than written
     (at a million registered in 413 s, ~870,000 at its peak), and as dicts each was ~5 small objects of
     Python's allocator and a table of malloc's, left among the registry's own objects; freed once written,
     the arenas they shared stayed: the server ~1.5 GB larger after the backlog than after a restart on
     the same directory. As JSON each is one bytes object, of exactly its length (`kept_json`: orjson's own
-    output keeps its ~4 KB buffer, and a million-instance backlog so held 9 GB)."""
+    output keeps its ~4 KB buffer, and a million-instance backlog so held 9 GB). `text`: the record's
+    document as the store wrote it (`semreg.storage.documents.serialised`), when the caller has it."""
     if rec is None or rec.get("deleted"):
         return None, revision, _quads(None)
-    return kept_json.dumps(rec), revision, _quads(rec)
+    return text if text is not None else documents.serialised(rec, revision), revision, _quads(rec)
 
 
 def _record(doc: bytes | None) -> dict[str, Any] | None:
-    return None if doc is None else orjson.loads(doc)
+    """A waiting registration's record, read from its document."""
+    if doc is None:
+        return None
+    found = documents.read(doc)
+    if found is None:  # never: the document was made from the record
+        raise ValueError("a waiting record's document does not read back")
+    return found[0]
 
 
 def _groups(items: list[tuple[str, Pending]]) -> Iterator[tuple[list[tuple[str, Pending]], int]]:

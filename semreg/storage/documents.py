@@ -17,6 +17,7 @@ from typing import Any, cast
 import orjson
 import pyoxigraph as ox
 
+from semreg import kept_json
 from semreg.errors import StopAsked
 from semreg.rdf.terms import SR
 
@@ -33,11 +34,13 @@ def record_iri(instance_id: str, revision: int) -> str:
     return f"{RECORD_PREFIX}{instance_id}:{revision}"
 
 
-def document(rec: dict[str, Any], revision: int) -> ox.Literal:
-    return ox.Literal(orjson.dumps({**rec, "revision": revision}).decode())
+def serialised(rec: dict[str, Any], revision: int) -> bytes:
+    """The document's JSON, of exactly its length: it is also what waits for the RDF writer
+    (`semreg.storage.at_rest`), which would otherwise serialise the record a second time."""
+    return kept_json.dumps({**rec, "revision": revision})
 
 
-def read(text: str) -> tuple[dict[str, Any], int] | None:
+def read(text: str | bytes) -> tuple[dict[str, Any], int] | None:
     """A document's record and revision, or None when it is not a readable document of this version."""
     try:
         rec = orjson.loads(text)
@@ -103,7 +106,7 @@ def rewrite_old(store: ox.Store, graph: ox.NamedNode, kept: list[Document], batc
     g, new, old = graph.value, DOCUMENT.value, OLD_DOCUMENT.value
     for first in range(0, len(kept), batch):
         chunk = kept[first:first + batch]
-        inserted = " ".join(f"<{subj}> <{new}> {document(rec, rev)} ." for rev, subj, rec in chunk)
+        inserted = " ".join(f"<{subj}> <{new}> {ox.Literal(serialised(rec, rev).decode())} ." for rev, subj, rec in chunk)
         values = " ".join(f"<{subj}>" for _, subj, _ in chunk)
         store.update(f"DELETE {{ GRAPH <{g}> {{ ?r <{old}> ?j }} }} WHERE {{ VALUES ?r {{ {values} }} "
                      f"GRAPH <{g}> {{ ?r <{old}> ?j }} }} ; INSERT DATA {{ GRAPH <{g}> {{ {inserted} }} }}")

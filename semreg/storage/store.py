@@ -40,6 +40,7 @@ log = logging.getLogger("semreg.store")
 RECORDS = ox.NamedNode("urn:semreg:records")
 REGISTRY = ox.NamedNode("urn:semreg:registry")
 INFERRED = ox.NamedNode("urn:semreg:inferred")
+Written = tuple[str, "dict[str, Any] | None", int, "bytes | None"]  # a record made durable (`Store.on_written`)
 ONTOLOGY_PREFIX = "urn:semreg:ontology:"
 OWNED_PREFIXES = ("urn:semreg:",)
 
@@ -93,8 +94,8 @@ class Store:
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(_explain_open_error(path, exc)) from exc
         self._lock = threading.Lock()
-        # told of every instance record made durable: (id, record or None when dropped, revision)
-        self.on_written: Callable[[list[tuple[str, dict[str, Any] | None, int]]], None] | None = None
+        # told each record made durable, under the lock: (id, record or None when removed, revision, its document)
+        self.on_written: Callable[[list[Written]], None] | None = None
         self._revisions: dict[str, int] = {}
         # whether a write that acknowledges a request is queued or running (the node's writer thread tells):
         # the data directory's RDF is written in the gaps between them
@@ -164,13 +165,14 @@ class Store:
         items = list(items)
         quads = []
         superseded = []
+        texts = [documents.serialised(rec, rev) for rec, rev in items]
         with self._lock:
-            for rec, rev in items:
+            for (rec, rev), text in zip(items, texts):
                 iid = rec["id"]
                 node = ox.NamedNode(documents.record_iri(iid, rev))
                 quads += [ox.Quad(node, RECORD_OF, instance_node(iid), RECORDS),
                           ox.Quad(node, REVISION, ox.Literal(str(rev), datatype=XSD_INTEGER), RECORDS),
-                          ox.Quad(node, documents.DOCUMENT, documents.document(rec, rev), RECORDS)]
+                          ox.Quad(node, documents.DOCUMENT, ox.Literal(text.decode()), RECORDS)]
                 old = self._revisions.get(iid)
                 if old is not None and old != rev:
                     superseded.append((iid, old))
@@ -180,7 +182,7 @@ class Store:
             for iid, old in superseded:
                 self._remove_subject(ox.NamedNode(documents.record_iri(iid, old)), RECORDS)
             if self.on_written is not None:
-                self.on_written([(rec["id"], rec, rev) for rec, rev in items])
+                self.on_written([(rec["id"], rec, rev, text) for (rec, rev), text in zip(items, texts)])
 
     def revisions(self) -> dict[str, int]:
         """Each instance record's revision (tombstones' too), as now."""
@@ -215,7 +217,7 @@ class Store:
             if rev is not None:
                 self._remove_subject(ox.NamedNode(documents.record_iri(instance_id, rev)), RECORDS)
                 if self.on_written is not None:
-                    self.on_written([(instance_id, None, rev)])
+                    self.on_written([(instance_id, None, rev, None)])
 
     def _remove_subject(self, subject: ox.NamedNode, graph: ox.NamedNode) -> None:
         # record removal order: the link first and the document last, so a crash midway leaves a document

@@ -15,6 +15,7 @@ import pytest
 from semreg import kept_json
 from semreg.clock import FakeClock
 from semreg.storage import at_rest as at_rest_module
+from semreg.storage import documents
 from semreg.storage.at_rest import FLUSH_EVERY_S, REOPEN_GROWTH, REOPEN_MIN_S, AtRest
 from semreg.storage.rdf_writes import REVISION
 from semreg.storage.registrations import Reader
@@ -92,15 +93,17 @@ def test_a_record_waits_as_it_was_written_and_not_as_the_callers_dict(tmp_path):
     at_rest.stop()
 
 
-def test_a_waiting_record_costs_about_the_length_of_its_json(tmp_path):
+@pytest.mark.parametrize("given", [True, False], ids=["the store's document", "serialised here"])
+def test_a_waiting_record_costs_about_the_length_of_its_json(tmp_path, given):
     """orjson's output keeps the whole buffer it wrote into (~4 KB); a backlog of a million records held so made
-    the server 9 GB. What waits is sized to its text (the writer not started here: every record waits)."""
+    the server 9 GB. What waits is sized to its text (the writer not started here: every record waits): the
+    document the store wrote, or made here when the caller has none (a record read back at start-up)."""
     at_rest = AtRest(Store(tmp_path / "d"))
     records = [rec(f"i{k}", k, tags=3) for k in range(2000)]
     text = sum(len(orjson.dumps(r)) for r in records)
     tracemalloc.start()
     try:
-        at_rest.records_written([(r["id"], r, 1) for r in records])
+        at_rest.records_written([(r["id"], r, 1, documents.serialised(r, 1) if given else None) for r in records])
         # what the writer's module (and the JSON it makes) holds, not what other threads allocate meanwhile
         mine = [tracemalloc.Filter(True, at_rest_module.__file__), tracemalloc.Filter(True, kept_json.__file__)]
         held = sum(t.size for t in tracemalloc.take_snapshot().filter_traces(mine).traces)

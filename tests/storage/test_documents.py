@@ -17,6 +17,11 @@ def rec(iid, port=1):
     return {"id": iid, "service": "s", "address": "h", "port": port}
 
 
+def document(record, rev):
+    """The document literal the store writes for `record` at `rev`."""
+    return ox.Literal(documents.serialised(record, rev).decode())
+
+
 def old_record(store, iid, rev, text=None):
     """A record as an earlier version wrote it: the revision only in its IRI."""
     node = ox.NamedNode(f"urn:semreg:record:{iid}:{rev}")
@@ -74,7 +79,7 @@ def test_a_record_rewritten_halfway_has_both_forms_and_is_read_once(tmp_path):
     store = Store(tmp_path / "d")
     old_record(store, "a", 3)
     node = ox.NamedNode("urn:semreg:record:a:3")
-    store.ox.add(ox.Quad(node, DOCUMENT, documents.document(rec("a", 3), 3), RECORDS))  # a crash came next
+    store.ox.add(ox.Quad(node, DOCUMENT, document(rec("a", 3), 3), RECORDS))  # a crash came next
     del store
     store = Store(tmp_path / "d")
     assert store.load_records() == [(rec("a", 3), 3)]
@@ -89,7 +94,7 @@ def test_a_record_half_removed_is_garbage_and_the_older_linked_one_stays(tmp_pat
     store = Store(tmp_path / "d")
     store.save_records([(rec("a", 4), 4)])
     if written_by == "this version":
-        store.ox.extend([ox.Quad(ox.NamedNode("urn:semreg:record:a:5"), DOCUMENT, documents.document(rec("a", 5), 5),
+        store.ox.extend([ox.Quad(ox.NamedNode("urn:semreg:record:a:5"), DOCUMENT, document(rec("a", 5), 5),
                                  RECORDS)])
     else:
         old_record(store, "a", 5)
@@ -128,7 +133,7 @@ def test_the_newest_linked_record_of_each_instance_wins_whoever_wrote_it(tmp_pat
             old_record(store, iid, rev)
         else:
             store.ox.extend([ox.Quad(node, RECORD_OF, instance_node(iid), RECORDS),
-                             ox.Quad(node, DOCUMENT, documents.document(rec(iid, rev), rev), RECORDS)])
+                             ox.Quad(node, DOCUMENT, document(rec(iid, rev), rev), RECORDS)])
         if not linked:
             store.ox.remove(ox.Quad(node, RECORD_OF, instance_node(iid), RECORDS))
         elif rev > kept.get(iid, 0):
