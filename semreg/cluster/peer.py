@@ -173,8 +173,8 @@ class RemoteShard(Shard):
     async def names_term(self, iri: str) -> bool:
         return bool((await self.call("GET", "/terms", params={"iri": iri}))["named"])
 
-    async def counts(self, environments: frozenset[str] | None) -> Tally:
-        body = {"environments": None if environments is None else sorted(environments)}
+    async def counts(self, environments: frozenset[str] | None, known: str | None = None) -> Tally:
+        body = {"environments": None if environments is None else sorted(environments), "known": known}
         return wire.tally_from_json(await self.call("POST", "/counts", body))
 
     # -- repair and hand-off ----------------------------------------------------------------------------

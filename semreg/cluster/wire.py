@@ -251,15 +251,19 @@ def part_from_bytes(data: bytes, tags: bool) -> discovery.Part:
 
 
 def tally_json(tally: Tally) -> dict[str, Any]:
+    tags = None if tally.tags is None else base64.b64encode(tally.tags).decode("ascii")
     return {"by_status": tally.by_status, "services": tally.services, "environments": tally.environments,
-            "tags": base64.b64encode(tally.tags).decode("ascii"), "ring": list(tally.ring)}
+            "tags": tags, "ring": list(tally.ring), "tags_state": tally.tags_state}
 
 
 def tally_from_json(data: dict[str, Any]) -> Tally:
+    """(A member of an earlier version sends no `tags_state`: its hashes are then never taken as known.)"""
     def ints(counts: dict[str, Any]) -> dict[str, int]:
         return {str(k): int(v) for k, v in counts.items()}
+    tags = data["tags"]
     return Tally(ints(data["by_status"]), ints(data["services"]), ints(data["environments"]),
-                 base64.b64decode(data["tags"]), tuple(str(m) for m in data["ring"]))
+                 None if tags is None else base64.b64decode(tags), tuple(str(m) for m in data["ring"]),
+                 str(data.get("tags_state", "")))
 
 
 def change_json(c: Change) -> list[Any]:

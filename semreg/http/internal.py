@@ -255,7 +255,8 @@ async def counts(request: Request) -> Response:
     body = await body_of(request)
     environments = decoded(lambda: None if body.get("environments") is None else
                            frozenset(str(e) for e in body["environments"]))
-    tally = await shard.counts(environments)
+    known = body.get("known")
+    tally = await shard.counts(environments, known if isinstance(known, str) else None)
     return JSONResponse(wire.tally_json(tally))
 
 

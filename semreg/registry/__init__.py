@@ -19,6 +19,7 @@ routing, and the coordinator over the shards that hold them.
 - `targets`: an answer's routable instances as plain data, for DNS records and Prometheus targets.
 - `listing`: reads for a person's screen: a page of the instance list, and an overview's counts.
 - `environment_counts`: an overview's counts kept per environment as the registry changes.
+- `tag_union`: a ring's distinct tags, the union of the members' tag hashes, counted again only when they moved.
 - `watch`: per-query change detection for blocking reads, and the response cache.
 - `indexes`: the indexes a watchable read answers with, moving only with the changes its reader may see.
 - `feed`: the changes of instances as a numbered feed, for a view that shows a few of many (the console).

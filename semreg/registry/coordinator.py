@@ -43,6 +43,7 @@ from semreg.registry.placement import Placement
 from semreg.registry.registry import REMOVALS, Change
 from semreg.registry.selector import Selector
 from semreg.registry.shard import Shard, ShardUnavailable
+from semreg.registry.tag_union import TagUnion
 from semreg.registry.watch import Topic, WatchHub
 from semreg.work.lane import Lane, paced, sort
 
@@ -62,6 +63,7 @@ class Coordinator:
         self.lane = lane or Lane()
         self.hub = WatchHub(clock, lane=self.lane)
         self.feed = ChangeFeed(clock)  # the same changes, numbered, for views of a few of many instances
+        self.tag_union = TagUnion()  # the members' distinct tags, for the overview's counts in a ring
         self.placement = placement
         self.stragglers = quorum.Stragglers()
 
@@ -199,6 +201,12 @@ class Coordinator:
         """`call(shard)` on every member, suspects too (what each answers for, no other member covers), at once:
         each one's answer, or `ShardUnavailable`."""
         return await self._each({member: functools.partial(call, shard) for member, shard in self.placement.members()})
+
+    async def ask_members(self, call: Callable[[str, Shard], Awaitable[T]], only: Collection[str] | None = None
+                          ) -> dict[str, T | ShardUnavailable]:
+        """`call(member, shard)` on every member (or those in `only`), at once, as `ask_each`."""
+        return await self._each({member: functools.partial(call, member, shard)
+                                 for member, shard in self.placement.members() if only is None or member in only})
 
     async def _each(self, calls: dict[str, Callable[[], Awaitable[T]]]) -> dict[str, T | ShardUnavailable]:
         """Each member's call at once, the other members' requests sent first and this node's own part

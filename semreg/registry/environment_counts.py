@@ -43,14 +43,16 @@ class _Counts:
 class Tally:
     """One member's counts of the instances whose lease runs there, in some environments: by status (every
     status, zeros included), by service and by environment (those with an instance), and its distinct tags
-    as 64-bit hashes packed little-endian (`tag_hashes`). `ring`: the members of the ring it counted on (none
-    on a node alone)."""
+    as 64-bit hashes packed little-endian (`tag_hashes`), or None when the asker said it holds them as of
+    `tags_state` (which process, and its `tags_version`: `semreg.registry.tag_union`). `ring`: the members of
+    the ring it counted on (none on a node alone)."""
 
     by_status: dict[str, int]
     services: dict[str, int]
     environments: dict[str, int]
-    tags: bytes = b""
+    tags: bytes | None = b""
     ring: tuple[str, ...] = field(default=())
+    tags_state: str = ""
 
     @property
     def instances(self) -> int:
@@ -113,8 +115,8 @@ class EnvironmentCounts:
                 "tags": tags}
 
 
-    def tally(self, environments: frozenset[str] | None, order: tuple[str, ...], tags: bytes = b"",
-              ring: tuple[str, ...] = ()) -> Tally:
+    def tally(self, environments: frozenset[str] | None, order: tuple[str, ...], tags: bytes | None = b"",
+              ring: tuple[str, ...] = (), tags_state: str = "") -> Tally:
         """The counts of the instances in `environments` (None: every one), `by_status` in `order`, with `tags`
         (their `tag_hashes`, made apart: see `tag_lists`)."""
         names = sorted(self._by_environment) if environments is None else sorted(environments)
@@ -126,7 +128,8 @@ class EnvironmentCounts:
                 statuses[status] += n
             for service, n in counts.services.items():
                 services[service] = services.get(service, 0) + n
-        return Tally(statuses, dict(sorted(services.items())), {name: c.instances for name, c in chosen}, tags, ring)
+        return Tally(statuses, dict(sorted(services.items())), {name: c.instances for name, c in chosen}, tags, ring,
+                     tags_state)
 
     def tag_lists(self, environments: frozenset[str] | None) -> list[list[Tag]]:
         """The tags held in each of `environments` (None: every one), copied (a C-level copy of each

@@ -13,7 +13,6 @@ body is never rendered.
 """
 from __future__ import annotations
 
-import asyncio
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -23,7 +22,6 @@ import orjson
 
 from semreg.rdf.terms import Tag
 from semreg.registry.coordinator import Coordinator, Gathered
-from semreg.registry.environment_counts import Tally, unpacked
 from semreg.registry.indexes import scope_of
 from semreg.registry.instances import BLOCKED, CRITICAL, DRAINING, UP, Instance
 from semreg.registry.merged import newest_copies, removals_of
@@ -35,7 +33,6 @@ from semreg.registry.watch import Topic
 
 STATUSES = (UP, DRAINING, BLOCKED, CRITICAL)
 MAX_LIMIT = 1000
-UNITED_AT_ONCE = 20_000  # tag hashes a ring's summary unites at once; more, in a worker thread
 Mention = Tag | str  # a whole tag, or a term named in any position of one
 
 
@@ -160,13 +157,19 @@ async def ring_counts(coordinator: Coordinator, environments: frozenset[str] | N
                       ) -> tuple[dict[str, Any], tuple[str, ...], bool]:
     """The counts of a ring's instances in `environments` (None: all), summed over every member's counts of
     those it is the first owner of (`semreg.registry.shard.Shard.counts`); the distinct tags, the size of the
-    union of the members' tag hashes. With the members of the rings they counted on that did not answer (a
-    member the placement no longer asks, too), and whether they counted on more than one ring."""
-    answers = await coordinator.ask_each(lambda shard: shard.counts(environments))
-    tallies = [a for a in answers.values() if not isinstance(a, ShardUnavailable)]
+    union of the members' tag hashes, counted again only when some member's tags moved (`tag_union`). With the
+    members of the rings they counted on that did not answer (a member the placement no longer asks, too), and
+    whether they counted on more than one ring."""
+    union = coordinator.tag_union
+    answers = await coordinator.ask_members(lambda member, shard: shard.counts(environments,
+                                                                                union.known(environments, member)))
+    again = union.missing(environments, {m: a for m, a in answers.items() if not isinstance(a, ShardUnavailable)})
+    if again:  # their hashes were forgotten meanwhile (by a summary of other environments): asked for them
+        answers.update(await coordinator.ask_members(lambda _, shard: shard.counts(environments), again))
+    answered = {m: a for m, a in answers.items() if not isinstance(a, ShardUnavailable)}
+    tallies = list(answered.values())
     rings = {t.ring for t in tallies}
-    answered = {m for m, a in answers.items() if not isinstance(a, ShardUnavailable)}
-    missing = tuple(sorted(set(answers).union(*rings) - answered))
+    missing = tuple(sorted(set(answers).union(*rings) - set(answered)))
     statuses = dict.fromkeys(STATUSES, 0)
     services: dict[str, int] = {}
     places: dict[str, int] = {}
@@ -174,18 +177,9 @@ async def ring_counts(coordinator: Coordinator, environments: frozenset[str] | N
         for totals, counts in ((statuses, tally.by_status), (services, tally.services), (places, tally.environments)):
             for name, n in counts.items():
                 totals[name] = totals.get(name, 0) + n
-    hashes = sum(len(t.tags) for t in tallies) // 8
-    tags = distinct_tags(tallies) if hashes <= UNITED_AT_ONCE else await asyncio.to_thread(distinct_tags, tallies)
+    tags = await union.count(environments, answered)
     return ({"instances": sum(places.values()), "by_status": statuses, "services": dict(sorted(services.items())),
              "environments": dict(sorted(places.items())), "tags": tags}, missing, len(rings) > 1)
-
-
-def distinct_tags(tallies: Iterable[Tally]) -> int:
-    """How many distinct tag hashes the tallies hold between them."""
-    united: set[int] = set()
-    for tally in tallies:
-        united.update(unpacked(tally.tags))
-    return len(united)
 
 
 def counted(instances: Iterable[Instance], environments: frozenset[str] | None) -> dict[str, Any]:

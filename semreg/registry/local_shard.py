@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
@@ -86,6 +87,7 @@ class LocalShard(OwnShard):
         self.ring: tuple[str, ...] = ()  # the members of the ring `primary` places on (none alone)
         # environments asked → (the tags version they were made at, the distinct tags' hashes)
         self._tag_hashes: dict[frozenset[str] | None, tuple[int, bytes]] = {}
+        self._incarnation = os.urandom(6).hex()  # names this process's tag versions (`counts`)
 
     # -- life cycle --------------------------------------------------------------------------------
     async def open(self, post: Callable[[Callable[[], None]], None], stopped: Callable[[], bool] = lambda: False
@@ -495,14 +497,18 @@ class LocalShard(OwnShard):
     async def names_term(self, iri: str) -> bool:
         return any(iri in terms for terms in self.registry.catalogue.by_position)
 
-    async def counts(self, environments: frozenset[str] | None) -> Tally:
+    async def counts(self, environments: frozenset[str] | None, known: str | None = None) -> Tally:
         """The overview's counts of the instances in `environments` (None: all) whose lease runs here, kept as
         they change (`Registry.leased_counts`), once the last ring change's leases are where it put them. The
         hashes of their distinct tags are made again only when the tags held moved: past `HASHED_AT_ONCE`
-        tags, in a worker thread over copies of the tag lists."""
+        tags, in a worker thread over copies of the tag lists; and not sent when the asker holds them already
+        (`known`, the state they were sent as: `semreg.registry.tag_union`)."""
         await self.primaries_settled()
         kept = self.registry.leased_counts
         version = kept.tags_version
+        state = f"{self._incarnation}:{version}"
+        if known == state:
+            return kept.tally(environments, STATUSES, None, self.ring, state)
         made = self._tag_hashes.get(environments)
         if made is not None and made[0] == version:
             tags = made[1]
@@ -514,7 +520,7 @@ class LocalShard(OwnShard):
             if len(self._tag_hashes) >= TAG_HASHES_KEPT:
                 del self._tag_hashes[next(iter(self._tag_hashes))]
             self._tag_hashes[environments] = (version, tags)
-        return kept.tally(environments, STATUSES, tags, self.ring)
+        return kept.tally(environments, STATUSES, tags, self.ring, state)
 
     # -- leases ------------------------------------------------------------------------------------
     def _arm_expiry(self) -> None:

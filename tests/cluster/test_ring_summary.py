@@ -23,10 +23,11 @@ from support.server import wait_for
 from semreg.clock import FakeClock
 from semreg.cluster.ring import Ring
 from semreg.rdf.terms import Tag
-from semreg.registry import listing, primaries
+from semreg.registry import primaries
 from semreg.registry.environment_counts import tag_hashes
 from semreg.registry.instances import STATUSES, Registration
 from semreg.registry.registry import Registry
+from semreg.registry.tag_union import distinct
 
 EX = "http://example.org/summary#"
 ENVIRONMENTS = ("default", "prod", "qa")
@@ -161,6 +162,49 @@ def test_a_member_that_does_not_answer_makes_the_summary_partial(tmp_path: Path)
         ring.close()
 
 
+def test_a_summary_after_a_status_change_has_no_member_send_its_tags_again(tmp_path: Path) -> None:
+    """Each member's distinct tags travel as hashes (8 bytes a tag: megabytes a member at a million instances);
+    asked again while its tags did not move, a member sends none, and only the one whose tags moved sends
+    them again."""
+    ring = InProcessRing(tmp_path / "ring", replicas=2)
+    try:
+        a, b, c = (ring.add(name) for name in "abc")
+        sent: list[tuple[str, bool]] = []
+        for name, node in ring.nodes.items():
+            shard = node.node.shard
+            answer = shard.counts
+
+            async def counting(environments: Any, known: str | None = None, *, name: str = name,
+                               answer: Any = answer) -> Any:
+                tally = await answer(environments, known)
+                sent.append((name, tally.tags is not None))
+                return tally
+            ring.call(lambda shard=shard, counting=counting: setattr(shard, "counts", counting))
+        for n in range(12):
+            assert a.put(f"/v1/instances/i{n:03d}", json=registration(n)).status_code == 201
+        ring.settle()
+        first = b.get("/v1/summary").json()
+        assert first["tags"] == 14 and first["instances"] == 12
+        assert sorted(sent) == [("a", True), ("b", True), ("c", True)]
+
+        sent.clear()
+        assert c.put("/v1/instances/i004/heartbeat", json={"status": "draining"}).status_code == 200
+        ring.settle()
+        again = b.get("/v1/summary").json()
+        assert again["by_status"]["draining"] == 1 and again["tags"] == 14
+        assert sorted(sent) == [("a", False), ("b", False), ("c", False)]
+
+        sent.clear()
+        new = registration(40) | {"tags": [{"s": f"{EX}New", "p": f"{EX}p", "o": f"{EX}Tag"}]}
+        assert a.put("/v1/instances/i040", json=new).status_code == 201
+        ring.settle()
+        assert b.get("/v1/summary").json()["tags"] == 15
+        [owner] = [m for m, hashes in sent if hashes]  # the new instance's first owner only
+        assert Ring(sorted(ring.nodes)).owners("i040", 1) == [owner]
+    finally:
+        ring.close()
+
+
 def first_owner(ring: Ring, member: str) -> Callable[[str], bool]:
     """What `RingPlacement.is_primary` says on `member` over `ring`."""
     return lambda iid: ring.owners(iid, 1) == [member]
@@ -201,6 +245,6 @@ def test_the_first_owners_count_every_id_exactly_once(before: set[str], after: s
                    for r in registries.values()]
         assert sum(t.instances for t in tallies) == len(ids)
         assert sum(t.by_status["up"] for t in tallies) == len(ids)
-        assert listing.distinct_tags(tallies) == len(ids)
+        assert distinct([t.tags for t in tallies]) == len(ids)
         counted_by = Counter(i for m, r in registries.items() for i, inst in r.instances.items() if inst.leased)
         assert counted_by == Counter(ids)

@@ -23,9 +23,9 @@ from semreg.reasoning.matching import DEFAULT_MATCH
 from semreg.registry.digests import by_arc, digests
 from semreg.registry.discovery import DiscoverQuery
 from semreg.registry.instances import Registration
-from semreg.registry.listing import distinct_tags
 from semreg.registry.selector import Selector
 from semreg.registry.shard import Removed, Shard
+from semreg.registry.tag_union import distinct
 
 EX = "http://example.org/obras#"
 LIVRO_TERROR = Tag(EX + "Livro", EX + "temUmGenero", EX + "Terror")
@@ -253,8 +253,8 @@ async def the_counts_of_the_instances_whose_lease_runs_here(shard: Shard, p: str
     assert tally.by_status == {"up": 2, "blocked": 1, "draining": 0, "critical": 0}
     assert tally.services == {p + "s1": 2, p + "s2": 1}
     assert tally.environments == {e1: 2, e2: 1} and tally.instances == 3
-    assert distinct_tags([tally]) == 2 and set(tally.ring) <= {"n1"}  # the ring of one it counted on
-    assert distinct_tags([await shard.counts(frozenset({e2}))]) == 1
+    assert distinct([tally.tags]) == 2 and set(tally.ring) <= {"n1"}  # the ring of one it counted on
+    assert distinct([(await shard.counts(frozenset({e2}))).tags]) == 1
     await shard.delete_record(p + "c", 11)
     everything = await shard.counts(None)
     assert everything.environments[e1] == 2 and e2 not in everything.environments
