@@ -27,7 +27,8 @@ written last (after a group's bulk load, in a second one) and removed first; a g
 `sr:sha256` (an ontology) or `sr:state` (the closure) the same way. Start-up (`reconcile`) rewrites whatever
 the markers say is missing or stale, and removes what no record holds any more; a registration is rewritten
 only after whatever of it is at rest was removed, so triples a kill left without their markers are never
-doubled. A clean stop writes what is pending first (`stop`).
+doubled; once it did, a registration of an id that had no record is known to have none at rest, and is written
+without asking (`records_written`). A clean stop writes what is pending first (`stop`).
 
 The thread writes without the store's lock (pyoxigraph serialises conflicting transactions itself), each
 transaction started in a gap between record writes (`RdfWrites.quiet`), so records keep their pace.
@@ -37,8 +38,7 @@ settings that was most of a node's memory: 50,000 registrations written as RDF l
 RSS, 489 MB once `flush()` had written the memtables out. So the thread flushes the store after every
 `FLUSH_QUADS` quads it writes or `FLUSH_RECORDS` records the store saved (a group's bulk load makes tables
 without a memtable: in a burst the records fill them), and at most `FLUSH_EVERY_S` after any write, and gives
-the freed memory back
-(`semreg.malloc`): under steady churn (ten registrations and removals a second) the count alone let the
+the freed memory back (`semreg.malloc`): under steady churn (ten registrations and removals a second) the count alone let the
 memtables grow by ~12 MB a minute for twelve minutes at a time, the server's memory a saw with no plateau.
 RocksDB's block caches fill up to 160 MiB as strings are read back, and only closing the store empties
 them (`semreg.storage.handle`): after a flush, once the C heap has grown by `REOPEN_GROWTH` since the store
@@ -76,7 +76,9 @@ REOPEN_MIN_S = 60.0  # ... and the least time between two openings (at a flush)
 SHA256 = ox.NamedNode(SR + "sha256")
 STATE = ox.NamedNode(SR + "state")
 
-Pending = tuple[bytes | None, int, int]  # a registration waiting: its record as JSON (None: removed), revision, quads
+# a registration waiting: its record as JSON (None: removed), revision, quads, and whether none of its triples can be
+# at rest (`records_written`)
+Pending = tuple[bytes | None, int, int, bool]
 
 class AtRest:
     """One background thread writing the RDF form of records and graphs; `wait()` for what is asked."""
@@ -98,6 +100,7 @@ class AtRest:
         self._busy = False
         self._stopping = False
         self._abandon = False  # stop now: what is left is written at the next start
+        self._trusted = False  # whether a new id's registration is known to have no triples (`records_written`)
         self._thread = threading.Thread(target=self._run, name="semreg-at-rest", daemon=True)
         self.written = 0  # registrations written or removed as RDF since start
         self.cpu_s = 0.0  # CPU seconds this thread spent writing (its own, not RocksDB's background threads')
@@ -117,13 +120,15 @@ class AtRest:
 
     # -- what changed (from any thread) -----------------------------------------------------------
     def records_written(self, items: Iterable[Written]) -> None:
-        """Records just made durable: (id, record or None when removed, revision, its document's JSON). Each
-        waits as that text, one object, not as the record's dict and lists (`_waiting`)."""
-        waiting = [(iid, _waiting(rec, revision, text)) for iid, rec, revision, text in items]
+        """Records just made durable (`Written`), each waiting as its document's text (`_waiting`). An id with no
+        record before has no triples at rest once start-up compared them with the records, while every pass
+        succeeds and no removal of it waits: it is written without asking the store which of its group have
+        triples (`RdfWrites.registrations`; at ~700,000 instances that query took half of the writer's time)."""
+        waiting = [(iid, _waiting(rec, revision, text), new) for iid, rec, revision, text, new in items]
         with self._cond:
-            for iid, item in waiting:
-                self._instances[iid] = item
-                self._quads += item[2]
+            for iid, (doc, revision, quads, _), new in waiting:  # (the right side first: whether it waited before)
+                self._instances[iid] = (doc, revision, quads, new and self._trusted and iid not in self._instances)
+                self._quads += quads
             self._records_unflushed += len(waiting)
             self._cond.notify_all()
 
@@ -201,7 +206,7 @@ class AtRest:
         with self._cond:
             for iid, item in queued.items():
                 self._instances.setdefault(iid, item)
-        writes = sum(1 for doc, _, _ in queued.values() if doc is not None)
+        writes = sum(1 for doc, *_ in queued.values() if doc is not None)
         if queued:
             log.info("registrations to write as RDF at start-up" + (" (a directory of records only, from an "
                      "earlier version: migrated once)" if not markers and not typed else ""),
@@ -225,6 +230,8 @@ class AtRest:
             pass
         try:
             self._reconcile()
+            with self._cond:
+                self._trusted = True
         except Exception as exc:
             self.last_error = exc
             log.exception("comparing the RDF on disk with the records failed; registrations written from now on "
@@ -247,6 +254,8 @@ class AtRest:
                 self._pass(instances, ontologies, closure, patches)
             except Exception as exc:  # the thread lives on; start-up rewrites what the markers say is stale
                 self.last_error = exc
+                with self._cond:
+                    self._trusted = False  # what the failed pass left at rest is not known
                 log.exception("writing registrations as RDF failed; the next start rewrites them")
             self.cpu_s += time.thread_time() - cpu
             # let the pass go before waiting: a backlog's pass is every record that piled up (at a million
@@ -268,7 +277,7 @@ class AtRest:
         for group, quads in _groups(list(instances.items())):
             if self._abandon:
                 return
-            self.writes.registrations([(iid, _record(doc), revision) for iid, (doc, revision, _) in group])
+            self.writes.registrations([(iid, _record(doc), revision, new) for iid, (doc, revision, _, new) in group])
             done += len(group)
             self.written += len(group)
             self._wrote(quads)
@@ -337,16 +346,13 @@ class AtRest:
 
 
 def _waiting(rec: dict[str, Any] | None, revision: int, text: bytes | None = None) -> Pending:
-    """A registration as it waits to be written: a backlog is every record registered faster than written
-    (at a million registered in 413 s, ~870,000 at its peak), and as dicts each was ~5 small objects of
-    Python's allocator and a table of malloc's, left among the registry's own objects; freed once written,
-    the arenas they shared stayed: the server ~1.5 GB larger after the backlog than after a restart on
-    the same directory. As JSON each is one bytes object, of exactly its length (`kept_json`: orjson's own
-    output keeps its ~4 KB buffer, and a million-instance backlog so held 9 GB). `text`: the record's
-    document as the store wrote it (`semreg.storage.documents.serialised`), when the caller has it."""
+    """A registration as it waits to be written, its record as the store's document (`text`, or made here):
+    one bytes object of exactly its length. A backlog (~870,000 at a million registered in 413 s) of dicts,
+    ~5 small objects each, left arenas half empty among the registry's once written (the server ~1.5 GB larger
+    than after a restart); orjson's own output keeps its ~4 KB buffer (9 GB for that backlog)."""
     if rec is None or rec.get("deleted"):
-        return None, revision, _quads(None)
-    return text if text is not None else documents.serialised(rec, revision), revision, _quads(rec)
+        return None, revision, _quads(None), False
+    return text if text is not None else documents.serialised(rec, revision), revision, _quads(rec), False
 
 
 def _record(doc: bytes | None) -> dict[str, Any] | None:

@@ -78,16 +78,16 @@ class RdfWrites:
         while self.store.foreground() and not self.stopping() and self._clock() < deadline:
             self._sleep(POLL_S)
 
-    def registrations(self, items: list[tuple[str, dict[str, Any] | None, int]]) -> None:
+    def registrations(self, items: list[tuple[str, dict[str, Any] | None, int, bool]]) -> None:
         """Replace these registrations' triples by those of their records (None: removed): what is at rest
-        of those that have any is removed first (`_PRESENT`; a new registration has none), then the new
-        triples go in, with one bulk load when there are at least `bulk_quads` of them."""
-        values = " ".join(f"<{instance_node(iid).value}>" for iid, _, _ in items)
-        present = " ".join(f"<{INSTANCE_PREFIX}{iid}>" for iid, _ in instance_rows(self.store.ox,
-                                                                                    _PRESENT.replace("$V", values)))
+        of those that may have any (all but those said `new`: known to have none) is removed first (`_PRESENT`),
+        then the new triples go in, with one bulk load when there are at least `bulk_quads` of them."""
+        values = " ".join(f"<{instance_node(iid).value}>" for iid, _, _, new in items if not new)
+        present = values and " ".join(f"<{INSTANCE_PREFIX}{iid}>" for iid, _ in instance_rows(
+            self.store.ox, _PRESENT.replace("$V", values)))
         if present:
             self._remove(present)
-        written = [(rec, revision) for _, rec, revision in items if rec is not None]
+        written = [(rec, revision) for _, rec, revision, _ in items if rec is not None]
         triples = "".join(instance_nquads(record_view(rec)) for rec, _ in written)
         if self.stopping() or not written:
             return

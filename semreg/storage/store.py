@@ -40,7 +40,9 @@ log = logging.getLogger("semreg.store")
 RECORDS = ox.NamedNode("urn:semreg:records")
 REGISTRY = ox.NamedNode("urn:semreg:registry")
 INFERRED = ox.NamedNode("urn:semreg:inferred")
-Written = tuple[str, "dict[str, Any] | None", int, "bytes | None"]  # a record made durable (`Store.on_written`)
+# a record made durable (`Store.on_written`): id, record (None: removed), revision, its document, and whether the
+# id had no record before (a registration never seen, or seen removed)
+Written = tuple[str, "dict[str, Any] | None", int, "bytes | None", bool]
 ONTOLOGY_PREFIX = "urn:semreg:ontology:"
 OWNED_PREFIXES = ("urn:semreg:",)
 
@@ -94,7 +96,7 @@ class Store:
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(_explain_open_error(path, exc)) from exc
         self._lock = threading.Lock()
-        # told each record made durable, under the lock: (id, record or None when removed, revision, its document)
+        # told each record made durable, under the lock (`Written`)
         self.on_written: Callable[[list[Written]], None] | None = None
         self._revisions: dict[str, int] = {}
         # whether a write that acknowledges a request is queued or running (the node's writer thread tells):
@@ -166,6 +168,7 @@ class Store:
         quads = []
         superseded = []
         texts = [documents.serialised(rec, rev) for rec, rev in items]
+        new: list[bool] = []
         with self._lock:
             for (rec, rev), text in zip(items, texts):
                 iid = rec["id"]
@@ -174,6 +177,7 @@ class Store:
                           ox.Quad(node, REVISION, ox.Literal(str(rev), datatype=XSD_INTEGER), RECORDS),
                           ox.Quad(node, documents.DOCUMENT, ox.Literal(text.decode()), RECORDS)]
                 old = self._revisions.get(iid)
+                new.append(old is None)
                 if old is not None and old != rev:
                     superseded.append((iid, old))
             self.ox.extend(quads)
@@ -182,7 +186,8 @@ class Store:
             for iid, old in superseded:
                 self._remove_subject(ox.NamedNode(documents.record_iri(iid, old)), RECORDS)
             if self.on_written is not None:
-                self.on_written([(rec["id"], rec, rev, text) for (rec, rev), text in zip(items, texts)])
+                self.on_written([(rec["id"], rec, rev, text, fresh)
+                                 for (rec, rev), text, fresh in zip(items, texts, new)])
 
     def revisions(self) -> dict[str, int]:
         """Each instance record's revision (tombstones' too), as now."""
@@ -217,7 +222,7 @@ class Store:
             if rev is not None:
                 self._remove_subject(ox.NamedNode(documents.record_iri(instance_id, rev)), RECORDS)
                 if self.on_written is not None:
-                    self.on_written([(instance_id, None, rev, None)])
+                    self.on_written([(instance_id, None, rev, None, False)])
 
     def _remove_subject(self, subject: ox.NamedNode, graph: ox.NamedNode) -> None:
         # record removal order: the link first and the document last, so a crash midway leaves a document

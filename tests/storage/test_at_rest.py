@@ -15,11 +15,11 @@ import pytest
 from semreg import kept_json
 from semreg.clock import FakeClock
 from semreg.storage import at_rest as at_rest_module
-from semreg.storage import documents
+from semreg.storage import documents, rdf_writes
 from semreg.storage.at_rest import FLUSH_EVERY_S, REOPEN_GROWTH, REOPEN_MIN_S, AtRest
 from semreg.storage.rdf_writes import REVISION
 from semreg.storage.registrations import Reader
-from semreg.storage.store import INFERRED, RECORDS, REGISTRY, Store, instance_node, ontology_graph
+from semreg.storage.store import INFERRED, INSTANCE_PREFIX, RECORDS, REGISTRY, Store, instance_node, ontology_graph
 from semreg.storage.vocabulary import instance_nquads, record_view
 
 EX = "http://ex.org/"
@@ -103,7 +103,7 @@ def test_a_waiting_record_costs_about_the_length_of_its_json(tmp_path, given):
     text = sum(len(orjson.dumps(r)) for r in records)
     tracemalloc.start()
     try:
-        at_rest.records_written([(r["id"], r, 1, documents.serialised(r, 1) if given else None) for r in records])
+        at_rest.records_written([(r["id"], r, 1, documents.serialised(r, 1) if given else None, True) for r in records])
         # what the writer's module (and the JSON it makes) holds, not what other threads allocate meanwhile
         mine = [tracemalloc.Filter(True, at_rest_module.__file__), tracemalloc.Filter(True, kept_json.__file__)]
         held = sum(t.size for t in tracemalloc.take_snapshot().filter_traces(mine).traces)
@@ -176,6 +176,74 @@ def test_a_kill_between_a_bulk_load_and_its_markers_is_repaired_at_start(tmp_pat
     del store, at_rest
     store, at_rest = opened(tmp_path / "d", bulk=True)
     assert registrations(store) == {"a": (rec("a", 5, tags=3), 3), "b": (rec("b", 2), 2), "c": (rec("c", 7, tags=4), 4)}
+    at_rest.stop()
+
+
+class PresenceAsked:
+    """The ids the writer asked the store about (which have triples at rest) before writing them."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.ids: list[str] = []
+        real = rdf_writes.instance_rows
+
+        def rows(store, query):
+            if query.startswith(rdf_writes._PRESENT.split("$V")[0]):
+                self.ids += [iri[len(INSTANCE_PREFIX) + 1:-1] for iri in query.split("VALUES ?i {")[1].split("}")[0].split()]
+            return real(store, query)
+        monkeypatch.setattr(rdf_writes, "instance_rows", rows)
+
+
+@pytest.mark.parametrize("bulk", [False, True], ids=["loads", "bulk load"])
+def test_a_new_id_is_written_without_asking_which_triples_are_at_rest(tmp_path, monkeypatch, bulk):
+    """Only an id that had a record, or whose removal still waits, may have triples at rest."""
+    store, at_rest = opened(tmp_path / "d", bulk=bulk)
+    asked = PresenceAsked(monkeypatch)
+    store.save_records([(rec(f"n{k}", k, tags=3), k + 1) for k in range(50)])
+    assert at_rest.wait(60)
+    assert asked.ids == []
+    store.save_records([(rec("n1", 99, tags=1), 60)])  # a new revision: its old triples are at rest
+    assert at_rest.wait(60)
+    assert asked.ids == ["n1"]
+    assert registrations(store) == {f"n{k}": (rec(f"n{k}", k, tags=3), k + 1) for k in range(50)} | {
+        "n1": (rec("n1", 99, tags=1), 60)}
+    at_rest.stop()
+
+
+def test_an_id_registered_again_while_its_removal_waits_is_not_doubled(tmp_path, monkeypatch):
+    store, at_rest = opened(tmp_path / "d")
+    store.save_records([(rec("a", 1, tags=4), 1)])
+    assert at_rest.wait(60)
+    asked = PresenceAsked(monkeypatch)
+    with at_rest._cond:  # the writer busy meanwhile: both wait together
+        store.delete_record("a")  # its record gone: "a" has no record, and its triples wait to be removed
+        store.save_records([(rec("a", 2, tags=2), 2)])
+    assert at_rest.wait(60)
+    assert asked.ids == ["a"]
+    assert registrations(store) == {"a": (rec("a", 2, tags=2), 2)}
+    at_rest.stop()
+
+
+def test_registrations_made_while_start_up_compares_are_asked_about(tmp_path, monkeypatch):
+    """A kill left triples of "a" whose record was removed: a registration of "a" made before start-up has
+    compared the RDF with the records must not be taken as new."""
+    store, at_rest = opened(tmp_path / "d")
+    store.save_records([(rec("a", 1, tags=4), 1)])
+    assert at_rest.wait(60)
+    at_rest.stop()
+    store.on_written = None
+    store.delete_record("a")  # durable, its RDF removal lost to a kill
+    del store, at_rest
+    gc.collect()
+    store = Store(tmp_path / "d")
+    store.load_records()
+    at_rest = AtRest(store)
+    store.on_written = at_rest.records_written
+    asked = PresenceAsked(monkeypatch)
+    store.save_records([(rec("a", 2, tags=2), 2)])  # before the writer starts: start-up has not compared yet
+    at_rest.start()
+    assert at_rest.wait(60)
+    assert "a" in asked.ids
+    assert registrations(store) == {"a": (rec("a", 2, tags=2), 2)}
     at_rest.stop()
 
 
