@@ -65,8 +65,9 @@ from semreg.registry.selector import Selector
 from semreg.work.lane import checkpoint, paced
 
 MAX_PATTERNS = 64  # patterns in `all`, and tags in `provided`
-# `combine`'s: the model, the patterns' signals, whether `provided` covers, the needed tags' signals
-Scoring = tuple[matchmaker.Model, Sequence[Signals], bool | None, Sequence[Signals]]
+# `combine`'s: the model, the patterns' signals, whether `provided` covers, the needed tags' signals, and how many
+# of the instance's tags the question neither asks nor provides for
+Scoring = tuple[matchmaker.Model, Sequence[Signals], bool | None, Sequence[Signals], int]
 
 
 class Combined(NamedTuple):
@@ -109,8 +110,9 @@ def combine(matches: Sequence[Match], similarities: Sequence[float] | None = Non
     similarity = None if similarities is None else round(sum(similarities) / len(similarities), 3)
     if scored is None:
         return Combined(worst[0], worst[1], distance, tuple(matches), similarity, provided)
-    model, signals, is_covered, inputs = scored
-    x = tuple([round(v, 4) for v in matchmaker.features(worst[1], distance, signals, provided, is_covered, inputs)])
+    model, signals, is_covered, inputs, unasked = scored
+    x = tuple([round(v, 4) for v in matchmaker.features(worst[1], distance, signals, provided, is_covered, inputs,
+                                                        unasked)])
     return Combined(worst[0], worst[1], distance, tuple(matches), similarity, provided, model.score(x), x)
 
 
@@ -246,9 +248,11 @@ class _Combiner:
         if found is None:
             provided, is_covered, inputs = self._fit(tags)
             signals = [self._reading(m[0], pattern)[0] for m, pattern in zip(matches, q.patterns)]
+            matched = {m[0] for m in matches}
+            unasked = sum(1 for tag in tags if tag not in matched and self.needs.get(tag) is None)
             found = self.combined[key] = combine(
                 matches, [self._similarity(m, pattern) for m, pattern in zip(matches, q.patterns)], provided,
-                (self.model, signals, is_covered, inputs))
+                (self.model, signals, is_covered, inputs, unasked))
         return found
 
     def _fit(self, tags: tuple[Tag, ...]) -> tuple[float | None, bool | None, list[Signals]]:

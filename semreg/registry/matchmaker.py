@@ -11,7 +11,10 @@ signals, and a logistic model fitted offline on OWLS-TC 3's graded judgements tu
   tag's are its components' weakest (the least text and structure, the most given up and assumed);
 - with `provided`, how well the caller's tags fit the instance's needs (`semreg.registry.closeness`) and
   whether they cover them as the logical rule asks (`semreg.registry.conjunctive.covered`); a question without
-  `provided` has 1 for both (a constant within a question changes no ranking).
+  `provided` has 1 for both (a constant within a question changes no ranking);
+- what the instance offers beyond the question (`unasked`): how many of its tags are neither the match of a
+  pattern nor needed by a provided tag (as log(1 + n)): a service that returns a price, a review and a book
+  answers a question for a book less directly than one that returns the book.
 The weights are data shipped in the package (`matchmaker.json`, written by `python -m semreg.tune.matchmaker`,
 which fits them on the development half only and reports the leave-one-request-out cross-validation of the
 fit); nothing is fetched at run time. An answer's match carries its `score` and the `signals` it was scored on
@@ -34,7 +37,8 @@ from semreg.registry.closeness import stands_for
 
 DEGREE_FEATURES = (NARROWER, BROADER, OVERLAP, SIMILAR)
 SIGNALS = ("text", "structure", "given_up", "assumed")
-FEATURES = (*DEGREE_FEATURES, "distance", *SIGNALS, "provided", "covered", *(f"input_{name}" for name in SIGNALS))
+FEATURES = (*DEGREE_FEATURES, "distance", *SIGNALS, "provided", "covered", *(f"input_{name}" for name in SIGNALS),
+            "unasked")
 WEIGHTS_FILE = "matchmaker.json"
 
 Features = tuple[float, ...]  # in the order of FEATURES
@@ -112,10 +116,12 @@ def _mean(signals: Sequence[Signals]) -> tuple[float, float, float, float]:
 
 
 def features(degree: str, distance: int, signals: Sequence[Signals], provided: float | None,
-             covered: bool | None, inputs: Sequence[Signals] = ()) -> Features:
+             covered: bool | None, inputs: Sequence[Signals] = (), unasked: int = 0) -> Features:
     """A candidate's features: its conjunction's degree and distance, its patterns' signals (one per pattern),
-    how `provided` fits it (None: the question has no `provided`) and the signals of what it needs against what
-    is provided (`need`; none: nothing needed, or no `provided`)."""
+    how `provided` fits it (None: the question has no `provided`), the signals of what it needs against what
+    is provided (`need`; none: nothing needed, or no `provided`) and how many of its tags the question neither
+    asks nor provides for (`unasked`)."""
     n = len(signals)
     return (*(1.0 if degree == d else 0.0 for d in DEGREE_FEATURES), math.log1p(distance / n), *_mean(signals),
-            1.0 if provided is None else provided, 1.0 if covered is None or covered else 0.0, *_mean(inputs))
+            1.0 if provided is None else provided, 1.0 if covered is None or covered else 0.0, *_mean(inputs),
+            math.log1p(unasked))

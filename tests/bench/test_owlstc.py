@@ -87,3 +87,6 @@ def test_each_request_is_asked_as_the_variants_say(collection):
     scored = scenario.question(both, "similar, provided, by score")
     assert scored["rank"] == "score" and scored["match"] == "all,similar" and "provided" in scored
     assert "rank" not in scenario.question(both, "similar, provided")
+    assert "min_similarity" not in scored  # the server's default floor
+    lower = scenario.question(both, "similar >= 0.1, provided, by score")
+    assert lower == {**scored, "min_similarity": 0.1}

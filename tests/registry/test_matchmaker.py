@@ -82,6 +82,9 @@ def test_features_read_the_degree_the_distance_and_the_mean_signals():
     # without provided (or nothing needed): constants, which change no ranking within a question
     y = dict(zip(FEATURES, matchmaker.features("exact", 0, [SAME], None, None)))
     assert (y["provided"], y["covered"], y["input_text"], y["input_given_up"]) == (1.0, 1.0, 1.0, 0.0)
+    assert y["unasked"] == 0.0 and x["unasked"] == 0.0
+    z = dict(zip(FEATURES, matchmaker.features("exact", 0, [SAME], None, None, unasked=2)))
+    assert z["unasked"] == pytest.approx(math.log1p(2))
 
 
 def test_a_tags_signals_are_its_weakest_components(hierarchy):
@@ -141,6 +144,20 @@ def test_with_similar_each_match_is_scored_and_ranked_by_its_score_within_its_de
     body = orjson.loads(result.rendered())
     assert body["matches"][0]["signals"] == listed["signals"]
     assert body["instances"][0]["match"]["score"] == listed["score"] and "signals" not in body["instances"][0]["match"]
+
+
+def test_unasked_counts_the_tags_neither_matched_nor_needed(registry):
+    def unasked(result):
+        return {i.id: dict(zip(FEATURES, m.signals))["unasked"] for i, m in zip(result.members, result.best)}
+
+    provided = [{"s": EX + "DigitalCamera", "p": EX + "in"}]
+    _, result = ask(registry, match="all,similar", provided=provided)
+    assert unasked(result)["comedy"] == 0.0  # its output is asked, its input needed
+    _, result = ask(registry, match="all,similar")
+    assert unasked(result)["comedy"] == round(math.log1p(1), 4)  # nothing provided: the input is not asked for
+    q, result = ask(registry, match="all,similar", provided=provided, all=[{"s": EX + "Camera", "p": EX + "in"}])
+    # the question asks for the input and provides nothing an output stands for: the output is the one unasked
+    assert unasked(result)["comedy"] == round(math.log1p(1), 4)
 
 
 def test_rank_score_mixes_the_degrees_by_score(registry):

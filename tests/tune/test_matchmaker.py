@@ -17,13 +17,32 @@ def row(**values: float) -> tuple[float, ...]:
 
 
 def test_the_fit_learns_which_signals_tell_the_relevant_apart():
-    rows = [(row(text=t / 10, given_up=1 - t / 10), 1.0 if t >= 6 else 0.0) for t in range(11)] * 3
+    rows = [(row(text=t / 10, given_up=1 - t / 10), 1.0 if t >= 6 else 0.0, 1.0) for t in range(11)] * 3
     model = tune.fit(rows)
     weights = dict(zip(FEATURES, model.weights))
     assert weights["text"] > 0 > weights["given_up"]
     assert weights["similar"] == 0.0  # a feature never seen is left at nothing (the penalty)
-    scores = [model.score(x) for x, _ in rows[:11]]
+    scores = [model.score(x) for x, _, _ in rows[:11]]
     assert scores == sorted(scores) and scores[-1] > 0.9 > 0.1 > scores[0]
+
+
+def test_a_rows_weight_counts_as_that_many_rows():
+    rows = [(row(text=t / 10), 1.0 if t >= 6 else 0.0, 1.0) for t in range(11)]
+    heavier = [(x, y, 3.0 if y else 1.0) for x, y, _ in rows]
+    repeated = rows + [r for r in rows if r[1]] * 2
+    assert tune.fit(heavier) == tune.fit(repeated)
+
+
+@pytest.mark.slow
+def test_each_request_weighs_the_same_in_the_fit(asked):
+    rows = tune.rows_of(asked)
+    assert len(rows) == sum(len(a.candidates) for a in asked)
+    start = 0
+    sums = []
+    for a in asked:
+        sums.append(sum(w for _, _, w in rows[start:start + len(a.candidates)]))
+        start += len(a.candidates)
+    assert max(sums) == pytest.approx(min(sums)) == pytest.approx(len(rows) / len(asked))
 
 
 @pytest.mark.parametrize("grade, expected", [(0, 0.0), (1, 2 / 3), (2, 5 / 6), (3, 1.0)])

@@ -11,7 +11,9 @@ its outputs as `(O sr:output)`, once per variant:
   matchmaker's score, `semreg.registry.matchmaker`);
 - similar, provided: with `similar`, `provided` ranks instead of filtering (`semreg.registry.closeness`), and is
   among the matchmaker's signals;
-- similar, provided, by score: the same with `rank=score`: by the matchmaker's score alone, the degrees mixed.
+- similar, provided, by score: the same with `rank=score`: by the matchmaker's score alone, the degrees mixed;
+- similar >= 0.1, provided, by score: the same with `min_similarity` 0.1 instead of the default 0.3 (`FLOORS`):
+  more near misses, which the matchmaker ranks.
 The one request naming no output (it asks which services its inputs can feed) asks for `(sr:Any sr:input)`, any
 service taking an input, with its inputs as `provided` (`INPUTS_ONLY`). Until the matchmaker it asked for its
 inputs as `all`, which only the services taking every one of them match; docs/design/benchmarks.md has the
@@ -38,8 +40,10 @@ SR = "https://w3id.org/semreg#"
 OUTPUT, INPUT = SR + "output", SR + "input"
 # variant → (match, whether the request's inputs go as provided)
 VARIANTS = {"logic": ("all", False), "logic, provided": ("all", True), "similar": ("all,similar", False),
-            "similar, provided": ("all,similar", True), "similar, provided, by score": ("all,similar", True)}
-BY_SCORE = frozenset({"similar, provided, by score"})
+            "similar, provided": ("all,similar", True), "similar, provided, by score": ("all,similar", True),
+            "similar >= 0.1, provided, by score": ("all,similar", True)}
+BY_SCORE = frozenset({"similar, provided, by score", "similar >= 0.1, provided, by score"})
+FLOORS = {"similar >= 0.1, provided, by score": 0.1}  # variant → min_similarity, when not the server's default
 ANY = SR + "Any"
 INPUTS_ONLY = [{"s": ANY, "p": INPUT}]  # a request naming no output: any service taking an input
 
@@ -75,6 +79,8 @@ def question(request: Request, variant: str) -> dict:
         body["provided"] = [{"s": i, "p": INPUT} for i in service.inputs]
     if variant in BY_SCORE:
         body["rank"] = "score"
+    if variant in FLOORS:
+        body["min_similarity"] = FLOORS[variant]
     return body
 
 
