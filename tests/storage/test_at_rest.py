@@ -223,6 +223,29 @@ def test_an_id_registered_again_while_its_removal_waits_is_not_doubled(tmp_path,
     at_rest.stop()
 
 
+def test_after_a_failed_pass_new_ids_are_asked_about(tmp_path, monkeypatch):
+    """What a failed pass left at rest is not known (the next start compares it): from then on every id is asked
+    about before it is written."""
+    store, at_rest = opened(tmp_path / "d")
+    real = at_rest.writes.registrations
+    calls = []
+
+    def failing_once(items):
+        calls.append(items)
+        if len(calls) == 1:
+            raise OSError("the disk said no")
+        return real(items)
+    monkeypatch.setattr(at_rest.writes, "registrations", failing_once)
+    store.save_records([(rec("a", 1), 1)])
+    assert at_rest.wait(60) and isinstance(at_rest.last_error, OSError)
+    asked = PresenceAsked(monkeypatch)
+    store.save_records([(rec("b", 2), 2)])
+    assert at_rest.wait(60)
+    assert asked.ids == ["b"]
+    assert registrations(store) == {"b": (rec("b", 2), 2)}
+    at_rest.stop()
+
+
 def test_registrations_made_while_start_up_compares_are_asked_about(tmp_path, monkeypatch):
     """A kill left triples of "a" whose record was removed: a registration of "a" made before start-up has
     compared the RDF with the records must not be taken as new."""
