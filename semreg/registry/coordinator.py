@@ -200,7 +200,7 @@ class Coordinator:
     async def ask_each(self, call: Callable[[Shard], Awaitable[T]]) -> dict[str, T | ShardUnavailable]:
         """`call(shard)` on every member, suspects too (what each answers for, no other member covers), at once:
         each one's answer, or `ShardUnavailable`."""
-        return await self._each({member: functools.partial(call, shard) for member, shard in self.placement.members()})
+        return await self.ask_members(lambda _, shard: call(shard))
 
     async def ask_members(self, call: Callable[[str, Shard], Awaitable[T]], only: Collection[str] | None = None
                           ) -> dict[str, T | ShardUnavailable]:
