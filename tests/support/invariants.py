@@ -71,7 +71,6 @@ class Reading:
     discovered: list[str] = field(default_factory=list)
     sparql: list[str] = field(default_factory=list)
     sparql_count: int = -1
-    summary: dict[str, Any] = field(default_factory=dict)  # the overview's counts (`/v1/summary`)
     notes: list[str] = field(default_factory=list)  # partial answers, read errors
     # what the node's own shard held as the listing was read: live copies (id → revision), and the removals
     # its answers carried (id → revision), for the evidence
@@ -121,10 +120,6 @@ def read(node: ClusterNode) -> Reading:
                 out.notes.append(f"/v1/discover {r.status_code} missing={found.get('missing')}")
             out.sparql = [b["id"]["value"] for b in sparql(c, SPARQL_IDS)]
             out.sparql_count = int(sparql(c, SPARQL_COUNT)[0]["n"]["value"])
-            r = patient(lambda: c.get("/v1/summary"))
-            out.summary = r.json() if r.status_code == 200 else {}
-            if r.status_code != 200 or out.summary.get("partial"):
-                out.notes.append(f"/v1/summary {r.status_code} missing={out.summary.get('missing')}")
             if node.consul_url is not None:
                 read_consul(node.consul_url, c, out)
     except (httpx.HTTPError, ValueError, KeyError, IndexError) as exc:
@@ -189,10 +184,6 @@ def violations(ledger: Ledger, readings: dict[str, Reading]) -> dict[str, dict[s
         bad("SPARQL and listing differ on the node", name, listed ^ seen)
         if r.sparql_count != len(listed):
             bad("SPARQL count is not the number listed", name, [f"COUNT {r.sparql_count}, listed {len(listed)}"])
-        by_status = {s: sum(1 for i in listed if r.statuses.get(i) == s) for s in CONSUL_STATUS}
-        if r.summary and (r.summary.get("instances") != len(listed) or r.summary.get("by_status") != by_status):
-            bad("the overview's counts are not the listing's", name,
-                [f"summary {r.summary.get('instances')} {r.summary.get('by_status')}, listed {len(listed)} {by_status}"])
         if r.consul is not None:
             bad("Consul's services and the listing differ on the node", name, set(r.consul) ^ listed)
             bad("Consul's checks do not say the listed status", name,
